@@ -1,0 +1,123 @@
+/* core/run.c - perf-stat-like counting of a child command.
+ *
+ * The child waits on a pipe until its group is open, then execs; enable_on_exec keeps the
+ * fork and our own code out of the counts. A second, close-on-exec pipe carries errno back
+ * when exec fails.
+ */
+#include "run.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+uint64_t ps_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void close_pair(int p[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (p[i] >= 0)
+			close(p[i]);
+}
+
+static pid_t reap(pid_t pid, int *status)
+{
+	pid_t r;
+	do
+		r = waitpid(pid, status, 0);
+	while (r < 0 && errno == EINTR);
+	return r;
+}
+
+int ps_run(char *const argv[], const struct ps_event *ev, int n, struct ps_run_result *res, struct ps_error *err)
+{
+	int gate[2] = {-1, -1}, report[2] = {-1, -1}, status, child_errno = 0;
+	struct ps_group g = {0};
+	pid_t pid;
+	uint64_t t0;
+	ssize_t got;
+
+	memset(res, 0, sizeof *res);
+	if (!argv || !argv[0])
+		return ps_error_set(err, PS_EUSAGE, "no command to run");
+	if (pipe2(gate, O_CLOEXEC) || pipe2(report, O_CLOEXEC)) {
+		int e = errno;
+		close_pair(gate);
+		close_pair(report);
+		return ps_error_set(err, e, "pipe: %s", strerror(e));
+	}
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close_pair(gate);
+		close_pair(report);
+		return ps_error_set(err, e, "fork: %s", strerror(e));
+	}
+	if (pid == 0) {
+		char c;
+		close(gate[1]);
+		close(report[0]);
+		if (read(gate[0], &c, 1) != 1)
+			_exit(127); /* the parent gave up */
+		execvp(argv[0], argv);
+		int e = errno;
+		if (write(report[1], &e, sizeof e) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(gate[0]);
+	close(report[1]);
+	gate[0] = report[1] = -1;
+	if (ps_group_open(&g, ev, n, pid, -1, PS_GROUP_INHERIT | PS_GROUP_ENABLE_ON_EXEC, err)) {
+		close_pair(gate);
+		close_pair(report);
+		kill(pid, SIGKILL);
+		reap(pid, &status);
+		return -1;
+	}
+	t0 = ps_now_ns();
+	if (write(gate[1], "g", 1) != 1) {
+		int e = errno;
+		ps_group_close(&g);
+		close_pair(gate);
+		close_pair(report);
+		kill(pid, SIGKILL);
+		reap(pid, &status);
+		return ps_error_set(err, e, "starting '%s': %s", argv[0], strerror(e));
+	}
+	close(gate[1]);
+	gate[1] = -1;
+	do
+		got = read(report[0], &child_errno, sizeof child_errno);
+	while (got < 0 && errno == EINTR);
+	close(report[0]);
+	if (reap(pid, &status) < 0) {
+		int e = errno;
+		ps_group_close(&g);
+		return ps_error_set(err, e, "waitpid: %s", strerror(e));
+	}
+	res->wall_ns = ps_now_ns() - t0;
+	if (got == (ssize_t)sizeof child_errno) {
+		ps_group_close(&g);
+		return ps_error_set(err, child_errno, "cannot run '%s': %s", argv[0], strerror(child_errno));
+	}
+	if (ps_group_read(&g, &res->reading, err)) {
+		ps_group_close(&g);
+		return -1;
+	}
+	ps_group_close(&g);
+	res->exited = WIFEXITED(status);
+	res->code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+	res->signo = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+	return 0;
+}

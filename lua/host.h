@@ -1,0 +1,17 @@
+/* lua/host.h - pieces of the perfsh executable shared by main.c and repl.c. */
+#ifndef PS_HOST_H
+#define PS_HOST_H
+
+#include <lua.h>
+
+/* Run the function on top of the stack (with @narg arguments below it... as lua.c's docall):
+   under a traceback handler, with SIGINT interrupting it. Returns the lua_pcall status. */
+int ps_host_docall(lua_State *L, int narg, int nres);
+
+/* Print the error message on top of the stack to stderr (prefixed "perfsh: ") and pop it. */
+void ps_host_report(lua_State *L);
+
+/* The interactive loop. Returns the exit status. */
+int ps_host_repl(lua_State *L);
+
+#endif

@@ -1,0 +1,38 @@
+/* lua/lhelp.h - helpers shared by the bindings of perfsh.core. */
+#ifndef PS_LHELP_H
+#define PS_LHELP_H
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "error.h"
+#include "events.h"
+#include "group.h"
+
+/* Push nil, message, code (the luaL_fileresult convention) and return 3. */
+int ps_l_fail(lua_State *L, const struct ps_error *err);
+
+/* Raise err's message as a Lua error (for programmers' mistakes). */
+int ps_l_raise(lua_State *L, const struct ps_error *err);
+
+/*
+ * Resolve the event names in the array part of the table at @idx (or a single string).
+ * Unknown names raise "bad argument #idx to 'fn' (unknown event ...)". Returns the count.
+ */
+int ps_l_check_events(lua_State *L, int idx, struct ps_event *ev, int max);
+
+/* Push a group reading as a table (see group:read() in README.md). */
+void ps_l_push_reading(lua_State *L, const struct ps_event *ev, const struct ps_reading *r);
+
+/* Optional integer field of the table at @idx. */
+lua_Integer ps_l_optfield_int(lua_State *L, int idx, const char *k, lua_Integer def);
+int ps_l_optfield_bool(lua_State *L, int idx, const char *k, int def);
+
+/* Registration functions of the binding files, called by luaopen_perfsh_core. */
+void ps_l_open_group(lua_State *L);   /* core.group, metatable perfsh.group */
+void ps_l_open_events(lua_State *L);  /* core.resolve, core.events, core.pmu_* */
+void ps_l_open_run(lua_State *L);     /* core.run, core.now, core.spin */
+
+int luaopen_perfsh_core(lua_State *L);
+
+#endif

@@ -1,0 +1,103 @@
+/* lua/lrun.c - core.run (count a child command), core.now, core.spin. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "group.h"
+#include "lhelp.h"
+#include "run.h"
+
+static void push_signame(lua_State *L, int n)
+{
+	const char *abbrev = sigabbrev_np(n);
+	if (abbrev)
+		lua_pushfstring(L, "SIG%s", abbrev);
+	else
+		lua_pushfstring(L, "signal %d", n);
+}
+
+/* core.run(argv, events) -> a reading (see group:read) plus exited, code, signo, signal, wall_ns
+   | nil, msg, errno */
+static int l_run(lua_State *L)
+{
+	struct ps_event ev[PS_MAX_EVENTS];
+	struct ps_run_result res;
+	struct ps_error err;
+	int argc, n;
+	char **argv;
+
+	luaL_checktype(L, 1, LUA_TTABLE);
+	argc = (int)luaL_len(L, 1);
+	luaL_argcheck(L, argc >= 1, 1, "no command given");
+	n = ps_l_check_events(L, 2, ev, PS_MAX_EVENTS);
+	argv = lua_newuserdatauv(L, sizeof(char *) * (size_t)(argc + 1), 0); /* freed by the GC */
+	for (int i = 0; i < argc; i++) {
+		lua_geti(L, 1, i + 1);
+		argv[i] = (char *)luaL_tolstring(L, -1, NULL); /* anchored on the stack until we return */
+		lua_replace(L, -2);
+		lua_insert(L, 3);
+	}
+	argv[argc] = NULL;
+	if (ps_run(argv, ev, n, &res, &err))
+		return ps_l_fail(L, &err);
+	ps_l_push_reading(L, ev, &res.reading);
+	lua_pushboolean(L, res.exited);
+	lua_setfield(L, -2, "exited");
+	lua_pushinteger(L, res.code);
+	lua_setfield(L, -2, "code");
+	lua_pushinteger(L, res.signo);
+	lua_setfield(L, -2, "signo");
+	lua_pushinteger(L, (lua_Integer)res.wall_ns);
+	lua_setfield(L, -2, "wall_ns");
+	if (res.signo) {
+		push_signame(L, res.signo);
+		lua_setfield(L, -2, "signal");
+	}
+	return 1;
+}
+
+/* core.signame(n) -> "SIGSEGV" */
+static int l_signame(lua_State *L)
+{
+	push_signame(L, (int)luaL_checkinteger(L, 1));
+	return 1;
+}
+
+static int l_now(lua_State *L)
+{
+	lua_pushinteger(L, (lua_Integer)ps_now_ns());
+	return 1;
+}
+
+/*
+ * core.spin(n): a calibration loop of exactly 2*n + 3 user-space instructions on x86-64
+ * (mov, test, jz; then dec + jnz per iteration), for measuring what a probe adds.
+ */
+static int l_spin(lua_State *L)
+{
+	lua_Integer n = luaL_checkinteger(L, 1);
+	luaL_argcheck(L, n >= 0, 1, "not negative");
+#if defined(__x86_64__)
+	__asm__ volatile("mov %0, %%rcx\n\t"
+			 "test %%rcx, %%rcx\n\t"
+			 "jz 2f\n"
+			 "1:\n\t"
+			 "dec %%rcx\n\t"
+			 "jnz 1b\n"
+			 "2:\n"
+			 :
+			 : "r"((unsigned long)n)
+			 : "rcx", "cc");
+#else
+	for (volatile lua_Integer i = 0; i < n; i++)
+		;
+#endif
+	return 0;
+}
+
+static const luaL_Reg funcs[] = {{"run", l_run}, {"now", l_now}, {"spin", l_spin}, {"signame", l_signame}, {NULL, NULL}};
+
+void ps_l_open_run(lua_State *L)
+{
+	luaL_setfuncs(L, funcs, 0);
+}

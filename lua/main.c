@@ -1,0 +1,327 @@
+/* lua/main.c - the perfsh executable: a Lua 5.4 host with perfsh.core built in.
+ *
+ *   perfsh                       the REPL
+ *   perfsh script.lua args...    run a script (arg[0] = script, arg[1..] = args)
+ *   perfsh -e 'code'             run code
+ *   perfsh NAME args...          run the recipe NAME (scripts/NAME.lua)
+ *   perfsh --list [hw|sw|cache|pmu|all], --help, --version
+ *
+ * Modules and recipes are found beside the executable: in a source tree (lua/, scripts/) or in
+ * an installed prefix (share/lua/5.4, share/perfsh/scripts). No environment variable is needed.
+ */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+
+#include "host.h"
+#include "lhelp.h"
+
+static lua_State *globalL;
+void (*volatile ps_l_interrupt_cb)(void);
+
+static const char usage[] =
+	"usage: perfsh [options] [script.lua | recipe] [args...]\n"
+	"\n"
+	"Hardware counters for exactly the code you care about: a Lua 5.4 shell over perf event\n"
+	"groups, ptrace breakpoints and snapshot buffers.\n"
+	"\n"
+	"  perfsh                      start the REPL (perfsh and perfsh.core are loaded)\n"
+	"  perfsh script.lua args...   run a Lua script; arg[1..] are its arguments\n"
+	"  perfsh RECIPE args...       run a recipe from the recipe folder, e.g.\n"
+	"                                perfsh stat -r sum ./examples/sum\n"
+	"  perfsh recipes              list the recipes\n"
+	"\n"
+	"options:\n"
+	"  -e CODE          run CODE (may be given more than once; before any script)\n"
+	"  -i               enter the REPL after running -e code or the script\n"
+	"  --list [KIND]    list the events that resolve and open on this machine;\n"
+	"                   KIND is hw, sw, cache, pmu or all (default)\n"
+	"  -h, --help       this text\n"
+	"  -v, --version    the version\n"
+	"\n"
+	"Events are named as perf and libpfm4 name them (instructions, cycles, task-clock,\n"
+	"perf::cycles:u), as sysfs PMU terms (cpu/event=0xc0,umask=0x0/), or as raw codes (r00c0).\n"
+	"Only user space is counted unless an event says :k.\n";
+
+/* ---- paths ---- */
+
+static char lua_dir[PATH_MAX + 64], script_dir[PATH_MAX + 64];
+
+static int is_file(const char *p)
+{
+	return access(p, R_OK) == 0;
+}
+
+/* Find lua/ and scripts/ beside the executable, in a tree or an installed prefix. */
+static void find_dirs(void)
+{
+	char exe[PATH_MAX], dir[PATH_MAX], probe[PATH_MAX + 64];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+
+	if (n <= 0)
+		return;
+	exe[n] = '\0';
+	snprintf(dir, sizeof dir, "%s", dirname(exe));
+	snprintf(probe, sizeof probe, "%s/lua/perfsh/init.lua", dir);
+	if (is_file(probe)) {
+		snprintf(lua_dir, sizeof lua_dir, "%s/lua", dir);
+		snprintf(script_dir, sizeof script_dir, "%s/scripts", dir);
+		return;
+	}
+	snprintf(probe, sizeof probe, "%s/../share/lua/5.4/perfsh/init.lua", dir);
+	if (is_file(probe)) {
+		snprintf(lua_dir, sizeof lua_dir, "%s/../share/lua/5.4", dir);
+		snprintf(script_dir, sizeof script_dir, "%s/../share/perfsh/scripts", dir);
+		return;
+	}
+	/* build/perfsh or build-san/perfsh in a source tree */
+	snprintf(probe, sizeof probe, "%s/../lua/perfsh/init.lua", dir);
+	if (is_file(probe)) {
+		snprintf(lua_dir, sizeof lua_dir, "%s/../lua", dir);
+		snprintf(script_dir, sizeof script_dir, "%s/../scripts", dir);
+	}
+}
+
+static void setup_paths(lua_State *L)
+{
+	lua_getglobal(L, "package");
+	if (lua_dir[0]) {
+		lua_getfield(L, -1, "path");
+		lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;%s", lua_dir, lua_dir, lua_tostring(L, -1));
+		lua_setfield(L, -3, "path");
+		lua_pop(L, 1);
+	}
+	/* perfsh.core is built in: no core.so needed. */
+	lua_getfield(L, -1, "preload");
+	lua_pushcfunction(L, luaopen_perfsh_core);
+	lua_setfield(L, -2, "perfsh.core");
+	lua_pop(L, 1);
+	/* Where the recipes are, for perfsh itself and for `perfsh recipes`. */
+	lua_createtable(L, 0, 2);
+	lua_pushstring(L, script_dir);
+	lua_setfield(L, -2, "scripts");
+	lua_pushstring(L, lua_dir);
+	lua_setfield(L, -2, "lua");
+	lua_getfield(L, -2, "loaded");
+	lua_insert(L, -2);
+	lua_setfield(L, -2, "perfsh.host");
+	lua_pop(L, 2);
+}
+
+/* ---- running chunks (after lua.c) ---- */
+
+static void lstop(lua_State *L, lua_Debug *ar)
+{
+	(void)ar;
+	lua_sethook(L, NULL, 0, 0);
+	luaL_error(L, "interrupted!");
+}
+
+static void laction(int sig)
+{
+	int flag = LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT;
+	void (*cb)(void) = ps_l_interrupt_cb;
+	(void)sig;
+	if (cb)
+		cb(); /* stop a tracer loop running in C; it only sets a flag */
+	lua_sethook(globalL, lstop, flag, 1);
+}
+
+static int msghandler(lua_State *L)
+{
+	const char *msg = lua_tostring(L, 1);
+	if (msg == NULL) {
+		if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
+			return 1;
+		msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+	}
+	luaL_traceback(L, L, msg, 1);
+	return 1;
+}
+
+int ps_host_docall(lua_State *L, int narg, int nres)
+{
+	int base = lua_gettop(L) - narg, status;
+	struct sigaction sa = {0}, old;
+
+	lua_pushcfunction(L, msghandler);
+	lua_insert(L, base);
+	globalL = L;
+	sa.sa_handler = laction;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old);
+	status = lua_pcall(L, narg, nres, base);
+	sigaction(SIGINT, &old, NULL);
+	lua_remove(L, base);
+	return status;
+}
+
+void ps_host_report(lua_State *L)
+{
+	const char *msg = lua_tostring(L, -1);
+	fprintf(stderr, "perfsh: %s\n", msg ? msg : "(error object is not a string)");
+	fflush(stderr);
+	lua_pop(L, 1);
+}
+
+/* Make the global 'arg' table: arg[0] = script, arg[1..] = its arguments. */
+static void create_arg(lua_State *L, char **argv, int argc, int script)
+{
+	lua_createtable(L, argc - script - 1, script + 1);
+	for (int i = 0; i < argc; i++) {
+		lua_pushstring(L, argv[i]);
+		lua_rawseti(L, -2, i - script);
+	}
+	lua_setglobal(L, "arg");
+}
+
+static int run_chunk(lua_State *L, int status)
+{
+	if (status == LUA_OK)
+		status = ps_host_docall(L, 0, 0);
+	if (status != LUA_OK)
+		ps_host_report(L);
+	return status;
+}
+
+/* Run the script at @path with the arguments after argv[idx]. Returns the exit status. */
+static int run_script(lua_State *L, const char *path, char **argv, int argc, int idx)
+{
+	int status = luaL_loadfile(L, path), n = 0;
+
+	if (status != LUA_OK) {
+		ps_host_report(L);
+		return 1;
+	}
+	for (int i = idx + 1; i < argc; i++, n++)
+		lua_pushstring(L, argv[i]);
+	status = ps_host_docall(L, n, 0);
+	if (status != LUA_OK) {
+		ps_host_report(L);
+		return 1;
+	}
+	return 0;
+}
+
+/* A recipe is a bare name with scripts/NAME.lua beside it. */
+static int recipe_path(const char *name, char *out, size_t n)
+{
+	if (!script_dir[0] || strchr(name, '/') || strstr(name, ".lua"))
+		return 0;
+	snprintf(out, n, "%s/%s.lua", script_dir, name);
+	return is_file(out);
+}
+
+/* Load a library module and call one of its functions with a string argument. */
+static int call_lib(lua_State *L, const char *module, const char *fn, const char *argument)
+{
+	lua_getglobal(L, "require");
+	lua_pushstring(L, module);
+	if (ps_host_docall(L, 1, 1) != LUA_OK) {
+		ps_host_report(L);
+		return 1;
+	}
+	lua_getfield(L, -1, fn);
+	lua_remove(L, -2);
+	if (argument)
+		lua_pushstring(L, argument);
+	else
+		lua_pushnil(L);
+	if (ps_host_docall(L, 1, 1) != LUA_OK) {
+		ps_host_report(L);
+		return 1;
+	}
+	int rc = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : 0;
+	lua_pop(L, 1);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	lua_State *L = luaL_newstate();
+	int status = 0, ran = 0, interactive = 0, i;
+	char path[2 * PATH_MAX];
+
+	if (!L) {
+		fprintf(stderr, "perfsh: cannot create the Lua state: out of memory\n");
+		return 1;
+	}
+	luaL_openlibs(L);
+	find_dirs();
+	setup_paths(L);
+	/* Scripts, -e code and the REPL see the library as the global 'perfsh'. */
+	lua_getglobal(L, "require");
+	lua_pushliteral(L, "perfsh");
+	if (ps_host_docall(L, 1, 1) != LUA_OK) {
+		ps_host_report(L);
+		lua_close(L);
+		return 1;
+	}
+	lua_setglobal(L, "perfsh");
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(usage, stdout);
+			goto out;
+		} else if (!strcmp(a, "-v") || !strcmp(a, "--version")) {
+			printf("perfsh %s (%s)\n", PS_VERSION, LUA_RELEASE);
+			goto out;
+		} else if (!strcmp(a, "--list")) {
+			status = call_lib(L, "perfsh", "print_events", i + 1 < argc ? argv[i + 1] : NULL);
+			goto out;
+		} else if (!strcmp(a, "-i")) {
+			interactive = 1;
+		} else if (!strcmp(a, "-e")) {
+			if (++i >= argc) {
+				fprintf(stderr, "perfsh: -e needs code after it\n");
+				status = 2;
+				goto out;
+			}
+			create_arg(L, argv, argc, i);
+			if (run_chunk(L, luaL_loadbuffer(L, argv[i], strlen(argv[i]), "=(command line)")) != LUA_OK) {
+				status = 1;
+				goto out;
+			}
+			ran = 1;
+		} else if (!strcmp(a, "--")) {
+			i++;
+			break;
+		} else if (a[0] == '-' && a[1]) {
+			fprintf(stderr, "perfsh: unknown option '%s' (perfsh --help lists them)\n", a);
+			status = 2;
+			goto out;
+		} else {
+			break;
+		}
+	}
+	if (i < argc) {
+		const char *target = argv[i];
+		create_arg(L, argv, argc, i);
+		if (!strcmp(target, "recipes")) {
+			status = call_lib(L, "perfsh", "print_recipes", NULL);
+		} else if (recipe_path(target, path, sizeof path)) {
+			status = run_script(L, path, argv, argc, i);
+		} else if (is_file(target)) {
+			status = run_script(L, target, argv, argc, i);
+		} else {
+			fprintf(stderr, "perfsh: '%s' is neither a script nor a recipe (perfsh recipes lists the recipes)\n",
+				target);
+			status = 2;
+		}
+		ran = 1;
+	}
+	if (!ran || interactive)
+		status = ps_host_repl(L);
+out:
+	lua_close(L);
+	return status;
+}

@@ -1,0 +1,130 @@
+--- perfsh: hardware counters for exactly the code you care about.
+-- local perfsh = require "perfsh"
+local core = require "perfsh.core"
+
+local perfsh = {version = core.version, core = core}
+
+--- The events a whole-program count uses when none are given: hardware ones where the
+-- machine has a PMU, software ones everywhere else.
+function perfsh.default_events()
+  if core.pmu_present() then
+    return {"instructions", "cycles", "task-clock"}
+  end
+  return {"task-clock", "page-faults", "context-switches"}
+end
+
+--- Open a group: perfsh.group{"instructions", "cycles", pid = 0, cpu = -1, inherit = false}.
+-- Returns a perfsh.group (see README.md). Raises with a one-line reason when it cannot open.
+function perfsh.group(spec)
+  if type(spec) == "string" then spec = {spec} end
+  if type(spec) ~= "table" then
+    error(("bad argument #1 to 'group' (table of event names expected, got %s)"):format(type(spec)), 2)
+  end
+  for i, name in ipairs(spec) do
+    if type(name) ~= "string" then
+      error(("bad argument #1 to 'group' (event #%d is a %s, not a name)"):format(i, type(name)), 2)
+    end
+    local ok, why = core.resolve(name)
+    if not ok then error(("bad argument #1 to 'group' (%s)"):format(why), 2) end
+  end
+  local g, msg = core.group(spec, spec)
+  if not g then error(msg, 2) end
+  return g
+end
+
+local kinds = {hw = true, sw = true, cache = true, pmu = true, all = true}
+
+--- perfsh.events([filter]): events known here, as {name, desc, kind, usable}.
+-- filter: a kind (hw, sw, cache, pmu, all), a substring of the name, or {kind=, match=}.
+function perfsh.events(filter)
+  local kind, match = "all", nil
+  if type(filter) == "table" then
+    kind, match = filter.kind or "all", filter.match
+  elseif kinds[filter] then
+    kind = filter
+  elseif filter ~= nil then
+    match = tostring(filter)
+  end
+  if not kinds[kind] then
+    error(("bad argument #1 to 'events' (kind '%s'; use hw, sw, cache, pmu or all)"):format(kind), 2)
+  end
+  return core.events(kind, match)
+end
+
+local kind_titles = {
+  hw = "hardware events", sw = "software events", cache = "hardware cache events",
+  pmu = "PMU events (sysfs and libpfm4 native names)",
+}
+
+--- Print the events that open on this machine (perfsh --list [kind]). Returns 0 or 2.
+function perfsh.print_events(kind)
+  kind = kind or "all"
+  if not kinds[kind] then
+    io.stderr:write(("perfsh: unknown kind '%s' for --list; use hw, sw, cache, pmu or all\n"):format(kind))
+    return 2
+  end
+  local order = kind == "all" and {"hw", "sw", "cache", "pmu"} or {kind}
+  for _, k in ipairs(order) do
+    local list, shown = core.events(k), 0
+    print(kind_titles[k] .. ":")
+    for _, e in ipairs(list) do
+      if e.usable then
+        print(("  %-32s %s"):format(e.name, e.desc))
+        shown = shown + 1
+      end
+    end
+    if shown == 0 then
+      if (k == "hw" or k == "cache") and not core.pmu_present() then
+        print("  (none: this machine has no hardware PMU that the kernel drives, e.g. a VM without"
+          .. " PMU passthrough; software events work, raw codes need a PMU)")
+      else
+        print("  (none usable here)")
+      end
+    end
+  end
+  return 0
+end
+
+--- List the recipes (perfsh recipes).
+function perfsh.print_recipes()
+  local host = package.loaded["perfsh.host"]
+  local dir = host and host.scripts
+  if not dir or dir == "" then
+    io.stderr:write("perfsh: no recipe folder found beside the executable\n")
+    return 1
+  end
+  local p = io.popen(("ls %q 2>/dev/null"):format(dir))
+  local names = {}
+  for f in p:lines() do
+    local n = f:match("^(.-)%.lua$")
+    if n then names[#names + 1] = n end
+  end
+  p:close()
+  for _, n in ipairs(names) do
+    local fh = io.open(dir .. "/" .. n .. ".lua")
+    local first = fh and fh:read("l") or ""
+    if fh then fh:close() end
+    print(("  %-12s %s"):format(n, (first:gsub("^%-%-+%s*", ""))))
+  end
+  return 0
+end
+
+--- Count a whole command, like perf stat:
+--   local r = perfsh.run{"./prog", "arg", events = {"instructions"}}
+-- r has the counts by event name, raw, scaled, ratio, time_enabled, time_running, and
+-- exited, code, signo, signal, wall_ns. Raises when the command cannot be started.
+function perfsh.run(spec)
+  if type(spec) ~= "table" or type(spec[1]) ~= "string" then
+    error("bad argument #1 to 'run' (table {command, args..., events = {...}} expected)", 2)
+  end
+  local argv = {}
+  for i, a in ipairs(spec) do argv[i] = tostring(a) end
+  local r, msg = core.run(argv, spec.events or perfsh.default_events())
+  if not r then error(msg, 2) end
+  return r
+end
+
+perfsh.scale = core.scale
+perfsh.now = core.now
+
+return perfsh

@@ -1,0 +1,131 @@
+/* lua/repl.c - the interactive loop: libedit line editing and history, multi-line input,
+ * results pretty-printed by perfsh.repl, errors with a traceback, Ctrl-C stops the chunk. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <editline/readline.h>
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "host.h"
+
+static char history_file[1024];
+
+/* Read one line; NULL at end of input. The result is malloc'd. */
+static char *get_line(int tty, const char *prompt)
+{
+	if (tty)
+		return readline(prompt);
+	char buf[4096];
+	if (!fgets(buf, sizeof buf, stdin))
+		return NULL;
+	buf[strcspn(buf, "\n")] = '\0';
+	return strdup(buf);
+}
+
+/* Is the syntax error on top of the stack an unfinished chunk? (lua.c's incomplete) */
+static int incomplete(lua_State *L, int status)
+{
+	if (status == LUA_ERRSYNTAX) {
+		size_t lmsg;
+		const char *msg = lua_tolstring(L, -1, &lmsg);
+		if (lmsg >= 5 && strcmp(msg + lmsg - 5, "<eof>") == 0) {
+			lua_pop(L, 1);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Compile the input, as an expression first ("return " .. line), then as statements,
+   reading more lines while the chunk is unfinished. Leaves the function on the stack. */
+static int load_input(lua_State *L, int tty, const char *first)
+{
+	lua_pushfstring(L, "return %s", first);
+	int status = luaL_loadbuffer(L, lua_tostring(L, -1), lua_rawlen(L, -1), "=stdin");
+	lua_remove(L, -2);
+	if (status == LUA_OK) {
+		if (tty)
+			add_history(first);
+		return status;
+	}
+	lua_pop(L, 1);
+	lua_pushstring(L, first);
+	for (;;) {
+		size_t len;
+		const char *code = lua_tolstring(L, -1, &len);
+		status = luaL_loadbuffer(L, code, len, "=stdin");
+		if (!incomplete(L, status))
+			break;
+		char *more = get_line(tty, ">> ");
+		if (!more)
+			break; /* end of input in the middle: report the error below */
+		lua_pushfstring(L, "%s\n%s", code, more);
+		lua_remove(L, -2);
+		free(more);
+	}
+	if (tty && status == LUA_OK)
+		add_history(lua_tostring(L, -2));
+	lua_remove(L, -2);
+	return status;
+}
+
+/* Print the results with perfsh.repl.print (falls back to print). */
+static void print_results(lua_State *L, int n)
+{
+	if (n == 0)
+		return;
+	lua_getglobal(L, "require");
+	lua_pushliteral(L, "perfsh.repl");
+	if (lua_pcall(L, 1, 1, 0) == LUA_OK) {
+		lua_getfield(L, -1, "print");
+		lua_remove(L, -2);
+	} else {
+		lua_pop(L, 1);
+		lua_getglobal(L, "print");
+	}
+	lua_insert(L, -(n + 1));
+	if (ps_host_docall(L, n, 0) != LUA_OK)
+		ps_host_report(L);
+}
+
+int ps_host_repl(lua_State *L)
+{
+	int tty = isatty(0);
+	const char *home = getenv("HOME");
+	char *line;
+
+	if (tty) {
+		if (home)
+			snprintf(history_file, sizeof history_file, "%s/.perfsh_history", home);
+		using_history();
+		if (history_file[0])
+			read_history(history_file);
+		printf("perfsh %s - Lua %s.%s; perfsh is loaded. Ctrl-D leaves.\n", PS_VERSION, LUA_VERSION_MAJOR,
+		       LUA_VERSION_MINOR);
+	}
+	while ((line = get_line(tty, "perfsh> "))) {
+		int top = lua_gettop(L), status;
+		if (!line[0]) {
+			free(line);
+			continue;
+		}
+		status = load_input(L, tty, line);
+		free(line);
+		if (status == LUA_OK)
+			status = ps_host_docall(L, 0, LUA_MULTRET);
+		if (status == LUA_OK)
+			print_results(L, lua_gettop(L) - top);
+		else
+			ps_host_report(L);
+		lua_settop(L, top);
+	}
+	if (tty) {
+		putchar('\n');
+		if (history_file[0])
+			write_history(history_file);
+	}
+	return 0;
+}

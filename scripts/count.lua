@@ -1,0 +1,58 @@
+-- count a whole command like perf stat: perfsh count [-e EVENTS] [--csv] [--] CMD ARGS...
+local perfsh = require "perfsh"
+local cli = require "perfsh.cli"
+
+local usage = [[
+usage: perfsh count [-e EVENT,...] [--csv] [--] COMMAND [ARGS...]
+
+Counts COMMAND and every thread and child it starts, from its exec to its exit, in one
+event group (user space only unless an event says :k). Exits with COMMAND's status
+(128 + the signal if a signal killed it).
+
+  -e, --events LIST   events to count (default: instructions,cycles,task-clock where the
+                      machine has a hardware PMU, task-clock,page-faults,context-switches
+                      elsewhere); may be repeated
+  --csv               print event,value,scaling rows instead of the table
+]]
+
+local function human(n)
+  local s = ("%d"):format(math.floor(n + 0.5))
+  return s:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", "")
+end
+
+local function main(argv)
+  local opts, cmd = cli.parse("count", {
+    {"-e", "--events", arg = true, repeatable = true, key = "events"},
+    {"--csv", key = "csv"},
+    {"-h", "--help", key = "help"},
+  }, argv)
+  if opts.help then
+    io.write(usage)
+    return 0
+  end
+  if #cmd == 0 then error("perfsh count: no command given (perfsh count --help)", 0) end
+  local events = opts.events and cli.split(opts.events) or perfsh.default_events()
+  local spec = {events = events}
+  for i, a in ipairs(cmd) do spec[i] = a end
+  local ok, r = pcall(perfsh.run, spec)
+  if not ok then error("perfsh count: " .. tostring(r):gsub("^.-:%d+: ", ""), 0) end
+  local scaling = r.ratio < 1 and ("%.1f%%"):format(100 * r.ratio) or "100%"
+  if opts.csv then
+    print("event,value,scaling")
+    for i, name in ipairs(r.events) do print(("%s,%d,%.4f"):format(name, r[name], r.ratio)) end
+  else
+    io.stderr:write(("\n Performance counter stats for '%s':\n\n"):format(table.concat(cmd, " ")))
+    for _, name in ipairs(r.events) do
+      io.stderr:write(("%20s  %s\n"):format(human(r[name]), name))
+    end
+    if r.instructions and r.cycles and r.cycles > 0 then
+      io.stderr:write(("%20.2f  instructions per cycle\n"):format(r.instructions / r.cycles))
+    end
+    io.stderr:write(("\n%20.6f  seconds wall time (exec to exit)\n"):format(r.wall_ns / 1e9))
+    io.stderr:write(("%20s  of the time the group was on the PMU\n"):format(scaling))
+    if not r.exited then io.stderr:write(("%20s  killed the command\n"):format(r.signal)) end
+  end
+  return cli.status(r.exited, r.code, r.signo)
+end
+
+cli.main(main, arg)

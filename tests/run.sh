@@ -1,0 +1,50 @@
+#!/bin/sh
+# tests/run.sh - run the C unit tests and the busted specs; end with one line
+# "N passed, N failed, N skipped" that counts both. Exit status 1 if anything failed.
+# PERFSH: the perfsh executable to run the specs in (default ./perfsh); B: the build dir.
+set -u
+cd "$(dirname "$0")/.."
+PERFSH=${PERFSH:-./perfsh}
+B=${B:-build}
+export PERFSH
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+echo "== C unit tests ($B/tests/c/run)"
+"$B/tests/c/run" >"$tmp/c.out" 2>&1
+crc=$?
+cat "$tmp/c.out"
+c_line=$(grep -E '^c: [0-9]+ passed, [0-9]+ failed' "$tmp/c.out" | tail -n 1)
+c_pass=$(echo "$c_line" | sed -n 's/^c: \([0-9]*\) passed.*/\1/p')
+c_fail=$(echo "$c_line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+c_skip=$(echo "$c_line" | sed -n 's/.* \([0-9]*\) skipped.*/\1/p')
+if [ -z "$c_line" ]; then
+	echo "the C test runner stopped without its summary (exit $crc)"
+	c_pass=0 c_fail=1 c_skip=0
+fi
+
+echo "== busted specs (run inside $PERFSH)"
+busted_bin=$(command -v busted)
+if [ -z "$busted_bin" ]; then
+	echo "busted is not installed (make deps installs lua-busted)"
+	l_pass=0 l_fail=1 l_skip=0
+else
+	"$PERFSH" "$busted_bin" -o TAP tests/ >"$tmp/l.out" 2>&1
+	lrc=$?
+	cat "$tmp/l.out"
+	l_skip=$(grep -c '^ok [0-9]* - # SKIP' "$tmp/l.out")
+	l_ok=$(grep -c '^ok [0-9]*' "$tmp/l.out")
+	l_pass=$((l_ok - l_skip))
+	l_fail=$(grep -c '^not ok [0-9]*' "$tmp/l.out")
+	if ! grep -q '^1\.\.[0-9]' "$tmp/l.out"; then
+		echo "busted stopped without its plan line (exit $lrc)"
+		l_fail=$((l_fail + 1))
+	fi
+fi
+
+pass=$((c_pass + l_pass))
+fail=$((c_fail + l_fail))
+skip=$((c_skip + l_skip))
+echo "C: $c_pass passed, $c_fail failed, $c_skip skipped; busted: $l_pass passed, $l_fail failed, $l_skip skipped"
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]

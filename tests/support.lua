@@ -1,0 +1,46 @@
+--- tests/support.lua - shared helpers of the busted specs (loaded with dofile).
+local core = require "perfsh.core"
+
+local support = {}
+
+support.perfsh = os.getenv("PERFSH") or "./perfsh"
+support.build = os.getenv("B") or "build"
+
+--- true when the hardware PMU works; otherwise marks the test pending with the reason.
+function support.need_pmu(pending)
+  if core.pmu_present() then return true end
+  pending("no hardware PMU on this machine (the kernel counts software events only)")
+  return false
+end
+
+--- Run a shell command; returns its stdout, stderr and exit code.
+function support.sh(cmd, input)
+  local out, err = os.tmpname(), os.tmpname()
+  local full = ("(%s) >%s 2>%s"):format(cmd, out, err)
+  if input then
+    local inp = os.tmpname()
+    local f = assert(io.open(inp, "w"))
+    f:write(input)
+    f:close()
+    full = full .. " <" .. inp
+    support._cleanup = inp
+  end
+  local ok, how, code = os.execute(full)
+  local function slurp(p)
+    local f = io.open(p)
+    local s = f and f:read("a") or ""
+    if f then f:close() end
+    os.remove(p)
+    return s
+  end
+  if support._cleanup then os.remove(support._cleanup) support._cleanup = nil end
+  if how == "signal" then code = 128 + code end
+  return slurp(out), slurp(err), ok and 0 or code
+end
+
+--- Quote a string for sh.
+function support.q(s)
+  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
+end
+
+return support
