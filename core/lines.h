@@ -1,0 +1,105 @@
+/* core/lines.h - DWARF line tables and inlined copies of functions (libdw).
+ *
+ * Addresses are link-time, like those of core/symbols.h; the caller adds the load bias.
+ */
+#ifndef PS_LINES_H
+#define PS_LINES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+struct ps_lines; /* the line table and DIEs of one ELF file */
+
+/**
+ * ps_lines_open() - read the DWARF line tables of @path.
+ * @l:    set to the new object on success.
+ * @path: an ELF file; when it has no DWARF, its separate debug file
+ *        /usr/lib/debug/.build-id/xx/yyyy.debug is used if present.
+ * @err:  "cannot open PATH: ...", "PATH is not an ELF file", or
+ *        "PATH has no DWARF line info: rebuild with -g".
+ * Return: 0, or -1 with @err set.
+ */
+int ps_lines_open(struct ps_lines **l, const char *path, struct ps_error *err);
+
+/** ps_lines_close() - free @l (NULL is allowed). */
+void ps_lines_close(struct ps_lines *l);
+
+/**
+ * ps_lines_addrs() - the addresses where code for FILE:LINE begins.
+ * @l:           the tables.
+ * @file:        a source file: its basename, a suffix of its path at a '/', or its path.
+ * @line:        a line number (from 1).
+ * @addrs:       receives up to @max addresses, sorted, without duplicates.
+ * @max:         room in @addrs.
+ * @actual_line: receives @line, or the next line that has code when @line has none.
+ * @err:         unknown file (with the 3 closest file names), a @file that matches
+ *               several files, a line past the last line with code.
+ *
+ * An address is that of an is_stmt row of @file and the line whose previous row
+ * (in the same sequence) is not of the same file and line: the start of each block
+ * of code for the line (a loop header has two, an inlined header one per copy).
+ * Return: the number of addresses written (1..@max), or -1 with @err set.
+ */
+int ps_lines_addrs(struct ps_lines *l, const char *file, int line, uint64_t *addrs, int max, int *actual_line,
+		   struct ps_error *err);
+
+/**
+ * ps_lines_parse_range() - parse "FILE:L1-L2" or "FILE1:L1-FILE2:L2".
+ * @spec:          the text.
+ * @file1, @n1:    receives FILE1 (buffer of @n1 bytes).
+ * @l1:            receives L1.
+ * @file2, @n2:    receives FILE2 (FILE1 again in the short form).
+ * @l2:            receives L2.
+ * @err:           "bad line range 'SPEC': expected FILE:L1-L2 or FILE:L1-FILE:L2", or
+ *                 a range in one file that ends where or before it starts.
+ *
+ * The region of a range runs from the first address of L1 (inclusive: a start
+ * point) to the first address of L2 (exclusive: a stop point). File names may
+ * contain '-' and ':'; the split is at the first ":DIGITS-".
+ * Return: 0, or -1 with @err set.
+ */
+int ps_lines_parse_range(const char *spec, char *file1, size_t n1, int *l1, char *file2, size_t n2, int *l2,
+			 struct ps_error *err);
+
+/**
+ * struct ps_inline - one address range of an inlined copy of a function.
+ * @entry:  the copy's entry pc (DW_AT_entry_pc, or its lowest address).
+ * @lo:     start of the range.
+ * @hi:     end of the range (exclusive).
+ * @caller: the function the copy is inlined into (owned by the ps_lines).
+ * @copy:   which copy: ranges of one copy share it (0, 1, ... in DIE order).
+ */
+struct ps_inline {
+	uint64_t entry;
+	uint64_t lo, hi;
+	const char *caller;
+	int copy;
+};
+
+/**
+ * ps_lines_inlined() - the inlined copies of function @name.
+ * @l:    the tables.
+ * @name: DW_AT_name of the abstract origin, or its demangled linkage name, with or
+ *        without the parameter list ("ns::K::f" or "ns::K::f(int)").
+ * @out:  receives up to @max entries, one per address range of a copy (a copy split
+ *        into hot and cold parts gives two entries with the same @copy).
+ * @max:  room in @out.
+ * @err:  not filled when there is none (that is 0, not an error).
+ *
+ * Every DW_TAG_inlined_subroutine whose abstract origin is @name; out-of-line
+ * instances are not included.
+ * Return: the number of entries written, or -1 with @err set.
+ */
+int ps_lines_inlined(struct ps_lines *l, const char *name, struct ps_inline *out, int max, struct ps_error *err);
+
+/**
+ * ps_lines_addr2line() - the source line of link-time address @addr.
+ * @file: receives the file's path (owned by @l).
+ * @line: receives the line.
+ * Return: 0, or -1 if @addr has no line info.
+ */
+int ps_lines_addr2line(struct ps_lines *l, uint64_t addr, const char **file, int *line);
+
+#endif
