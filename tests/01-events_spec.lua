@@ -75,6 +75,10 @@ end)
 
 describe("require 'perfsh' in a plain lua5.4", function()
   it("loads perfsh.core from the build and sets no global", function()
+    if support.build ~= "build" then
+      pending("a sanitizer build: plain lua5.4 cannot load an ASan-linked core.so")
+      return
+    end
     local code = [[
       local before = {}
       for k in pairs(_G) do before[k] = true end
