@@ -1,0 +1,1913 @@
+/* core/tracer.c - ptrace mechanics: spawn/attach, breakpoints, catching returns, detach.
+ *
+ * Choices (see /work/shared/NOTES-tracing.md for the measurements behind them):
+ *
+ * - Breakpoints are int3 bytes written with pwrite() on /proc/PID/mem; they stay in
+ *   place while armed (no re-insertion dance). The displaced instruction is, in order of
+ *   preference: emulated by the tracer (endbr64, nops, push reg, pushf, mov %rsp,%rbp,
+ *   sub $imm,%rsp, call/jmp/jcc/loop rel, ret: no extra stop), or executed OUT OF LINE
+ *   in a scratch page mapped in the tracee (one mmap syscall injected at first need):
+ *   the instruction is copied into a slot followed by an int3 and the thread is resumed
+ *   there (one extra stop); rip-relative operands are rewritten to [reg+disp32] with a
+ *   free register (rsi/rdi/rbx) loaded with the original rip, as kernel uprobes do;
+ *   indirect jumps/calls are single-stepped instead and a pushed return address is
+ *   fixed. Out-of-line execution never removes a breakpoint, so other threads keep
+ *   running and cannot miss it: no stop-the-world. The out-of-line run is waited for
+ *   synchronously (waitpid on that tid); syscall/int instructions are refused so it
+ *   never blocks.
+ * - Returns are caught by swapping the return address at [rsp] (at function entry) for
+ *   a trampoline: the ELF entry point (AT_ENTRY), which holds an int3 once the first
+ *   return is caught. A per-thread shadow stack keeps (real return, entry rsp, bp,
+ *   cookie). A trap at the trampoline whose rsp is entry_rsp+8 of the top frame is a
+ *   return; otherwise it is the program really running _start (a return was caught in a
+ *   constructor before _start ran), and _start's first instruction is run out of line.
+ *   Tail calls (a caught function jumping to another caught one: [rsp] already holds
+ *   the trampoline) share one slot; both frames are popped at the one return.
+ *   Frames whose entry rsp is below the thread's rsp at a later stop were unwound
+ *   (longjmp, exception) and are reported with unwound=1. Limits: C++ exceptions and
+ *   _Unwind_Backtrace cannot unwind through a swapped frame; a handler on a sigaltstack
+ *   above the thread's stack makes its open frames look unwound.
+ * - Threads live in an open-addressing hash keyed by tid; the per-stop path allocates
+ *   nothing (shadow stacks grow by doubling) and uses GETREGS/SETREGS/CONT plus a pread
+ *   and a pwrite when a return is caught.
+ */
+#include "tracer.h"
+
+#include "x86insn.h"
+
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define SLOT_SIZE 32
+#define NSLOT 2048
+#define SCRATCH_SIZE (NSLOT * SLOT_SIZE)
+#define SLOT_TRAMP (NSLOT - 1) /* _start's first instruction */
+#define SLOT_SPARE (NSLOT - 2) /* breakpoints with ids beyond the cached slots */
+#define SLOT_TOUCH (NSLOT - 3) /* "push %rax; pop %rax; int3": grows the stack */
+#define SLOT_USER (NSLOT - 3)
+
+#define PTRACE_OPTS                                                                   \
+	(PTRACE_O_EXITKILL | PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK |                \
+	 PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC | PTRACE_O_TRACESYSGOOD)
+
+enum emu {
+	EMU_XOL,    /* run out of line, int3 after it */
+	EMU_STEP,   /* run out of line, single-step (indirect branches) */
+	EMU_SKIP,   /* no effect: endbr64, nop */
+	EMU_PUSH,   /* push %reg (cc = register number) */
+	EMU_PUSHF,
+	EMU_MOVRBP, /* mov %rsp,%rbp */
+	EMU_SUBRSP, /* sub $arg,%rsp */
+	EMU_CALL,   /* call rel32 to arg */
+	EMU_JMP,    /* jmp rel to arg */
+	EMU_JCC,    /* jcc (cc = condition) to arg */
+	EMU_LOOP,   /* loopne/loope/loop/jrcxz (cc = opcode & 3) to arg */
+	EMU_RET,
+};
+
+struct bp {
+	uint64_t addr;
+	int kind, enabled;
+	uint8_t orig, len, emu, cc;
+	int8_t xreg;     /* register replacing rip in the out-of-line copy, -1 none */
+	uint8_t fixcall; /* indirect call: fix the pushed return address */
+	uint8_t xol_len;
+	int64_t arg;
+	uint8_t xol[SLOT_SIZE];
+};
+
+struct frame {
+	uint64_t ret, sp, cookie;
+	int bp;
+};
+
+enum { TH_RUN, TH_HELD, TH_EARLY, TH_AWAIT };
+
+struct proc {
+	pid_t pid;
+	int memfd;
+	int writes_bps; /* breakpoints are written into its memory */
+	int sees_bps;   /* its memory holds our int3s (itself or shared with a parent) */
+	int silent;     /* released vfork child: handled, never reported */
+	int nthreads;
+	uint64_t entry; /* AT_ENTRY, 0 until read */
+	int tramp_on;   /* int3 written at entry */
+	struct bp tramp;
+	uint64_t scratch;
+	int *slot; /* per slot: bp index + 1 held there, -1 fixed content written */
+	struct proc *next;
+};
+
+struct thread {
+	pid_t tid;
+	int state;
+	int group;     /* held in a group-stop: resume with PTRACE_LISTEN */
+	int announced; /* thread_new() was called */
+	int release;   /* fork child to clean and detach at its first stop */
+	int newkind;   /* PTRACE_EVENT_* that created it, 0 if unknown yet */
+	struct proc *proc;
+	struct frame *fr;
+	int nfr, capfr;
+	int statfd;
+	int nsig;
+	int sig[4];
+};
+
+struct ps_tracer {
+	struct ps_tracer_ops ops;
+	void *ud;
+	pid_t pid;
+	int spawned, attached, follow, settling;
+	struct thread **th;
+	unsigned thcap, nth;
+	struct proc *procs;
+	struct bp *bp;
+	int nbp, capbp;
+	int *bph; /* address hash: bp index, -1 empty */
+	unsigned bphcap;
+	volatile sig_atomic_t intr;
+	int pause;
+	const char *abort;
+	int ended, code, signo;
+	uint64_t stops;
+	struct ps_error *err; /* where handlers report: the caller's, or errbuf */
+	struct ps_error errbuf;
+};
+
+/* ---------------------------------------------------------------- small helpers */
+
+static int mem_rd(struct proc *p, uint64_t a, void *buf, size_t n)
+{
+	return pread(p->memfd, buf, n, (off_t)a) == (ssize_t)n ? 0 : -1;
+}
+
+static int mem_wr(struct proc *p, uint64_t a, const void *buf, size_t n)
+{
+	return pwrite(p->memfd, buf, n, (off_t)a) == (ssize_t)n ? 0 : -1;
+}
+
+static unsigned long long *regp(struct user_regs_struct *r, int n)
+{
+	switch (n) {
+	case 0: return &r->rax;
+	case 1: return &r->rcx;
+	case 2: return &r->rdx;
+	case 3: return &r->rbx;
+	case 4: return &r->rsp;
+	case 5: return &r->rbp;
+	case 6: return &r->rsi;
+	case 7: return &r->rdi;
+	case 8: return &r->r8;
+	case 9: return &r->r9;
+	case 10: return &r->r10;
+	case 11: return &r->r11;
+	case 12: return &r->r12;
+	case 13: return &r->r13;
+	case 14: return &r->r14;
+	default: return &r->r15;
+	}
+}
+
+static int is_stopsig(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+static void cbres(struct ps_tracer *t, int rc, const char *what)
+{
+	if (rc < 0)
+		t->abort = what;
+	else if (rc & PS_TRACER_PAUSE)
+		t->pause = 1;
+}
+
+static int quiet(const struct ps_tracer *t, const struct thread *th)
+{
+	return t->settling || !th->proc || th->proc->silent;
+}
+
+/* ---------------------------------------------------------------- thread table */
+
+static unsigned th_home(const struct ps_tracer *t, pid_t tid)
+{
+	return ((unsigned)tid * 2654435761u) & (t->thcap - 1);
+}
+
+static struct thread *th_find(const struct ps_tracer *t, pid_t tid)
+{
+	if (!t->thcap)
+		return NULL;
+	for (unsigned i = th_home(t, tid);; i = (i + 1) & (t->thcap - 1)) {
+		if (!t->th[i])
+			return NULL;
+		if (t->th[i]->tid == tid)
+			return t->th[i];
+	}
+}
+
+static int th_put(struct ps_tracer *t, struct thread *th)
+{
+	if ((t->nth + 1) * 2 > t->thcap) {
+		unsigned ncap = t->thcap ? t->thcap * 2 : 16, ocap = t->thcap;
+		struct thread **n = calloc(ncap, sizeof *n), **o = t->th;
+		if (!n)
+			return -1;
+		t->th = n;
+		t->thcap = ncap;
+		t->nth = 0;
+		for (unsigned i = 0; i < ocap; i++)
+			if (o[i])
+				th_put(t, o[i]);
+		free(o);
+	}
+	unsigned i = th_home(t, th->tid);
+	while (t->th[i])
+		i = (i + 1) & (t->thcap - 1);
+	t->th[i] = th;
+	t->nth++;
+	return 0;
+}
+
+static void th_del(struct ps_tracer *t, struct thread *th)
+{
+	unsigned m = t->thcap - 1, i = th_home(t, th->tid);
+	while (t->th[i] != th)
+		i = (i + 1) & m;
+	t->th[i] = NULL;
+	t->nth--;
+	for (unsigned j = (i + 1) & m; t->th[j]; j = (j + 1) & m) {
+		unsigned k = th_home(t, t->th[j]->tid);
+		/* move back entries whose home is not cyclically in (i, j] */
+		if ((j > i && (k <= i || k > j)) || (j < i && k <= i && k > j)) {
+			t->th[i] = t->th[j];
+			t->th[j] = NULL;
+			i = j;
+		}
+	}
+}
+
+static struct thread *th_new(struct ps_tracer *t, pid_t tid, struct proc *p, int state)
+{
+	struct thread *th = calloc(1, sizeof *th);
+
+	if (!th)
+		return NULL;
+	th->tid = tid;
+	th->state = state;
+	th->statfd = -1;
+	th->proc = p;
+	if (th_put(t, th)) {
+		free(th);
+		return NULL;
+	}
+	if (p)
+		p->nthreads++;
+	return th;
+}
+
+static void proc_unref(struct ps_tracer *t, struct proc *p);
+
+static void th_free(struct ps_tracer *t, struct thread *th)
+{
+	th_del(t, th);
+	if (th->statfd >= 0)
+		close(th->statfd);
+	free(th->fr);
+	if (th->proc)
+		proc_unref(t, th->proc);
+	free(th);
+}
+
+static int fr_push(struct thread *th, const struct frame *f)
+{
+	if (th->nfr == th->capfr) {
+		int ncap = th->capfr ? th->capfr * 2 : 16;
+		struct frame *n = realloc(th->fr, (size_t)ncap * sizeof *n);
+		if (!n)
+			return -1;
+		th->fr = n;
+		th->capfr = ncap;
+	}
+	th->fr[th->nfr++] = *f;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- processes */
+
+static struct proc *proc_new(struct ps_tracer *t, pid_t pid)
+{
+	char path[64];
+	struct proc *p = calloc(1, sizeof *p);
+
+	if (!p)
+		return NULL;
+	snprintf(path, sizeof path, "/proc/%d/mem", (int)pid);
+	p->memfd = open(path, O_RDWR | O_CLOEXEC);
+	if (p->memfd < 0) {
+		free(p);
+		return NULL;
+	}
+	p->pid = pid;
+	p->next = t->procs;
+	t->procs = p;
+	return p;
+}
+
+static void proc_unref(struct ps_tracer *t, struct proc *p)
+{
+	if (--p->nthreads > 0)
+		return;
+	for (struct proc **pp = &t->procs; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	close(p->memfd);
+	free(p->slot);
+	free(p);
+}
+
+static uint64_t read_auxv(pid_t pid, unsigned long type)
+{
+	char path[64];
+	uint64_t av[2], v = 0;
+	int fd;
+
+	snprintf(path, sizeof path, "/proc/%d/auxv", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	while (read(fd, av, sizeof av) == (ssize_t)sizeof av && av[0] != AT_NULL)
+		if (av[0] == type) {
+			v = av[1];
+			break;
+		}
+	close(fd);
+	return v;
+}
+
+static pid_t read_tgid(pid_t tid)
+{
+	char path[64], line[256];
+	pid_t tgid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%d/status", (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "Tgid: %d", &tgid) == 1)
+			break;
+	fclose(f);
+	return tgid;
+}
+
+/* ---------------------------------------------------------------- breakpoint table */
+
+static unsigned bp_home(const struct ps_tracer *t, uint64_t a)
+{
+	return (unsigned)((a * 0x9e3779b97f4a7c15ull) >> 32) & (t->bphcap - 1);
+}
+
+static int bp_find(const struct ps_tracer *t, uint64_t a)
+{
+	if (!t->bphcap)
+		return -1;
+	for (unsigned i = bp_home(t, a);; i = (i + 1) & (t->bphcap - 1)) {
+		int k = t->bph[i];
+		if (k < 0 || t->bp[k].addr == a)
+			return k;
+	}
+}
+
+static int bph_rebuild(struct ps_tracer *t, unsigned cap)
+{
+	int *n = malloc(cap * sizeof *n);
+
+	if (!n)
+		return -1;
+	for (unsigned i = 0; i < cap; i++)
+		n[i] = -1;
+	free(t->bph);
+	t->bph = n;
+	t->bphcap = cap;
+	for (int k = 0; k < t->nbp; k++) {
+		unsigned i = bp_home(t, t->bp[k].addr);
+		while (t->bph[i] >= 0)
+			i = (i + 1) & (cap - 1);
+		t->bph[i] = k;
+	}
+	return 0;
+}
+
+/* Write the armed/unarmed byte of @b into every process that carries breakpoints. */
+static void bp_write(struct ps_tracer *t, const struct bp *b, int armed)
+{
+	uint8_t c = armed ? 0xcc : b->orig;
+
+	for (struct proc *p = t->procs; p; p = p->next)
+		if (p->writes_bps)
+			mem_wr(p, b->addr, &c, 1);
+}
+
+/* Forget every breakpoint; restore their bytes where @restore (not after exec). */
+static void bp_drop_all(struct ps_tracer *t, struct proc *except)
+{
+	for (int k = 0; k < t->nbp; k++)
+		if (t->bp[k].enabled)
+			for (struct proc *p = t->procs; p; p = p->next)
+				if (p->writes_bps && p != except)
+					mem_wr(p, t->bp[k].addr, &t->bp[k].orig, 1);
+	t->nbp = 0;
+	for (unsigned i = 0; i < t->bphcap; i++)
+		t->bph[i] = -1;
+	for (struct proc *p = t->procs; p; p = p->next)
+		if (p->slot)
+			for (int i = 0; i < SLOT_USER; i++)
+				p->slot[i] = 0;
+}
+
+/* Classify the instruction @code (n bytes) at @b->addr: emulation or out-of-line copy. */
+static int bp_prepare(struct bp *b, const uint8_t *code, size_t n, struct ps_error *err)
+{
+	struct ps_x86_insn in;
+	const char *bad = NULL;
+
+	if (ps_x86_decode(code, n, &in))
+		return ps_error_set(err, PS_EUSAGE,
+				    "cannot decode the instruction at 0x%llx (not an instruction start?)",
+				    (unsigned long long)b->addr);
+	b->len = in.len;
+	b->emu = EMU_XOL;
+	b->xreg = -1;
+	b->fixcall = 0;
+	uint8_t op = in.opcode, reg = (in.modrm >> 3) & 7;
+	int plain = !in.nlegacy, rex = in.rex;
+	int brpfx = in.p66 || in.p67 || in.lock || in.pf3; /* prefixes a branch must not have */
+	uint64_t next = b->addr + in.len;
+	int64_t rel = 0;
+	if (in.imm_len == 1)
+		rel = (int8_t)code[in.imm_off];
+	else if (in.imm_len == 4)
+		rel = (int32_t)((uint32_t)code[in.imm_off] | (uint32_t)code[in.imm_off + 1] << 8 |
+				(uint32_t)code[in.imm_off + 2] << 16 |
+				(uint32_t)code[in.imm_off + 3] << 24);
+
+	if (in.vex) {
+		/* out of line */
+	} else if (in.map == 0) {
+		if (op == 0xcc || op == 0xcd || op == 0xf1 || op == 0xcf)
+			bad = "an int/iret instruction";
+		else if (op == 0xca || op == 0xcb)
+			bad = "a far return";
+		else if (op == 0xff && (reg == 3 || reg == 5))
+			bad = "a far call or jump";
+		else if (op == 0xc7 && in.modrm == 0xf8)
+			bad = "xbegin";
+		else if (op == 0x90 && !(rex & 1) && !in.pf2)
+			b->emu = EMU_SKIP;
+		else if (op >= 0x50 && op <= 0x57 && plain && (!rex || rex == 0x41)) {
+			b->emu = EMU_PUSH;
+			b->cc = (uint8_t)((op & 7) + (rex ? 8 : 0));
+		} else if (op == 0x9c && plain && !rex)
+			b->emu = EMU_PUSHF;
+		else if (plain && rex == 0x48 && ((op == 0x89 && in.modrm == 0xe5) ||
+						  (op == 0x8b && in.modrm == 0xec)))
+			b->emu = EMU_MOVRBP;
+		else if (plain && rex == 0x48 && (op == 0x83 || op == 0x81) && in.modrm == 0xec) {
+			b->emu = EMU_SUBRSP;
+			b->arg = rel;
+		} else if (op == 0xe8 || op == 0xe9 || op == 0xeb || (op >= 0x70 && op <= 0x7f) ||
+			   (op >= 0xe0 && op <= 0xe3)) {
+			if (brpfx)
+				bad = "a relative branch with an operand- or address-size prefix";
+			b->arg = (int64_t)next + rel;
+			b->emu = op == 0xe8 ? EMU_CALL
+				 : op == 0xe9 || op == 0xeb ? EMU_JMP
+				 : op <= 0x7f ? EMU_JCC : EMU_LOOP;
+			b->cc = op <= 0x7f ? (op & 15) : (op & 3);
+		} else if (op == 0xc3 && !brpfx && !rex)
+			b->emu = EMU_RET;
+		else if (op == 0xc2 || (op == 0xff && (reg == 2 || reg == 4))) {
+			b->emu = EMU_STEP;
+			b->fixcall = op == 0xff && reg == 2;
+		}
+	} else if (in.map == 1) {
+		if (op == 0x05 || op == 0x07 || op == 0x34 || op == 0x35)
+			bad = "a syscall instruction";
+		else if (op == 0x1e && in.pf3 && (in.modrm == 0xfa || in.modrm == 0xfb))
+			b->emu = EMU_SKIP;
+		else if (op == 0x1f && !in.pf2 && !in.pf3)
+			b->emu = EMU_SKIP;
+		else if (op >= 0x80 && op <= 0x8f) {
+			if (brpfx)
+				bad = "a relative branch with an operand- or address-size prefix";
+			b->emu = EMU_JCC;
+			b->cc = op & 15;
+			b->arg = (int64_t)next + rel;
+		}
+	}
+	if (bad)
+		return ps_error_set(err, PS_EUSAGE, "cannot place a breakpoint at 0x%llx: %s",
+				    (unsigned long long)b->addr, bad);
+
+	/* the out-of-line copy: the instruction, rip-relative operand rewritten, then int3 */
+	memcpy(b->xol, code, in.len);
+	b->xol[in.len] = 0xcc;
+	b->xol_len = (uint8_t)(in.len + 1);
+	if (in.riprel) {
+		static const int8_t cand[3] = {6, 7, 3}; /* rsi, rdi, rbx */
+		for (int i = 0; i < 3 && b->xreg < 0; i++)
+			if (cand[i] != reg && (!in.vex || cand[i] != (in.vvvv & 7)))
+				b->xreg = cand[i];
+		b->xol[in.modrm_off] = (uint8_t)(0x80 | (reg << 3) | b->xreg);
+		if (in.rex)
+			b->xol[in.rex_off] &= (uint8_t)~1; /* REX.B = 0 */
+		if (in.vex == 3 || in.vex == 4)
+			b->xol[in.vex_off + 1] |= 0x20; /* inverted B = 1 */
+	}
+	return 0;
+}
+
+/* Read @n bytes of code at @a from @p with our int3s replaced by the original bytes. */
+static ssize_t code_read(struct ps_tracer *t, struct proc *p, uint64_t a, uint8_t *buf, size_t n)
+{
+	ssize_t got = pread(p->memfd, buf, n, (off_t)a);
+
+	for (ssize_t i = 0; i < got; i++) {
+		int k = bp_find(t, a + (uint64_t)i);
+		if (k >= 0)
+			buf[i] = t->bp[k].orig;
+		if (p->tramp_on && a + (uint64_t)i == p->entry)
+			buf[i] = p->tramp.orig;
+	}
+	return got;
+}
+
+/* ---------------------------------------------------------------- stopping and resuming */
+
+static void stash(struct thread *th, int sig)
+{
+	if (th->nsig < (int)(sizeof th->sig / sizeof th->sig[0]))
+		th->sig[th->nsig++] = sig;
+}
+
+/* Resume a stopped thread, delivering @sig (or the first stashed signal; more stashed
+ * signals are re-sent with tgkill). */
+static void resume(struct ps_tracer *t, struct thread *th, int sig)
+{
+	if (t->pause && !t->settling) {
+		/* a callback asked to pause: keep this thread stopped until the next run */
+		if (sig)
+			stash(th, sig);
+		th->state = TH_HELD;
+		return;
+	}
+	if (th->nsig) {
+		int i = 0;
+		if (!sig)
+			sig = th->sig[i++];
+		for (; i < th->nsig; i++)
+			syscall(SYS_tgkill, th->proc ? th->proc->pid : th->tid, th->tid, th->sig[i]);
+		th->nsig = 0;
+	}
+	if (th->group && !sig)
+		ptrace(PTRACE_LISTEN, th->tid, 0, 0);
+	else
+		ptrace(PTRACE_CONT, th->tid, 0, (long)sig);
+	th->group = 0;
+	th->state = TH_RUN;
+}
+
+static void thread_gone(struct ps_tracer *t, struct thread *th, int st);
+
+/* Report open frames whose entry rsp is below @sp as unwound and drop them. */
+static void unwind_below(struct ps_tracer *t, struct thread *th, uint64_t sp)
+{
+	while (th->nfr && th->fr[th->nfr - 1].sp < sp) {
+		struct frame f = th->fr[--th->nfr];
+		if (!quiet(t, th) && t->ops.ret)
+			cbres(t, t->ops.ret(t->ud, th->tid, f.bp, f.cookie, 1), "ret");
+	}
+}
+
+/* ---------------------------------------------------------------- out-of-line execution */
+
+/* Run thread @th from r->rip in the scratch page: single-step (@step) until rip leaves
+ * @start, or run until the int3 that ends the copy traps (rip == @end). Asynchronous
+ * signals that arrive meanwhile are stashed for the next resume.
+ * Return: 0 done (*r updated), 1 the thread is gone, 2 the instruction faulted (*fsig),
+ * -1 error. */
+static int run_insn(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r,
+		    uint64_t start, uint64_t end, int step, int *fsig)
+{
+	int st;
+
+	if (ptrace(PTRACE_SETREGS, th->tid, 0, r))
+		return ps_error_set(t->err, errno, "ptrace(SETREGS, %d): %s", (int)th->tid,
+				    strerror(errno));
+	for (;;) {
+		if (ptrace(step ? PTRACE_SINGLESTEP : PTRACE_CONT, th->tid, 0, 0) && errno != ESRCH)
+			return ps_error_set(t->err, errno, "ptrace(resume, %d): %s", (int)th->tid,
+					    strerror(errno));
+		pid_t w;
+		while ((w = waitpid(th->tid, &st, __WALL)) < 0 && errno == EINTR)
+			;
+		if (w < 0)
+			return ps_error_set(t->err, errno, "waitpid(%d): %s", (int)th->tid,
+					    strerror(errno));
+		t->stops++;
+		if (WIFEXITED(st) || WIFSIGNALED(st)) {
+			thread_gone(t, th, st);
+			return 1;
+		}
+		if (st >> 16)
+			continue; /* group-stop or interrupt: finish the instruction first */
+		int sig = WSTOPSIG(st);
+		if (ptrace(PTRACE_GETREGS, th->tid, 0, r))
+			return ps_error_set(t->err, errno, "ptrace(GETREGS, %d): %s", (int)th->tid,
+					    strerror(errno));
+		if (sig == SIGTRAP && (step ? r->rip != start : r->rip == end))
+			return 0;
+		if (sig == SIGTRAP && step && r->rip == start)
+			continue;
+		if (r->rip == start && (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL ||
+					sig == SIGFPE || sig == SIGTRAP)) {
+			siginfo_t si;
+			if (!ptrace(PTRACE_GETSIGINFO, th->tid, 0, &si) && si.si_code > 0) {
+				*fsig = sig;
+				return 2;
+			}
+		}
+		stash(th, sig);
+	}
+}
+
+/* Map the scratch page in the tracee: a mmap syscall run at entry+1 (never executed by
+ * the program after start-up; entry itself may hold the trampoline int3). */
+static int scratch_map(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r)
+{
+	struct proc *p = th->proc;
+	struct user_regs_struct s = *r;
+	uint8_t save[2], sc[2] = {0x0f, 0x05};
+	int fsig = 0, rc;
+
+	if (!p->entry && !(p->entry = read_auxv(p->pid, AT_ENTRY)))
+		return ps_error_set(t->err, ENOENT, "no AT_ENTRY in /proc/%d/auxv", (int)p->pid);
+	if (!p->slot && !(p->slot = calloc(NSLOT, sizeof *p->slot)))
+		return ps_error_set(t->err, ENOMEM, "out of memory");
+	uint64_t a = p->entry + 1;
+	if (mem_rd(p, a, save, 2) || mem_wr(p, a, sc, 2))
+		return ps_error_set(t->err, errno, "cannot write the code of process %d: %s",
+				    (int)p->pid, strerror(errno));
+	s.rip = a;
+	s.rax = SYS_mmap;
+	s.orig_rax = (unsigned long long)-1;
+	s.rdi = 0;
+	s.rsi = SCRATCH_SIZE;
+	s.rdx = PROT_READ | PROT_EXEC;
+	s.r10 = MAP_PRIVATE | MAP_ANONYMOUS;
+	s.r8 = (unsigned long long)-1;
+	s.r9 = 0;
+	rc = run_insn(t, th, &s, a, 0, 1, &fsig);
+	if (rc == 1)
+		return 1;
+	mem_wr(p, a, save, 2);
+	if (rc)
+		return rc < 0 ? -1
+			      : ps_error_set(t->err, EFAULT, "mmap injected in %d faulted (signal %d)",
+					     (int)th->tid, fsig);
+	if (s.rax > (unsigned long long)-4096)
+		return ps_error_set(t->err, (int)-s.rax, "mmap injected in %d: %s", (int)th->tid,
+				    strerror((int)-s.rax));
+	p->scratch = s.rax;
+	for (int i = 0; i < NSLOT; i++)
+		p->slot[i] = 0;
+	return 0;
+}
+
+/* Put the copy of @b in scratch slot @slot (skipped when it is there already). */
+static int slot_fill(struct ps_tracer *t, struct proc *p, const struct bp *b, int slot, int key)
+{
+	if (key && p->slot[slot] == key)
+		return 0;
+	if (mem_wr(p, p->scratch + (uint64_t)slot * SLOT_SIZE, b->xol, b->xol_len))
+		return ps_error_set(t->err, errno, "cannot write the scratch page of %d: %s",
+				    (int)p->pid, strerror(errno));
+	p->slot[slot] = key;
+	return 0;
+}
+
+/* Execute the instruction of @b for @th out of line; *r (rip = b->addr) is updated.
+ * Return: 0 (set *r and resume), 1 (thread gone, or resumed into its fault handler:
+ * *fsig set), -1. */
+static int xol(struct ps_tracer *t, struct thread *th, const struct bp *b, int slot, int key,
+	       struct user_regs_struct *r, int *fsig)
+{
+	struct proc *p = th->proc;
+	struct user_regs_struct s = *r;
+	int rc;
+
+	if (!p->scratch && (rc = scratch_map(t, th, r)) != 0)
+		return rc;
+	if (slot_fill(t, p, b, slot, key))
+		return -1;
+	uint64_t sa = p->scratch + (uint64_t)slot * SLOT_SIZE;
+	if (b->xreg >= 0)
+		*regp(&s, b->xreg) = b->addr + b->len;
+	s.rip = sa;
+	*fsig = 0;
+	rc = run_insn(t, th, &s, sa, sa + b->len + 1, b->emu == EMU_STEP, fsig);
+	if (rc == 1 || rc < 0)
+		return rc;
+	if (b->xreg >= 0)
+		*regp(&s, b->xreg) = *regp(r, b->xreg);
+	if (rc == 2) {
+		/* faulted before completing: back at the original address, deliver the signal */
+		s.rip = b->addr;
+		*r = s;
+		return 1;
+	}
+	if (b->emu == EMU_STEP) {
+		uint64_t v;
+		if (b->fixcall && !mem_rd(p, s.rsp, &v, 8) && v == sa + b->len) {
+			v = b->addr + b->len;
+			mem_wr(p, s.rsp, &v, 8);
+		}
+		if (s.rip == sa + b->len)
+			s.rip = b->addr + b->len;
+	} else {
+		s.rip = b->addr + b->len;
+	}
+	*r = s;
+	return 0;
+}
+
+static int cond(unsigned cc, unsigned long long fl)
+{
+	int cf = fl & 1, pf = (fl >> 2) & 1, zf = (fl >> 6) & 1, sf = (fl >> 7) & 1,
+	    of = (fl >> 11) & 1, v;
+
+	switch (cc >> 1) {
+	case 0: v = of; break;
+	case 1: v = cf; break;
+	case 2: v = zf; break;
+	case 3: v = cf || zf; break;
+	case 4: v = sf; break;
+	case 5: v = pf; break;
+	case 6: v = sf != of; break;
+	default: v = zf || sf != of; break;
+	}
+	return (cc & 1) ? !v : v;
+}
+
+static unsigned long long sub_flags(unsigned long long fl, uint64_t a, uint64_t b)
+{
+	uint64_t r = a - b;
+	unsigned long long f = fl & ~0x8d5ull; /* CF PF AF ZF SF OF */
+
+	f |= a < b ? 1 : 0;
+	f |= __builtin_parity((unsigned)(r & 0xff)) ? 0 : 4;
+	f |= ((a ^ b ^ r) & 0x10) ? 0x10 : 0;
+	f |= r == 0 ? 0x40 : 0;
+	f |= (r >> 63) ? 0x80 : 0;
+	f |= (((a ^ b) & (a ^ r)) >> 63) ? 0x800 : 0;
+	return f;
+}
+
+/* Write 8 bytes just below rsp; when the stack must grow first, let the thread push. */
+static int push8(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r, uint64_t v,
+		 int *fsig)
+{
+	static const struct bp touch = {.xol = {0x50, 0x58, 0xcc}, .xol_len = 3, .len = 2,
+					.xreg = -1, .emu = EMU_XOL};
+	struct proc *p = th->proc;
+
+	if (!mem_wr(p, r->rsp - 8, &v, 8))
+		return 0;
+	struct user_regs_struct s = *r;
+	struct bp tb = touch;
+	tb.addr = r->rip;
+	int rc = xol(t, th, &tb, SLOT_TOUCH, -1, &s, fsig);
+	if (rc)
+		return rc;
+	if (mem_wr(p, r->rsp - 8, &v, 8))
+		return ps_error_set(t->err, errno, "cannot write the stack of %d at 0x%llx: %s",
+				    (int)th->tid, r->rsp - 8, strerror(errno));
+	return 0;
+}
+
+/* Carry out the instruction displaced by @b for @th (regs *r, rip = b->addr).
+ * Return: 0 (set *r, resume), 1 (gone, or *fsig to deliver with *r), -1 error. */
+static int displaced(struct ps_tracer *t, struct thread *th, const struct bp *b, int slot,
+		     int key, struct user_regs_struct *r, int *fsig)
+{
+	uint64_t next = b->addr + b->len, v;
+	int rc;
+
+	*fsig = 0;
+	switch (b->emu) {
+	case EMU_SKIP:
+		r->rip = next;
+		return 0;
+	case EMU_PUSH:
+	case EMU_PUSHF:
+		v = b->emu == EMU_PUSH ? *regp(r, b->cc) : (r->eflags & ~0x30100ull);
+		if (mem_wr(th->proc, r->rsp - 8, &v, 8))
+			break; /* stack must grow: run it out of line */
+		r->rsp -= 8;
+		r->rip = next;
+		return 0;
+	case EMU_MOVRBP:
+		r->rbp = r->rsp;
+		r->rip = next;
+		return 0;
+	case EMU_SUBRSP:
+		r->eflags = sub_flags(r->eflags, r->rsp, (uint64_t)b->arg);
+		r->rsp -= (uint64_t)b->arg;
+		r->rip = next;
+		return 0;
+	case EMU_CALL:
+		if ((rc = push8(t, th, r, next, fsig)) != 0)
+			return rc;
+		r->rsp -= 8;
+		r->rip = (uint64_t)b->arg;
+		return 0;
+	case EMU_JMP:
+		r->rip = (uint64_t)b->arg;
+		return 0;
+	case EMU_JCC:
+		r->rip = cond(b->cc, r->eflags) ? (uint64_t)b->arg : next;
+		return 0;
+	case EMU_LOOP: {
+		int take;
+		if (b->cc == 3) {
+			take = r->rcx == 0;
+		} else {
+			r->rcx--;
+			take = r->rcx != 0 && (b->cc == 2 || (b->cc == 1) == !!(r->eflags & 0x40));
+		}
+		r->rip = take ? (uint64_t)b->arg : next;
+		return 0;
+	}
+	case EMU_RET:
+		if (mem_rd(th->proc, r->rsp, &v, 8))
+			break;
+		r->rsp += 8;
+		r->rip = v;
+		return 0;
+	default:
+		break;
+	}
+	if (b->emu == EMU_PUSH || b->emu == EMU_PUSHF || b->emu == EMU_RET) {
+		struct bp c = *b;
+		c.emu = EMU_XOL;
+		return xol(t, th, &c, SLOT_SPARE, 0, r, fsig);
+	}
+	return xol(t, th, b, slot, key, r, fsig);
+}
+
+/* ---------------------------------------------------------------- catching returns */
+
+/* Install the trampoline int3 at the entry point of @p. */
+static int tramp_on(struct ps_tracer *t, struct proc *p)
+{
+	uint8_t code[16], cc = 0xcc;
+	ssize_t n;
+
+	if (p->tramp_on)
+		return 0;
+	if (!p->entry && !(p->entry = read_auxv(p->pid, AT_ENTRY)))
+		return ps_error_set(t->err, ENOENT, "no AT_ENTRY in /proc/%d/auxv", (int)p->pid);
+	n = code_read(t, p, p->entry, code, sizeof code);
+	memset(&p->tramp, 0, sizeof p->tramp);
+	p->tramp.addr = p->entry;
+	p->tramp.kind = PS_BP_ADDR;
+	if (n <= 0 || bp_prepare(&p->tramp, code, (size_t)n, t->err))
+		return -1;
+	p->tramp.orig = code[0];
+	if (mem_wr(p, p->entry, &cc, 1))
+		return ps_error_set(t->err, errno, "cannot write the entry point of %d: %s",
+				    (int)p->pid, strerror(errno));
+	p->tramp_on = 1;
+	return 0;
+}
+
+/* Swap the return address at [rsp] for the trampoline and push a frame. */
+static int catch_return(struct ps_tracer *t, struct thread *th, const struct user_regs_struct *r,
+			int id, uint64_t cookie)
+{
+	struct proc *p = th->proc;
+	struct frame f = {0, r->rsp, cookie, id};
+	uint64_t cur;
+
+	if (tramp_on(t, p) || mem_rd(p, r->rsp, &cur, 8))
+		return -1;
+	f.ret = cur;
+	if (cur == p->entry) {
+		/* a tail call from a caught function: the slot is already swapped */
+		int i = th->nfr - 1;
+		while (i >= 0 && th->fr[i].sp != r->rsp)
+			i--;
+		if (i < 0)
+			return -1;
+		f.ret = th->fr[i].ret;
+	} else if (mem_wr(p, r->rsp, &p->entry, 8)) {
+		return -1;
+	}
+	if (fr_push(th, &f)) {
+		mem_wr(p, r->rsp, &cur, 8);
+		return -1;
+	}
+	return 0;
+}
+
+/* The thread trapped at the trampoline. */
+static int on_tramp(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r)
+{
+	struct proc *p = th->proc;
+	uint64_t sp = r->rsp - 8;
+	int fsig = 0, rc;
+
+	unwind_below(t, th, sp);
+	if (th->nfr && th->fr[th->nfr - 1].sp == sp) {
+		uint64_t ret = 0;
+		while (th->nfr && th->fr[th->nfr - 1].sp == sp) {
+			struct frame f = th->fr[--th->nfr];
+			ret = f.ret;
+			if (!quiet(t, th) && t->ops.ret)
+				cbres(t, t->ops.ret(t->ud, th->tid, f.bp, f.cookie, 0), "ret");
+		}
+		r->rip = ret;
+	} else {
+		/* the program itself runs _start */
+		r->rip = p->entry;
+		rc = displaced(t, th, &p->tramp, SLOT_TRAMP, -1, r, &fsig);
+		if (rc == 1 && !fsig)
+			return 0;
+		if (rc < 0)
+			return -1;
+	}
+	if (ptrace(PTRACE_SETREGS, th->tid, 0, r) && errno != ESRCH)
+		return ps_error_set(t->err, errno, "ptrace(SETREGS, %d): %s", (int)th->tid,
+				    strerror(errno));
+	resume(t, th, fsig);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- breakpoint stops */
+
+/* A SIGTRAP signal-delivery stop of @th. */
+static int on_trap(struct ps_tracer *t, struct thread *th)
+{
+	struct user_regs_struct r;
+	struct proc *p = th->proc;
+	uint64_t cookie = 0;
+	int id, rc, fsig = 0, caught = 0;
+
+	if (ptrace(PTRACE_GETREGS, th->tid, 0, &r))
+		return errno == ESRCH ? 0 : ps_error_set(t->err, errno, "ptrace(GETREGS): %s",
+							 strerror(errno));
+	uint64_t a = r.rip - 1;
+	if (p->tramp_on && a == p->entry)
+		return on_tramp(t, th, &r);
+	id = p->sees_bps ? bp_find(t, a) : -1;
+	if (id < 0) {
+		resume(t, th, SIGTRAP); /* not ours */
+		return 0;
+	}
+	r.rip = a;
+	unwind_below(t, th, r.rsp);
+	if (t->bp[id].kind == PS_BP_FUNC && th->nfr && th->fr[th->nfr - 1].sp == r.rsp) {
+		/* a frame at this very slot: alive only if the slot still holds the trampoline
+		 * (tail call); a fresh return address means it was unwound (longjmp) */
+		uint64_t v;
+		if (!mem_rd(p, r.rsp, &v, 8) && v != p->entry)
+			unwind_below(t, th, r.rsp + 1);
+	}
+	if (t->bp[id].enabled && !quiet(t, th) && t->ops.hit) {
+		rc = t->ops.hit(t->ud, th->tid, id, &r, &cookie);
+		cbres(t, rc, "hit");
+		if (rc > 0 && (rc & PS_TRACER_CATCH_RETURN) && t->bp[id].kind == PS_BP_FUNC &&
+		    !catch_return(t, th, &r, id, cookie))
+			caught = 1;
+	}
+	const struct bp *b = &t->bp[id];
+	if (!b->enabled) {
+		rc = 0; /* disarmed while this thread was trapping: run the original byte */
+	} else {
+		rc = displaced(t, th, b, id < SLOT_USER ? id : SLOT_SPARE,
+			       id < SLOT_USER ? id + 1 : 0, &r, &fsig);
+	}
+	if (rc == 1 && !fsig)
+		return 0; /* gone */
+	if (rc < 0) {
+		/* cannot run the displaced instruction: disarm, let the thread run it in place */
+		char msg[sizeof t->err->msg];
+		snprintf(msg, sizeof msg, "%s", t->err->msg);
+		if (caught) {
+			struct frame f = th->fr[--th->nfr];
+			mem_wr(p, f.sp, &f.ret, 8);
+		}
+		t->bp[id].enabled = 0;
+		bp_write(t, &t->bp[id], 0);
+		r.rip = a;
+		ptrace(PTRACE_SETREGS, th->tid, 0, &r);
+		resume(t, th, 0);
+		return ps_error_set(t->err, t->err->code, "breakpoint %d disarmed: %s", id, msg);
+	}
+	if (fsig && caught && th->nfr && th->fr[th->nfr - 1].sp == r.rsp) {
+		/* the instruction faulted before the function ran: undo the catch */
+		struct frame f = th->fr[--th->nfr];
+		mem_wr(p, f.sp, &f.ret, 8);
+		if (!quiet(t, th) && t->ops.ret)
+			cbres(t, t->ops.ret(t->ud, th->tid, f.bp, f.cookie, 1), "ret");
+	}
+	if (ptrace(PTRACE_SETREGS, th->tid, 0, &r) && errno != ESRCH)
+		return ps_error_set(t->err, errno, "ptrace(SETREGS, %d): %s", (int)th->tid,
+				    strerror(errno));
+	resume(t, th, fsig);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- thread life */
+
+static void thread_gone(struct ps_tracer *t, struct thread *th, int st)
+{
+	struct proc *p = th->proc;
+
+	unwind_below(t, th, UINT64_MAX);
+	if (th->announced && !quiet(t, th) && t->ops.thread_exit)
+		t->ops.thread_exit(t->ud, th->tid);
+	if (p && th->tid == t->pid && p->pid == t->pid && !t->ended) {
+		t->ended = 1;
+		t->code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		t->signo = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+	}
+	th_free(t, th);
+}
+
+/* Restore, in fork child @p's copy of memory, every breakpoint byte, the trampoline and
+ * the return addresses of the frames @th inherited. */
+static void proc_clean(struct ps_tracer *t, struct proc *p, struct thread *th)
+{
+	if (p->sees_bps)
+		for (int k = 0; k < t->nbp; k++)
+			if (t->bp[k].enabled)
+				mem_wr(p, t->bp[k].addr, &t->bp[k].orig, 1);
+	if (p->tramp_on) {
+		mem_wr(p, p->entry, &p->tramp.orig, 1);
+		for (int i = 0; i < th->nfr; i++) {
+			uint64_t v;
+			if (!mem_rd(p, th->fr[i].sp, &v, 8) && v == p->entry)
+				mem_wr(p, th->fr[i].sp, &th->fr[i].ret, 8);
+		}
+	}
+	th->nfr = 0;
+}
+
+/* Both halves of a new tracee are known (its first stop, its parent's event). */
+static int born(struct ps_tracer *t, struct thread *ch, int sig, int ev)
+{
+	if (ch->release) {
+		proc_clean(t, ch->proc, ch);
+		ptrace(PTRACE_DETACH, ch->tid, 0, 0);
+		th_free(t, ch);
+		return 0;
+	}
+	ch->group = ev == PTRACE_EVENT_STOP && is_stopsig(sig);
+	if (t->settling) {
+		ch->state = TH_HELD;
+		return 0;
+	}
+	if (!ch->proc->silent && t->ops.thread_new)
+		cbres(t, t->ops.thread_new(t->ud, ch->tid), "thread_new");
+	ch->announced = 1;
+	resume(t, ch, 0);
+	return 0;
+}
+
+/* PTRACE_EVENT_CLONE/FORK/VFORK stop of @th. */
+static int on_newchild(struct ps_tracer *t, struct thread *th, int ev)
+{
+	unsigned long msg = 0;
+	struct user_regs_struct r;
+	struct proc *pp = th->proc, *p;
+
+	if (ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &msg))
+		return 0;
+	pid_t c = (pid_t)msg;
+	struct thread *ch = th_find(t, c);
+	int early = ch && ch->state == TH_EARLY;
+	if (!ch && !(ch = th_new(t, c, NULL, TH_AWAIT)))
+		return ps_error_set(t->err, ENOMEM, "out of memory");
+	if (ev == PTRACE_EVENT_CLONE && read_tgid(c) != pp->pid)
+		ev = PTRACE_EVENT_FORK; /* clone() of a new process */
+	ch->newkind = ev;
+	if (ev == PTRACE_EVENT_CLONE) {
+		ch->proc = pp;
+		pp->nthreads++;
+	} else {
+		if (!(p = proc_new(t, c))) {
+			/* the child died already, or /proc is not mounted: let it go */
+			if (early)
+				ptrace(PTRACE_DETACH, c, 0, 0);
+			th_free(t, ch);
+			goto parent;
+		}
+		p->nthreads = 1;
+		ch->proc = p;
+		p->entry = pp->entry;
+		p->tramp_on = pp->tramp_on;
+		p->tramp = pp->tramp;
+		p->scratch = pp->scratch;
+		if (pp->slot && (p->slot = malloc(NSLOT * sizeof *p->slot)))
+			memcpy(p->slot, pp->slot, NSLOT * sizeof *p->slot);
+		else
+			p->scratch = 0;
+		p->sees_bps = pp->sees_bps;
+		if (t->follow) {
+			p->writes_bps = pp->writes_bps;
+		} else if (ev == PTRACE_EVENT_VFORK) {
+			p->silent = 1; /* shares the parent's memory: keep it until exec/exit */
+		} else {
+			ch->release = 1;
+		}
+		/* the child's stack is a copy: it inherits the open frames of @th */
+		if (!ptrace(PTRACE_GETREGS, th->tid, 0, &r))
+			for (int i = 0; i < th->nfr; i++)
+				if (th->fr[i].sp >= r.rsp)
+					fr_push(ch, &th->fr[i]);
+	}
+	if (early)
+		born(t, ch, 0, 0);
+parent:
+	if (t->settling)
+		th->state = TH_HELD;
+	else
+		resume(t, th, 0);
+	return 0;
+}
+
+/* PTRACE_EVENT_EXEC stop of @th (now the leader of its process). */
+static int on_exec(struct ps_tracer *t, struct thread *th)
+{
+	unsigned long former = 0;
+	struct proc *p = th->proc;
+	char path[64];
+
+	ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &former);
+	if ((pid_t)former != th->tid) {
+		struct thread *ft = th_find(t, (pid_t)former);
+		if (ft) {
+			unwind_below(t, ft, UINT64_MAX);
+			if (ft->announced && !quiet(t, ft) && t->ops.thread_exit)
+				t->ops.thread_exit(t->ud, ft->tid);
+			th_free(t, ft);
+		}
+	}
+	unwind_below(t, th, UINT64_MAX);
+	if ((pid_t)former != th->tid && th->announced && !quiet(t, th) && t->ops.thread_exit) {
+		t->ops.thread_exit(t->ud, th->tid);
+		th->announced = 0;
+	}
+	/* a new address space */
+	snprintf(path, sizeof path, "/proc/%d/mem", (int)p->pid);
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		close(p->memfd);
+		p->memfd = fd;
+	}
+	p->entry = 0;
+	p->tramp_on = 0;
+	p->scratch = 0;
+	free(p->slot);
+	p->slot = NULL;
+	if (p->silent) {
+		/* a released vfork child no longer shares our breakpoints */
+		ptrace(PTRACE_DETACH, th->tid, 0, 0);
+		th_free(t, th);
+		return 0;
+	}
+	if (p->pid == t->pid) {
+		bp_drop_all(t, p);
+		p->writes_bps = p->sees_bps = 1;
+	} else {
+		p->writes_bps = p->sees_bps = 0;
+	}
+	if (t->settling) {
+		th->state = TH_HELD;
+		return 0;
+	}
+	if (!th->announced) {
+		if (t->ops.thread_new)
+			cbres(t, t->ops.thread_new(t->ud, th->tid), "thread_new");
+		th->announced = 1;
+	}
+	if (t->ops.exec)
+		cbres(t, t->ops.exec(t->ud, p->pid), "exec");
+	resume(t, th, 0);
+	return 0;
+}
+
+/* A stop while settling (attach, detach): hold every thread where it stopped, with
+ * breakpoint traps rewound and signals kept for later delivery. */
+static int settle_stop(struct ps_tracer *t, struct thread *th, int st)
+{
+	int sig = WSTOPSIG(st), ev = st >> 16;
+	struct user_regs_struct r;
+
+	if (ev == PTRACE_EVENT_CLONE || ev == PTRACE_EVENT_FORK || ev == PTRACE_EVENT_VFORK)
+		return on_newchild(t, th, ev);
+	if (ev == PTRACE_EVENT_EXEC)
+		return on_exec(t, th);
+	th->state = TH_HELD;
+	if (ev) {
+		th->group = ev == PTRACE_EVENT_STOP && is_stopsig(sig);
+		return 0;
+	}
+	if (sig == SIGTRAP && !ptrace(PTRACE_GETREGS, th->tid, 0, &r)) {
+		struct proc *p = th->proc;
+		uint64_t a = r.rip - 1;
+		if (p->tramp_on && a == p->entry) {
+			uint64_t sp = r.rsp - 8;
+			unwind_below(t, th, sp);
+			if (th->nfr && th->fr[th->nfr - 1].sp == sp) {
+				while (th->nfr && th->fr[th->nfr - 1].sp == sp)
+					r.rip = th->fr[--th->nfr].ret;
+			} else {
+				r.rip = a;
+			}
+			ptrace(PTRACE_SETREGS, th->tid, 0, &r);
+			return 0;
+		}
+		if (p->sees_bps && bp_find(t, a) >= 0) {
+			r.rip = a;
+			ptrace(PTRACE_SETREGS, th->tid, 0, &r);
+			return 0;
+		}
+	}
+	stash(th, sig);
+	return 0;
+}
+
+/* Dispatch one waitpid() result. */
+static int handle(struct ps_tracer *t, pid_t pid, int st)
+{
+	struct thread *th = th_find(t, pid);
+
+	if (WIFEXITED(st) || WIFSIGNALED(st)) {
+		if (th)
+			thread_gone(t, th, st);
+		return 0;
+	}
+	if (!WIFSTOPPED(st))
+		return 0;
+	if (!th) {
+		/* a new tracee whose parent's event has not been seen yet: hold it */
+		return th_new(t, pid, NULL, TH_EARLY) ? 0
+						       : ps_error_set(t->err, ENOMEM, "out of memory");
+	}
+	int sig = WSTOPSIG(st), ev = st >> 16;
+	if (th->state == TH_AWAIT)
+		return born(t, th, sig, ev);
+	if (t->settling)
+		return settle_stop(t, th, st);
+	switch (ev) {
+	case 0:
+		break;
+	case PTRACE_EVENT_CLONE:
+	case PTRACE_EVENT_FORK:
+	case PTRACE_EVENT_VFORK:
+		return on_newchild(t, th, ev);
+	case PTRACE_EVENT_EXEC:
+		return on_exec(t, th);
+	case PTRACE_EVENT_STOP:
+		if (is_stopsig(sig))
+			th->group = 1;
+		resume(t, th, 0);
+		return 0;
+	default:
+		resume(t, th, 0);
+		return 0;
+	}
+	if (sig == SIGTRAP)
+		return on_trap(t, th);
+	resume(t, th, sig);
+	return 0;
+}
+
+static int busy(const struct ps_tracer *t)
+{
+	for (unsigned i = 0; i < t->thcap; i++)
+		if (t->th[i] && (t->th[i]->state == TH_RUN || t->th[i]->state == TH_AWAIT))
+			return 1;
+	return 0;
+}
+
+/* Stop every running thread and handle stops until all are held. */
+static int settle(struct ps_tracer *t)
+{
+	int st;
+
+	t->settling = 1;
+	for (unsigned i = 0; i < t->thcap; i++)
+		if (t->th[i] && t->th[i]->state == TH_RUN)
+			ptrace(PTRACE_INTERRUPT, t->th[i]->tid, 0, 0);
+	while (busy(t)) {
+		pid_t w = waitpid(-1, &st, __WALL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == ECHILD) {
+				/* nothing left to wait for */
+				for (unsigned i = 0; i < t->thcap; i++)
+					if (t->th[i] && t->th[i]->state != TH_HELD)
+						th_free(t, t->th[i]), i = (unsigned)-1;
+				break;
+			}
+			t->settling = 0;
+			return ps_error_set(t->err, errno, "waitpid: %s", strerror(errno));
+		}
+		t->stops++;
+		if (handle(t, w, st)) {
+			t->settling = 0;
+			return -1;
+		}
+	}
+	t->settling = 0;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- public API */
+
+static struct ps_tracer *tracer_new(const struct ps_tracer_ops *ops, void *ud)
+{
+	struct ps_tracer *t = calloc(1, sizeof *t);
+
+	if (!t)
+		return NULL;
+	if (ops)
+		t->ops = *ops;
+	t->ud = ud;
+	t->code = -1;
+	t->err = &t->errbuf;
+	if (bph_rebuild(t, 16)) {
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+int ps_tracer_spawn(struct ps_tracer **tp, char *const argv[], const struct ps_tracer_ops *ops,
+		    void *ud, struct ps_error *err)
+{
+	struct ps_tracer *t;
+	int fds[2], st = 0, e = 0;
+	pid_t pid, parent = getpid();
+
+	*tp = NULL;
+	if (!argv || !argv[0])
+		return ps_error_set(err, PS_EUSAGE, "spawn: no program given");
+	if (!(t = tracer_new(ops, ud)))
+		return ps_error_set(err, ENOMEM, "out of memory");
+	if (pipe2(fds, O_CLOEXEC)) {
+		e = errno;
+		free(t->bph);
+		free(t);
+		return ps_error_set(err, e, "pipe: %s", strerror(e));
+	}
+	pid = fork();
+	if (pid < 0) {
+		e = errno;
+		close(fds[0]);
+		close(fds[1]);
+		free(t->bph);
+		free(t);
+		return ps_error_set(err, e, "fork: %s", strerror(e));
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
+		raise(SIGSTOP);
+		execvp(argv[0], argv);
+		e = errno;
+		if (write(fds[1], &e, sizeof e) < 0)
+			_exit(126);
+		_exit(127);
+	}
+	close(fds[1]);
+	t->pid = pid;
+	t->spawned = 1;
+	while (waitpid(pid, &st, WUNTRACED) < 0 && errno == EINTR)
+		;
+	if (!WIFSTOPPED(st)) {
+		close(fds[0]);
+		ps_tracer_free(t);
+		return ps_error_set(err, ECHILD, "cannot run '%s': the child died before exec",
+				    argv[0]);
+	}
+	if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_OPTS)) {
+		e = errno;
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		close(fds[0]);
+		free(t->bph);
+		free(t);
+		return ps_error_set(err, e, "ptrace(SEIZE, %d): %s", (int)pid, strerror(e));
+	}
+	t->attached = 1;
+	kill(pid, SIGCONT);
+	for (;;) {
+		pid_t w = waitpid(pid, &st, __WALL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 || WIFEXITED(st) || WIFSIGNALED(st)) {
+			ssize_t n = read(fds[0], &e, sizeof e);
+			close(fds[0]);
+			t->attached = 0;
+			free(t->bph);
+			free(t);
+			if (n == (ssize_t)sizeof e)
+				return ps_error_set(err, e, "cannot run '%s': %s", argv[0], strerror(e));
+			return ps_error_set(err, ECHILD, "cannot run '%s': it died before exec",
+					    argv[0]);
+		}
+		int ev = st >> 16, sig = WSTOPSIG(st);
+		if (ev == PTRACE_EVENT_EXEC)
+			break;
+		ptrace(PTRACE_CONT, pid, 0, ev ? 0 : (long)(sig == SIGSTOP ? 0 : sig));
+	}
+	close(fds[0]);
+	struct proc *p = proc_new(t, pid);
+	struct thread *th = p ? th_new(t, pid, p, TH_HELD) : NULL;
+	if (!th) {
+		e = errno ? errno : ENOMEM;
+		ps_tracer_free(t);
+		return ps_error_set(err, e, "cannot open /proc/%d/mem: %s", (int)pid, strerror(e));
+	}
+	p->writes_bps = p->sees_bps = 1;
+	*tp = t;
+	return 0;
+}
+
+int ps_tracer_attach(struct ps_tracer **tp, pid_t pid, const struct ps_tracer_ops *ops, void *ud,
+		     struct ps_error *err)
+{
+	struct ps_tracer *t;
+	struct proc *p = NULL;
+	char path[64];
+	int changed;
+
+	*tp = NULL;
+	if (!(t = tracer_new(ops, ud)))
+		return ps_error_set(err, ENOMEM, "out of memory");
+	t->pid = pid;
+	t->err = err ? err : &t->errbuf;
+	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+	do {
+		DIR *d = opendir(path);
+		struct dirent *de;
+		changed = 0;
+		if (!d) {
+			int e = errno == ENOENT ? ESRCH : errno;
+			ps_tracer_free(t);
+			return ps_error_set(err, e, "attach %d: %s", (int)pid,
+					    e == ESRCH ? "no such process" : strerror(e));
+		}
+		while ((de = readdir(d))) {
+			pid_t tid = (pid_t)atoi(de->d_name);
+			if (tid <= 0 || th_find(t, tid))
+				continue;
+			if (ptrace(PTRACE_SEIZE, tid, 0, PTRACE_OPTS)) {
+				if (tid != pid || t->attached)
+					continue;
+				int e = errno;
+				closedir(d);
+				ps_tracer_free(t);
+				return ps_error_set(err, e, "ptrace(SEIZE, %d): %s%s", (int)pid,
+						    strerror(e),
+						    e == EPERM ? " (traced already, or see "
+								 "/proc/sys/kernel/yama/ptrace_scope)"
+							       : "");
+			}
+			t->attached = 1;
+			if (!p && !(p = proc_new(t, pid))) {
+				closedir(d);
+				ptrace(PTRACE_DETACH, tid, 0, 0);
+				t->attached = 0;
+				ps_tracer_free(t);
+				return ps_error_set(err, errno, "cannot open %s/../mem", path);
+			}
+			p->writes_bps = p->sees_bps = 1;
+			if (!th_new(t, tid, p, TH_RUN)) {
+				ptrace(PTRACE_DETACH, tid, 0, 0);
+				continue;
+			}
+			changed = 1;
+		}
+		closedir(d);
+		if (!t->attached) {
+			ps_tracer_free(t);
+			return ps_error_set(err, ESRCH, "attach %d: no such process", (int)pid);
+		}
+		if (settle(t)) {
+			ps_tracer_free(t);
+			return -1;
+		}
+	} while (changed);
+	t->err = &t->errbuf;
+	*tp = t;
+	return 0;
+}
+
+pid_t ps_tracer_pid(const struct ps_tracer *t)
+{
+	return t->pid;
+}
+
+int ps_tracer_set_follow_fork(struct ps_tracer *t, int follow)
+{
+	t->follow = !!follow;
+	return 0;
+}
+
+static struct proc *main_proc(struct ps_tracer *t)
+{
+	for (struct proc *p = t->procs; p; p = p->next)
+		if (p->pid == t->pid)
+			return p;
+	return NULL;
+}
+
+int ps_tracer_bp_add(struct ps_tracer *t, uint64_t addr, int kind, struct ps_error *err)
+{
+	struct proc *p = main_proc(t);
+	uint8_t code[16];
+	struct bp b;
+	int k;
+
+	if (kind != PS_BP_FUNC && kind != PS_BP_ADDR)
+		return ps_error_set(err, PS_EUSAGE, "breakpoint kind %d is not PS_BP_FUNC or PS_BP_ADDR",
+				    kind);
+	if (!p || !t->attached)
+		return ps_error_set(err, ESRCH, "process %d is not traced any more", (int)t->pid);
+	if ((k = bp_find(t, addr)) >= 0) {
+		if (t->bp[k].kind != kind)
+			return ps_error_set(err, EEXIST,
+					    "a breakpoint of another kind is at 0x%llx already",
+					    (unsigned long long)addr);
+		return k;
+	}
+	if (!p->entry)
+		p->entry = read_auxv(p->pid, AT_ENTRY);
+	if (addr == p->entry)
+		return ps_error_set(err, PS_EUSAGE,
+				    "cannot place a breakpoint at the entry point 0x%llx: it is the "
+				    "return trampoline",
+				    (unsigned long long)addr);
+	ssize_t n = code_read(t, p, addr, code, sizeof code);
+	if (n <= 0)
+		return ps_error_set(err, EFAULT, "cannot read code at 0x%llx in process %d: %s",
+				    (unsigned long long)addr, (int)p->pid,
+				    n < 0 ? strerror(errno) : "not mapped");
+	memset(&b, 0, sizeof b);
+	b.addr = addr;
+	b.kind = kind;
+	b.orig = code[0];
+	if (bp_prepare(&b, code, (size_t)n, err))
+		return -1;
+	if (t->nbp == t->capbp) {
+		int ncap = t->capbp ? t->capbp * 2 : 16;
+		struct bp *nb = realloc(t->bp, (size_t)ncap * sizeof *nb);
+		if (!nb)
+			return ps_error_set(err, ENOMEM, "out of memory");
+		t->bp = nb;
+		t->capbp = ncap;
+	}
+	uint8_t cc = 0xcc;
+	if (mem_wr(p, addr, &cc, 1))
+		return ps_error_set(err, errno, "cannot write a breakpoint at 0x%llx in %d: %s",
+				    (unsigned long long)addr, (int)p->pid, strerror(errno));
+	b.enabled = 1;
+	k = t->nbp++;
+	t->bp[k] = b;
+	if ((unsigned)t->nbp * 2 > t->bphcap) {
+		if (bph_rebuild(t, t->bphcap * 2)) {
+			t->nbp--;
+			mem_wr(p, addr, &b.orig, 1);
+			return ps_error_set(err, ENOMEM, "out of memory");
+		}
+	} else {
+		unsigned i = bp_home(t, addr);
+		while (t->bph[i] >= 0)
+			i = (i + 1) & (t->bphcap - 1);
+		t->bph[i] = k;
+	}
+	bp_write(t, &t->bp[k], 1); /* followed children too */
+	return k;
+}
+
+int ps_tracer_bp_enable(struct ps_tracer *t, int id, int on, struct ps_error *err)
+{
+	if (id < 0 || id >= t->nbp)
+		return ps_error_set(err, PS_EUSAGE, "no breakpoint %d", id);
+	on = !!on;
+	if (t->bp[id].enabled != on) {
+		t->bp[id].enabled = on;
+		bp_write(t, &t->bp[id], on);
+	}
+	return 0;
+}
+
+int ps_tracer_run(struct ps_tracer *t, struct ps_error *err)
+{
+	int st;
+
+	t->err = err ? err : &t->errbuf;
+	t->pause = 0;
+	t->abort = NULL;
+	if (!t->attached)
+		return t->nth ? ps_error_set(err, PS_EUSAGE, "the tracer is detached") : 1;
+	/* threads found at spawn/attach are announced now; held threads (first run, or
+	 * paused by a callback) go on */
+	for (unsigned i = 0; i < t->thcap; i++) {
+		struct thread *th = t->th[i];
+		if (th && th->state == TH_HELD && th->proc && !th->announced) {
+			if (!th->proc->silent && t->ops.thread_new)
+				cbres(t, t->ops.thread_new(t->ud, th->tid), "thread_new");
+			th->announced = 1;
+		}
+	}
+	t->pause = 0;
+	for (unsigned i = 0; i < t->thcap; i++)
+		if (t->th[i] && t->th[i]->state == TH_HELD && t->th[i]->proc)
+			resume(t, t->th[i], 0);
+	for (;;) {
+		if (t->abort)
+			return ps_error_set(err, PS_EUSAGE, "stopped: the %s callback returned -1",
+					    t->abort);
+		if (t->pause)
+			return 0;
+		if (!t->nth)
+			return 1;
+		if (t->intr) {
+			t->intr = 0;
+			return 0;
+		}
+		pid_t w = waitpid(-1, &st, __WALL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == ECHILD) {
+				while (t->nth)
+					for (unsigned i = 0; i < t->thcap; i++)
+						if (t->th[i]) {
+							th_free(t, t->th[i]);
+							break;
+						}
+				return 1;
+			}
+			return ps_error_set(err, errno, "waitpid: %s", strerror(errno));
+		}
+		t->stops++;
+		if (handle(t, w, st))
+			return -1;
+	}
+}
+
+void ps_tracer_interrupt(struct ps_tracer *t)
+{
+	t->intr = 1;
+}
+
+int ps_tracer_status(const struct ps_tracer *t, int *exited, int *code, int *signo)
+{
+	if (exited)
+		*exited = t->ended;
+	if (code)
+		*code = t->ended ? t->code : -1;
+	if (signo)
+		*signo = t->ended ? t->signo : 0;
+	return t->ended;
+}
+
+int ps_tracer_detach(struct ps_tracer *t, struct ps_error *err)
+{
+	struct user_regs_struct r;
+
+	if (!t->attached)
+		return 0;
+	t->err = err ? err : &t->errbuf;
+	if (settle(t))
+		return -1;
+	for (struct proc *p = t->procs; p; p = p->next) {
+		if (p->writes_bps)
+			for (int k = 0; k < t->nbp; k++)
+				if (t->bp[k].enabled)
+					mem_wr(p, t->bp[k].addr, &t->bp[k].orig, 1);
+		if (p->tramp_on)
+			mem_wr(p, p->entry, &p->tramp.orig, 1);
+	}
+	for (unsigned i = 0; i < t->thcap; i++) {
+		struct thread *th = t->th[i];
+		if (!th || !th->proc)
+			continue;
+		if (th->nfr && !ptrace(PTRACE_GETREGS, th->tid, 0, &r))
+			for (int j = 0; j < th->nfr; j++) {
+				uint64_t v;
+				struct frame *f = &th->fr[j];
+				if (f->sp >= r.rsp && !mem_rd(th->proc, f->sp, &v, 8) &&
+				    v == th->proc->entry)
+					mem_wr(th->proc, f->sp, &f->ret, 8);
+			}
+		th->nfr = 0;
+	}
+	while (t->nth) {
+		for (unsigned i = 0; i < t->thcap; i++) {
+			struct thread *th = t->th[i];
+			if (!th)
+				continue;
+			int sig = th->nsig ? th->sig[0] : 0;
+			for (int j = 1; j < th->nsig; j++)
+				syscall(SYS_tgkill, th->proc ? th->proc->pid : th->tid, th->tid,
+					th->sig[j]);
+			ptrace(PTRACE_DETACH, th->tid, 0, (long)sig);
+			th_free(t, th);
+			break;
+		}
+	}
+	t->attached = 0;
+	return 0;
+}
+
+void ps_tracer_free(struct ps_tracer *t)
+{
+	int st;
+
+	if (!t)
+		return;
+	t->ops = (struct ps_tracer_ops){0}; /* no callback from here on */
+	if (t->attached && t->spawned) {
+		for (unsigned i = 0; i < t->thcap; i++)
+			if (t->th[i])
+				kill(t->th[i]->tid, SIGKILL);
+		kill(t->pid, SIGKILL);
+		while (t->nth) {
+			pid_t w = waitpid(-1, &st, __WALL);
+			if (w < 0) {
+				if (errno == EINTR)
+					continue;
+				break;
+			}
+			struct thread *th = th_find(t, w);
+			if (WIFEXITED(st) || WIFSIGNALED(st)) {
+				if (th)
+					thread_gone(t, th, st);
+			} else if (!th) {
+				kill(w, SIGKILL); /* a new tracee born meanwhile */
+			}
+		}
+	} else if (t->attached) {
+		ps_tracer_detach(t, NULL);
+	}
+	while (t->nth)
+		for (unsigned i = 0; i < t->thcap; i++)
+			if (t->th[i]) {
+				th_free(t, t->th[i]);
+				break;
+			}
+	while (t->procs) {
+		struct proc *p = t->procs;
+		t->procs = p->next;
+		close(p->memfd);
+		free(p->slot);
+		free(p);
+	}
+	free(t->th);
+	free(t->bp);
+	free(t->bph);
+	free(t);
+}
+
+uint64_t ps_tracer_entry(struct ps_tracer *t)
+{
+	struct proc *p = main_proc(t);
+
+	if (p && !p->entry)
+		p->entry = read_auxv(p->pid, AT_ENTRY);
+	return p ? p->entry : 0;
+}
+
+/* Load bias of the ELF file @path mapped at @start with file offset 0. */
+static uint64_t elf_bias(const char *path, uint64_t start)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	uint64_t bias = PS_TRACER_NO_BIAS;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return bias;
+	if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
+	    !memcmp(eh.e_ident, ELFMAG, SELFMAG) && eh.e_ident[EI_CLASS] == ELFCLASS64)
+		for (int i = 0; i < eh.e_phnum; i++) {
+			if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (uint64_t)i * eh.e_phentsize)) !=
+			    (ssize_t)sizeof ph)
+				break;
+			if (ph.p_type == PT_LOAD) {
+				bias = start - ((ph.p_vaddr - ph.p_offset) & ~(uint64_t)4095);
+				break;
+			}
+		}
+	close(fd);
+	return bias;
+}
+
+uint64_t ps_tracer_load_bias(struct ps_tracer *t, const char *path_or_null)
+{
+	char maps[64], exe[4096], line[4096 + 128], file[4096];
+	uint64_t bias = PS_TRACER_NO_BIAS;
+	const char *want = path_or_null;
+	FILE *f;
+
+	if (!want) {
+		snprintf(maps, sizeof maps, "/proc/%d/exe", (int)t->pid);
+		ssize_t n = readlink(maps, exe, sizeof exe - 1);
+		if (n <= 0)
+			return bias;
+		exe[n] = '\0';
+		want = exe;
+	}
+	snprintf(maps, sizeof maps, "/proc/%d/maps", (int)t->pid);
+	if (!(f = fopen(maps, "re")))
+		return bias;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long long lo, off;
+		int pos = 0;
+		if (sscanf(line, "%llx-%*x %*s %llx %*s %*s %n", &lo, &off, &pos) < 2 || !pos)
+			continue;
+		char *nl = strchr(line + pos, '\n');
+		if (nl)
+			*nl = '\0';
+		snprintf(file, sizeof file, "%s", line + pos);
+		const char *base = strrchr(file, '/');
+		if (off != 0 || !file[0] ||
+		    (strcmp(file, want) && !(strchr(want, '/') == NULL && base && !strcmp(base + 1, want))))
+			continue;
+		bias = elf_bias(file, lo);
+		break;
+	}
+	fclose(f);
+	return bias;
+}
+
+int ps_tracer_cpu(struct ps_tracer *t, pid_t tid)
+{
+	struct thread *th = th_find(t, tid);
+	char buf[1024], path[64];
+	ssize_t n;
+
+	if (!th)
+		return -1;
+	if (th->statfd < 0) {
+		snprintf(path, sizeof path, "/proc/%d/task/%d/stat",
+			 (int)(th->proc ? th->proc->pid : tid), (int)tid);
+		if ((th->statfd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			return -1;
+	}
+	n = pread(th->statfd, buf, sizeof buf - 1, 0);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	char *s = strrchr(buf, ')');
+	if (!s)
+		return -1;
+	/* after ')' comes field 3 (state); field 39 is 36 fields further */
+	for (int field = 2; field < 39; field++) {
+		s = strchr(s + 1, ' ');
+		if (!s)
+			return -1;
+	}
+	return atoi(s + 1);
+}
+
+uint64_t ps_tracer_stops(const struct ps_tracer *t)
+{
+	return t->stops;
+}
