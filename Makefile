@@ -36,7 +36,8 @@ CORE_OBJ := $(CORE_SRC:%.c=$(B)/%.o)
 BIND_OBJ := $(BIND_SRC:%.c=$(B)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(B)/%.o)
 
-EXAMPLES := $(patsubst %.c,%,$(filter %.c,$(EX_SRC))) $(patsubst %.cpp,%,$(filter %.cpp,$(EX_SRC)))
+EXAMPLES := $(patsubst %.c,%,$(filter %.c,$(EX_SRC))) $(patsubst %.cpp,%,$(filter %.cpp,$(EX_SRC))) \
+            examples/sum-nopie examples/sum-stripped
 BENCHES  := $(patsubst %.c,%,$(BENCH_SRC))
 
 ifeq ($(SAN),1)
@@ -83,6 +84,10 @@ examples: $(EXAMPLES)
 
 # Examples are built as a user would build a benchmark: -O2 -g, PIE (Debian's default).
 # sum-nopie is the same source linked non-PIE; sum-stripped has no symbols.
+examples/sum-nopie: examples/sum.c
+	$(CC) -O2 -g -no-pie -o $@ $<
+examples/sum-stripped: examples/sum.c
+	$(CC) -O2 -s -o $@ $<
 examples/%: examples/%.c
 	$(CC) -O2 -g -o $@ $< -lpthread
 examples/%: examples/%.cpp

@@ -8,8 +8,11 @@
  * so spin(n) retires exactly 3n + 6 user instructions for n > 0 and 4 for n = 0
  * (checked with valgrind --tool=callgrind: spin(1000) = 3006).
  *
- * main runs spin(N) REPS times between the two LOOP marker comments (a
- * line-range region: REPS hits, each spanning one call of spin).
+ * main runs spin(N) REPS times; each repetition runs from the LOOP-BEGIN line to the
+ * LOOP-END line, two volatile stores that keep their place at -O2, so the line range
+ * loop.c:BEGIN-loop.c:END (END exclusive) has REPS hits of 3N + 6 instructions of spin
+ * plus a few of main (the store, the call, the add):
+ *   perfsh stat -r loop.c:42-loop.c:44 ./examples/loop
  *
  *   usage: loop [N] [REPS]     defaults N = 1000000, REPS = 10
  *   prints: total = N * REPS
@@ -17,6 +20,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+static volatile uint64_t sink;
 
 uint64_t __attribute__((noinline)) spin(uint64_t n)
 {
@@ -34,9 +39,9 @@ int main(int argc, char **argv)
 	uint64_t total = 0;
 
 	for (uint64_t r = 0; r < reps; r++) {
-		/* LOOP-BEGIN */
+		sink = r; /* LOOP-BEGIN */
 		total += spin(n);
-		/* LOOP-END */
+		sink = total; /* LOOP-END */
 	}
 	printf("total = %llu\n", (unsigned long long)total);
 	return 0;

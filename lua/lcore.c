@@ -5,6 +5,8 @@
 
 #include "group.h"
 
+void (*volatile ps_l_interrupt_cb)(void);
+
 int ps_l_fail(lua_State *L, const struct ps_error *err)
 {
 	luaL_pushfail(L);
@@ -113,5 +115,7 @@ int luaopen_perfsh_core(lua_State *L)
 	ps_l_open_group(L);
 	ps_l_open_events(L);
 	ps_l_open_run(L);
+	ps_l_open_tracee(L);
+	ps_l_open_stats(L);
 	return 1;
 }

@@ -32,6 +32,14 @@ int ps_l_optfield_bool(lua_State *L, int idx, const char *k, int def);
 void ps_l_open_group(lua_State *L);   /* core.group, metatable perfsh.group */
 void ps_l_open_events(lua_State *L);  /* core.resolve, core.events, core.pmu_* */
 void ps_l_open_run(lua_State *L);     /* core.run, core.now, core.spin */
+void ps_l_open_stats(lua_State *L);   /* core.stats */
+void ps_l_open_tracee(lua_State *L);  /* core.spawn, core.attach, metatable perfsh.tracee */
+
+/* Called (if set) from the host's SIGINT handler: stops a C loop such as a traced run. */
+extern void (*volatile ps_l_interrupt_cb)(void);
+
+/* Push the name of signal @n ("SIGSEGV"). */
+void ps_l_push_signame(lua_State *L, int n);
 
 int luaopen_perfsh_core(lua_State *L);
 

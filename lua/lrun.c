@@ -7,7 +7,7 @@
 #include "lhelp.h"
 #include "run.h"
 
-static void push_signame(lua_State *L, int n)
+void ps_l_push_signame(lua_State *L, int n)
 {
 	const char *abbrev = sigabbrev_np(n);
 	if (abbrev)
@@ -50,7 +50,7 @@ static int l_run(lua_State *L)
 	lua_pushinteger(L, (lua_Integer)res.wall_ns);
 	lua_setfield(L, -2, "wall_ns");
 	if (res.signo) {
-		push_signame(L, res.signo);
+		ps_l_push_signame(L, res.signo);
 		lua_setfield(L, -2, "signal");
 	}
 	return 1;
@@ -59,7 +59,7 @@ static int l_run(lua_State *L)
 /* core.signame(n) -> "SIGSEGV" */
 static int l_signame(lua_State *L)
 {
-	push_signame(L, (int)luaL_checkinteger(L, 1));
+	ps_l_push_signame(L, (int)luaL_checkinteger(L, 1));
 	return 1;
 }
 

@@ -26,7 +26,6 @@
 #include "lhelp.h"
 
 static lua_State *globalL;
-void (*volatile ps_l_interrupt_cb)(void);
 
 static const char usage[] =
 	"usage: perfsh [options] [script.lua | recipe] [args...]\n"

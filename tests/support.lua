@@ -38,6 +38,14 @@ function support.sh(cmd, input)
   return slurp(out), slurp(err), ok and 0 or code
 end
 
+--- Absolute path of a file under the source tree.
+function support.abspath(rel)
+  local p = io.popen("pwd")
+  local cwd = p:read("l")
+  p:close()
+  return cwd .. "/" .. rel
+end
+
 --- Quote a string for sh.
 function support.q(s)
   return "'" .. tostring(s):gsub("'", "'\\''") .. "'"

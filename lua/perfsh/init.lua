@@ -124,6 +124,10 @@ function perfsh.run(spec)
   return r
 end
 
+local tracee = require "perfsh.tracee"
+perfsh.spawn = tracee.spawn
+perfsh.attach = tracee.attach
+
 perfsh.scale = core.scale
 perfsh.now = core.now
 

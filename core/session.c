@@ -1,0 +1,542 @@
+/* core/session.c - the hit path: threads, their groups, open measurements, records.
+ *
+ * At an entry (or range start) the thread's group is read first, then the clock and the
+ * CPU, into a slot; at the matching return (or range end) the same again, and the pair
+ * becomes one record in the ring. Nothing is allocated on this path once a thread's slot
+ * array has grown to its deepest nesting.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run.h"
+#include "session_priv.h"
+
+#define RING_CAPACITY 4096
+
+/* ---- threads ---- */
+
+static struct thr *thr_find(struct ps_session *s, pid_t tid)
+{
+	for (struct thr *th = s->threads[(unsigned)tid % THR_BUCKETS]; th; th = th->next)
+		if (th->tid == tid)
+			return th;
+	return NULL;
+}
+
+/* The thread's record, made (with its group opened on it) the first time it is seen. */
+static struct thr *thr_get(struct ps_session *s, pid_t tid, struct ps_error *err)
+{
+	struct thr *th = thr_find(s, tid);
+
+	if (th)
+		return th;
+	th = calloc(1, sizeof *th);
+	if (!th) {
+		ps_error_set(err, ENOMEM, "out of memory for thread %d", (int)tid);
+		return NULL;
+	}
+	th->tid = tid;
+	th->free_head = -1;
+	for (int i = 0; i < PS_MAX_REGIONS; i++)
+		th->active[i] = -1;
+	if (s->nev > 0 && ps_group_open(&th->g, s->ev, s->nev, tid, -1, PS_GROUP_ENABLED, err)) {
+		free(th);
+		return NULL;
+	}
+	th->next = s->threads[(unsigned)tid % THR_BUCKETS];
+	s->threads[(unsigned)tid % THR_BUCKETS] = th;
+	return th;
+}
+
+static void thr_free(struct thr *th)
+{
+	ps_group_close(&th->g);
+	free(th->slots);
+	free(th);
+}
+
+static void thr_remove(struct ps_session *s, pid_t tid)
+{
+	struct thr **pp = &s->threads[(unsigned)tid % THR_BUCKETS];
+	for (; *pp; pp = &(*pp)->next) {
+		if ((*pp)->tid == tid) {
+			struct thr *th = *pp;
+			*pp = th->next;
+			thr_free(th);
+			return;
+		}
+	}
+}
+
+static int slot_alloc(struct thr *th)
+{
+	if (th->free_head >= 0) {
+		int i = th->free_head;
+		th->free_head = th->slots[i].next_free;
+		return i;
+	}
+	if (th->nslots == th->cap) {
+		int cap = th->cap ? 2 * th->cap : 16;
+		struct slot *n = realloc(th->slots, (size_t)cap * sizeof *n);
+		if (!n)
+			return -1;
+		th->slots = n;
+		th->cap = cap;
+	}
+	return th->nslots++;
+}
+
+static void slot_free(struct thr *th, int i)
+{
+	th->slots[i].next_free = th->free_head;
+	th->free_head = i;
+}
+
+/* ---- records ---- */
+
+/* Move what the ring holds into the store, which grows and loses nothing. */
+static int drain(struct ps_session *s)
+{
+	size_t n = ps_ring_count(s->ring);
+
+	if (n == 0)
+		return 0;
+	if (s->nstore + n > s->capstore) {
+		uint64_t cap = s->capstore ? s->capstore : 4096;
+		while (cap < s->nstore + n)
+			cap *= 2;
+		unsigned char *p = realloc(s->store, cap * s->recsize);
+		if (!p)
+			return -1;
+		s->store = p;
+		s->capstore = cap;
+	}
+	s->nstore += ps_ring_read(s->ring, s->store + s->nstore * s->recsize, n);
+	return 0;
+}
+
+static void read_now(struct ps_session *s, struct thr *th, struct ps_reading *r)
+{
+	if (s->nev == 0 || ps_group_read(&th->g, r, NULL)) {
+		memset(r, 0, sizeof *r);
+		r->n = s->nev;
+	}
+}
+
+static void emit(struct ps_session *s, struct thr *th, const struct slot *sl, const struct ps_reading *end,
+		 uint64_t t_end, int cpu_end, unsigned flags)
+{
+	struct ps_region_info *ri = &s->reg[sl->region];
+	struct ps_snap *rec;
+
+	if (ps_ring_space(s->ring) == 0 && drain(s)) {
+		s->dropped++;
+		return;
+	}
+	rec = ps_ring_reserve(s->ring);
+	if (!rec) {
+		s->dropped++;
+		return;
+	}
+	rec->region = (uint32_t)sl->region;
+	rec->tid = (uint32_t)th->tid;
+	rec->seq = s->seq++;
+	rec->hit = ri->hits++;
+	rec->t_start = sl->t;
+	rec->t_end = t_end;
+	rec->enabled_start = sl->r.time_enabled;
+	rec->running_start = sl->r.time_running;
+	rec->enabled_end = end->time_enabled;
+	rec->running_end = end->time_running;
+	rec->cpu_start = sl->cpu;
+	rec->cpu_end = (int16_t)cpu_end;
+	rec->flags = (uint16_t)(flags | (sl->depth ? PS_SNAP_NESTED : 0));
+	rec->nvals = (uint8_t)s->nev;
+	rec->nargs = 0;
+	rec->depth = sl->depth;
+	rec->pad = 0;
+	memcpy(ps_snap_start(rec), sl->r.val, (size_t)s->nev * sizeof(uint64_t));
+	memcpy(ps_snap_end(rec), end->val, (size_t)s->nev * sizeof(uint64_t));
+	if (flags & (PS_SNAP_UNWOUND | PS_SNAP_EXITED))
+		ri->incomplete++;
+	ps_ring_commit(s->ring);
+}
+
+static int pause_wanted(struct ps_session *s, uint64_t now)
+{
+	if (s->max_records && s->seq - s->written_at_run_start >= s->max_records)
+		return PS_TRACER_PAUSE;
+	if (s->deadline && now >= s->deadline)
+		return PS_TRACER_PAUSE;
+	return 0;
+}
+
+/* ---- tracer callbacks ---- */
+
+static int on_thread_new(void *ud, pid_t tid)
+{
+	struct ps_session *s = ud;
+	if (!thr_get(s, tid, &s->fail)) {
+		s->failed = 1;
+		return -1;
+	}
+	return 0;
+}
+
+/* Close what a vanishing thread left open; its group can still be read. */
+static void on_thread_exit(void *ud, pid_t tid)
+{
+	struct ps_session *s = ud;
+	struct thr *th = thr_find(s, tid);
+	struct ps_reading r;
+
+	if (!th)
+		return;
+	read_now(s, th, &r);
+	for (int i = 0; i < s->nreg; i++) {
+		int sl = th->active[i];
+		if (sl >= 0 && s->reg[i].kind == PS_REGION_RANGE) {
+			emit(s, th, &th->slots[sl], &r, ps_now_ns(), -1, PS_SNAP_EXITED);
+			slot_free(th, sl);
+			th->active[i] = -1;
+		}
+	}
+	thr_remove(s, tid);
+}
+
+static int on_hit(void *ud, pid_t tid, int bp, const struct user_regs_struct *regs, uint64_t *cookie)
+{
+	struct ps_session *s = ud;
+	struct thr *th = thr_get(s, tid, &s->fail);
+	struct ps_reading r;
+	uint64_t now;
+	int cpu, rc = 0;
+
+	(void)regs;
+	if (!th) {
+		s->failed = 1;
+		return -1;
+	}
+	read_now(s, th, &r); /* first: the less perfsh runs before the read, the less it counts */
+	now = ps_now_ns();
+	cpu = ps_tracer_cpu(s->t, tid);
+	if (bp < 0 || bp >= s->nbps)
+		return 0;
+	for (int k = 0; k < s->bps[bp].nroles; k++) {
+		int id = s->bps[bp].roles[k].region, sl;
+		struct ps_region_info *ri = id >= 0 ? &s->reg[id] : NULL;
+
+		switch (s->bps[bp].roles[k].kind) {
+		case ROLE_MAIN:
+			/* once: drop this role, and the breakpoint if nothing else uses it */
+			s->bps[bp].roles[k] = s->bps[bp].roles[--s->bps[bp].nroles];
+			k--;
+			if (s->bps[bp].nroles == 0)
+				ps_tracer_bp_enable(s->t, bp, 0, NULL);
+			s->main_bp = -1;
+			if (ps__arm_pending(s) < 0)
+				return -1;
+			break;
+		case ROLE_ENTRY:
+		case ROLE_START:
+			if (ri->dropped || ri->pending)
+				break;
+			ri->entries++;
+			if (th->active[id] >= 0 && !(ri->flags & PS_REGION_EVERY_LEVEL && s->bps[bp].roles[k].kind == ROLE_ENTRY))
+				break; /* already inside: nested calls count only in every-level mode */
+			if ((sl = slot_alloc(th)) < 0) {
+				s->dropped++;
+				break;
+			}
+			th->slots[sl].region = id;
+			th->slots[sl].depth = th->depth[id];
+			th->slots[sl].t = now;
+			th->slots[sl].cpu = (int16_t)cpu;
+			th->slots[sl].r = r;
+			if (s->bps[bp].roles[k].kind == ROLE_ENTRY) {
+				th->depth[id]++;
+				*cookie = (uint64_t)sl;
+				rc |= PS_TRACER_CATCH_RETURN;
+				if (!(ri->flags & PS_REGION_EVERY_LEVEL))
+					th->active[id] = sl;
+			} else {
+				th->active[id] = sl;
+			}
+			break;
+		case ROLE_END:
+			if ((sl = th->active[id]) < 0)
+				break;
+			emit(s, th, &th->slots[sl], &r, now, cpu, 0);
+			slot_free(th, sl);
+			th->active[id] = -1;
+			break;
+		}
+	}
+	return rc | pause_wanted(s, now);
+}
+
+static int on_ret(void *ud, pid_t tid, int bp, uint64_t cookie, int unwound)
+{
+	struct ps_session *s = ud;
+	struct thr *th = thr_find(s, tid);
+	struct ps_reading r;
+	uint64_t now;
+	int sl = (int)cookie, cpu;
+
+	(void)bp;
+	if (!th || sl < 0 || sl >= th->nslots)
+		return 0;
+	read_now(s, th, &r);
+	now = ps_now_ns();
+	cpu = ps_tracer_cpu(s->t, tid);
+	int id = th->slots[sl].region;
+	emit(s, th, &th->slots[sl], &r, now, cpu, unwound ? PS_SNAP_UNWOUND : 0);
+	if (th->depth[id])
+		th->depth[id]--;
+	if (th->active[id] == sl)
+		th->active[id] = -1;
+	slot_free(th, sl);
+	return pause_wanted(s, now);
+}
+
+static int on_exec(void *ud, pid_t pid)
+{
+	struct ps_session *s = ud;
+	(void)pid;
+	/* Measurements open across exec cannot end: drop them. */
+	for (unsigned b = 0; b < THR_BUCKETS; b++)
+		for (struct thr *th = s->threads[b]; th; th = th->next) {
+			for (int i = 0; i < PS_MAX_REGIONS; i++)
+				th->active[i] = -1;
+			memset(th->depth, 0, sizeof th->depth);
+			th->nslots = 0;
+			th->free_head = -1;
+		}
+	if (ps__rearm_after_exec(s) < 0) {
+		s->failed = 1;
+		return -1;
+	}
+	return 0;
+}
+
+static const struct ps_tracer_ops ops = {
+	.thread_new = on_thread_new,
+	.thread_exit = on_thread_exit,
+	.hit = on_hit,
+	.ret = on_ret,
+	.exec = on_exec,
+};
+
+/* ---- lifecycle ---- */
+
+static int session_new(struct ps_session **sp, const struct ps_event *ev, int nev, struct ps_error *err)
+{
+	struct ps_session *s = NULL;
+
+	if (nev < 0 || nev > PS_MAX_EVENTS)
+		return ps_error_set(err, PS_EUSAGE, "at most %d events per thread (got %d)", PS_MAX_EVENTS, nev);
+	s = calloc(1, sizeof *s);
+	if (!s)
+		return ps_error_set(err, ENOMEM, "out of memory");
+	memcpy(s->ev, ev, (size_t)nev * sizeof *ev);
+	s->nev = nev;
+	s->main_bp = -1;
+	*sp = s;
+	return 0;
+}
+
+/* The ring's record size follows the event count, so it is made once the events are final. */
+static int make_ring(struct ps_session *s, struct ps_error *err)
+{
+	if (s->ring)
+		return 0;
+	s->recsize = ps_snap_size((unsigned)s->nev, 0);
+	s->ring = ps_ring_new(s->recsize, RING_CAPACITY, err);
+	return s->ring ? 0 : -1;
+}
+
+/* Open the main thread's group at once, so a bad event fails before anything runs. */
+static int first_thread(struct ps_session *s, struct ps_error *err)
+{
+	if (s->nev == 0)
+		return 0;
+	return thr_get(s, s->pid, err) ? 0 : -1;
+}
+
+int ps_session_spawn(struct ps_session **sp, char *const argv[], const struct ps_event *ev, int nev,
+		     struct ps_error *err)
+{
+	struct ps_session *s = NULL;
+
+	if (session_new(&s, ev, nev, err))
+		return -1;
+	if (ps_tracer_spawn(&s->t, argv, &ops, s, err)) {
+		free(s);
+		return -1;
+	}
+	s->pid = ps_tracer_pid(s->t);
+	if (first_thread(s, err)) {
+		ps_session_free(s);
+		return -1;
+	}
+	*sp = s;
+	return 0;
+}
+
+int ps_session_attach(struct ps_session **sp, pid_t pid, const struct ps_event *ev, int nev, struct ps_error *err)
+{
+	struct ps_session *s = NULL;
+
+	if (session_new(&s, ev, nev, err))
+		return -1;
+	if (ps_tracer_attach(&s->t, pid, &ops, s, err)) {
+		free(s);
+		return -1;
+	}
+	s->pid = pid;
+	if (first_thread(s, err)) {
+		ps_session_free(s);
+		return -1;
+	}
+	*sp = s;
+	return 0;
+}
+
+int ps_session_add_events(struct ps_session *s, const struct ps_event *ev, int nev, struct ps_error *err)
+{
+	for (int i = 0; i < nev; i++) {
+		int have = 0;
+		for (int k = 0; k < s->nev; k++)
+			have |= !strcmp(s->ev[k].name, ev[i].name);
+		if (have)
+			continue;
+		if (s->started || s->ring)
+			return ps_error_set(err, PS_EUSAGE,
+					    "event '%s' added after the program started running; give every event "
+					    "before the first run",
+					    ev[i].name);
+		if (s->nev == PS_MAX_EVENTS)
+			return ps_error_set(err, PS_EUSAGE, "at most %d events per thread", PS_MAX_EVENTS);
+		s->ev[s->nev++] = ev[i];
+	}
+	/* Reopen the main thread's group with the larger set (nothing has run yet). */
+	thr_remove(s, s->pid);
+	return first_thread(s, err);
+}
+
+int ps_session_run(struct ps_session *s, uint64_t max_records, uint64_t deadline_ns, struct ps_error *err)
+{
+	int rc;
+
+	if (make_ring(s, err))
+		return -1;
+	s->started = 1;
+	s->max_records = max_records;
+	s->deadline = deadline_ns;
+	s->written_at_run_start = s->seq;
+	s->failed = 0;
+	rc = ps_tracer_run(s->t, err);
+	if (drain(s))
+		return ps_error_set(err, ENOMEM, "out of memory for %llu records", (unsigned long long)s->seq);
+	if (rc < 0 && s->failed && err)
+		*err = s->fail;
+	return rc;
+}
+
+void ps_session_interrupt(struct ps_session *s)
+{
+	ps_tracer_interrupt(s->t);
+}
+
+int ps_session_detach(struct ps_session *s, struct ps_error *err)
+{
+	int rc = ps_tracer_detach(s->t, err);
+	if (s->ring)
+		drain(s);
+	return rc;
+}
+
+void ps_session_free(struct ps_session *s)
+{
+	if (!s)
+		return;
+	ps_tracer_free(s->t);
+	for (unsigned b = 0; b < THR_BUCKETS; b++)
+		while (s->threads[b]) {
+			struct thr *th = s->threads[b];
+			s->threads[b] = th->next;
+			thr_free(th);
+		}
+	ps_ring_free(s->ring);
+	free(s->store);
+	free(s->bps);
+	ps__forget_images(s);
+	free(s);
+}
+
+/* ---- results ---- */
+
+pid_t ps_session_pid(const struct ps_session *s)
+{
+	return s->pid;
+}
+
+int ps_session_status(const struct ps_session *s, int *exited, int *code, int *signo)
+{
+	return ps_tracer_status(s->t, exited, code, signo);
+}
+
+uint64_t ps_session_stops(const struct ps_session *s)
+{
+	return ps_tracer_stops(s->t);
+}
+
+int ps_session_nevents(const struct ps_session *s)
+{
+	return s->nev;
+}
+
+const struct ps_event *ps_session_event(const struct ps_session *s, int i)
+{
+	return i >= 0 && i < s->nev ? &s->ev[i] : NULL;
+}
+
+int ps_session_nregions(const struct ps_session *s)
+{
+	return s->nreg;
+}
+
+const struct ps_region_info *ps_session_region(const struct ps_session *s, int id)
+{
+	return id >= 0 && id < s->nreg ? &s->reg[id] : NULL;
+}
+
+uint64_t ps_session_nrecords(const struct ps_session *s)
+{
+	return s->nstore;
+}
+
+const struct ps_snap *ps_session_record(const struct ps_session *s, uint64_t i)
+{
+	return i < s->nstore ? (const struct ps_snap *)(s->store + i * s->recsize) : NULL;
+}
+
+size_t ps_session_recsize(const struct ps_session *s)
+{
+	return s->recsize ? s->recsize : ps_snap_size((unsigned)s->nev, 0);
+}
+
+uint64_t ps_session_dropped(const struct ps_session *s)
+{
+	return s->dropped + (s->ring ? ps_ring_dropped(s->ring) : 0);
+}
+
+const char *ps_session_notice(struct ps_session *s)
+{
+	static char out[sizeof s->notice];
+	memcpy(out, s->notice, sizeof out);
+	s->notice[0] = '\0';
+	return out;
+}

@@ -1,0 +1,391 @@
+/* core/session_regions.c - from names to breakpoints: functions (ELF symbols, shared
+ * libraries, inlined copies) and line ranges (DWARF), re-resolved after exec. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "session_priv.h"
+
+void ps__notice(struct ps_session *s, const char *fmt, ...)
+{
+	size_t len = strlen(s->notice);
+	va_list ap;
+
+	if (len + 2 >= sizeof s->notice)
+		return;
+	if (len)
+		s->notice[len++] = '\n';
+	va_start(ap, fmt);
+	vsnprintf(s->notice + len, sizeof s->notice - len, fmt, ap);
+	va_end(ap);
+}
+
+void ps__forget_images(struct ps_session *s)
+{
+	ps_sym_close(s->sym);
+	ps_lines_close(s->lines);
+	s->sym = NULL;
+	s->lines = NULL;
+	s->exe[0] = '\0';
+}
+
+/* The main executable's path, from /proc/PID/exe. */
+static int exe_path(struct ps_session *s, struct ps_error *err)
+{
+	char link[64];
+	ssize_t n;
+
+	if (s->exe[0])
+		return 0;
+	snprintf(link, sizeof link, "/proc/%d/exe", (int)s->pid);
+	n = readlink(link, s->exe, sizeof s->exe - 1);
+	if (n < 0)
+		return ps_error_set(err, errno, "%s: %s", link, strerror(errno));
+	s->exe[n] = '\0';
+	return 0;
+}
+
+static int symtab(struct ps_session *s, struct ps_error *err)
+{
+	if (s->sym)
+		return 0;
+	if (exe_path(s, err))
+		return -1;
+	return ps_sym_open(&s->sym, s->exe, err);
+}
+
+/* Line tables are optional: NULL without an error when the binary has no DWARF. */
+static struct ps_lines *lines(struct ps_session *s, struct ps_error *err)
+{
+	if (!s->lines && exe_path(s, err) == 0)
+		ps_lines_open(&s->lines, s->exe, err);
+	return s->lines;
+}
+
+static uint64_t main_bias(struct ps_session *s)
+{
+	uint64_t b = ps_tracer_load_bias(s->t, NULL);
+	return b == PS_TRACER_NO_BIAS ? 0 : b;
+}
+
+/* Map breakpoint @addr (run time) to (@region, @role), adding the breakpoint if new. */
+int ps__bp_role(struct ps_session *s, uint64_t addr, int kind, int region, enum role_kind role, struct ps_error *err)
+{
+	int id = ps_tracer_bp_add(s->t, addr, kind, err);
+	struct bpent *e;
+
+	if (id < 0)
+		return -1;
+	if (id >= s->nbps) {
+		struct bpent *n = realloc(s->bps, (size_t)(id + 1) * sizeof *n);
+		if (!n)
+			return ps_error_set(err, ENOMEM, "out of memory");
+		memset(n + s->nbps, 0, (size_t)(id + 1 - s->nbps) * sizeof *n);
+		s->bps = n;
+		s->nbps = id + 1;
+	}
+	e = &s->bps[id];
+	for (int k = 0; k < e->nroles; k++)
+		if (e->roles[k].region == region && e->roles[k].kind == role)
+			return id;
+	if (e->nroles == ROLES_PER_BP)
+		return ps_error_set(err, PS_EUSAGE, "more than %d regions start or end at 0x%" PRIx64, ROLES_PER_BP, addr);
+	e->roles[e->nroles].region = region;
+	e->roles[e->nroles].kind = role;
+	e->nroles++;
+	ps_tracer_bp_enable(s->t, id, 1, NULL);
+	return id;
+}
+
+static struct ps_region_info *new_region(struct ps_session *s, enum ps_region_kind kind, const char *name,
+					 const char *spec, unsigned flags, struct ps_error *err)
+{
+	struct ps_region_info *ri;
+
+	if (s->nreg == PS_MAX_REGIONS) {
+		ps_error_set(err, PS_EUSAGE, "at most %d regions", PS_MAX_REGIONS);
+		return NULL;
+	}
+	ri = &s->reg[s->nreg];
+	memset(ri, 0, sizeof *ri);
+	ri->id = s->nreg;
+	ri->kind = kind;
+	ri->flags = flags;
+	snprintf(ri->name, sizeof ri->name, "%s", name);
+	snprintf(ri->spec, sizeof ri->spec, "%s", spec);
+	return ri;
+}
+
+/* The run-time entry of function @fn in the main executable or in library @lib. 1 = found,
+   0 = the library is not mapped yet, -1 = error. */
+static int find_function(struct ps_session *s, const char *lib, const char *fn, uint64_t *addr, struct ps_error *err)
+{
+	const struct ps_sym *sym;
+
+	if (lib) {
+		char path[PATH_MAX];
+		uint64_t bias;
+		struct ps_symtab *st;
+		struct ps_error e2;
+		int rc;
+
+		if (ps_sym_find_mapping(s->pid, lib, path, sizeof path, &bias, &e2))
+			return 0;
+		if (ps_sym_open(&st, path, err))
+			return -1;
+		rc = ps_sym_lookup(st, fn, &sym, err);
+		if (rc == 0)
+			*addr = sym->addr + bias;
+		ps_sym_close(st);
+		return rc == 0 ? 1 : -1;
+	}
+	if (fn[0] == '0' && fn[1] == 'x') {
+		char *end;
+		*addr = strtoull(fn, &end, 16);
+		if (*end)
+			return ps_error_set(err, PS_EUSAGE, "bad address '%s'", fn);
+		*addr += main_bias(s);
+		return 1;
+	}
+	if (symtab(s, err) || ps_sym_lookup(s->sym, fn, &sym, err))
+		return -1;
+	*addr = sym->addr + main_bias(s);
+	return 1;
+}
+
+/* Arm a function region at its entry. */
+static int arm_func(struct ps_session *s, struct ps_region_info *ri, uint64_t addr, struct ps_error *err)
+{
+	ri->addr = addr;
+	ri->pending = 0;
+	return ps__bp_role(s, addr, PS_BP_FUNC, ri->id, ROLE_ENTRY, err) < 0 ? -1 : 0;
+}
+
+/* A break at main() arms library regions once the dynamic loader has mapped the libraries. */
+static int want_main(struct ps_session *s, struct ps_error *err)
+{
+	uint64_t addr;
+	const struct ps_sym *sym;
+
+	if (s->main_bp >= 0) {
+		ps_tracer_bp_enable(s->t, s->main_bp, 1, NULL);
+		return 0;
+	}
+	if (symtab(s, err) || ps_sym_lookup(s->sym, "main", &sym, NULL))
+		return ps_error_set(err, PS_EUSAGE,
+				    "the library is not mapped yet and %s has no 'main' to wait for; attach to the "
+				    "running program instead (-p PID)",
+				    s->exe);
+	addr = sym->addr + main_bias(s);
+	s->main_bp = ps__bp_role(s, addr, PS_BP_FUNC, -1, ROLE_MAIN, err);
+	return s->main_bp < 0 ? -1 : 0;
+}
+
+int ps__arm_pending(struct ps_session *s)
+{
+	for (int i = 0; i < s->nreg; i++) {
+		struct ps_region_info *ri = &s->reg[i];
+		char lib[256], fn[256];
+		uint64_t addr;
+		struct ps_error err;
+
+		if (!ri->pending)
+			continue;
+		ps_sym_lib_split(ri->spec, lib, sizeof lib, fn, sizeof fn);
+		int rc = find_function(s, lib, fn, &addr, &err);
+		if (rc == 1 && arm_func(s, ri, addr, &err) == 0)
+			continue;
+		ri->pending = 0;
+		ri->dropped = 1;
+		snprintf(ri->why, sizeof ri->why, "%s", rc == 0 ? "its library was never mapped" : err.msg);
+		ps__notice(s, "region '%s' dropped: %s", ri->name, ri->why);
+	}
+	return 0;
+}
+
+/* Each inlined copy of @fn becomes a range region: its entry to the end of each of its ranges. */
+static int add_inlined(struct ps_session *s, const char *fn, unsigned flags, struct ps_error *err)
+{
+	struct ps_inline inl[64];
+	struct ps_lines *l = lines(s, NULL);
+	int n, added = 0;
+	uint64_t bias = main_bias(s);
+
+	if (!l)
+		return 0;
+	n = ps_lines_inlined(l, fn, inl, 64, err);
+	if (n < 0)
+		return 0; /* not a reason to refuse the out-of-line function */
+	for (int i = 0; i < n; i++) {
+		int seen = 0;
+		for (int k = 0; k < i; k++)
+			seen |= inl[k].copy == inl[i].copy;
+		if (seen)
+			continue;
+		char name[256];
+		snprintf(name, sizeof name, "%s@inline#%d%s%s", fn, inl[i].copy, inl[i].caller ? " in " : "",
+			 inl[i].caller ? inl[i].caller : "");
+		struct ps_region_info *ri = new_region(s, PS_REGION_RANGE, name, "", flags, err);
+		if (!ri)
+			return -1;
+		ri->addr = inl[i].entry + bias;
+		if (ps__bp_role(s, ri->addr, PS_BP_ADDR, ri->id, ROLE_START, err) < 0) {
+			ps__notice(s, "inlined copy %s not armed: %s", name, err->msg);
+			continue;
+		}
+		for (int k = i; k < n; k++)
+			if (inl[k].copy == inl[i].copy &&
+			    ps__bp_role(s, inl[k].hi + bias, PS_BP_ADDR, ri->id, ROLE_END, err) < 0)
+				ps__notice(s, "inlined copy %s: an end not armed: %s", name, err->msg);
+		s->nreg++;
+		added++;
+	}
+	return added;
+}
+
+int ps_session_region_func(struct ps_session *s, const char *name, unsigned flags, struct ps_error *err)
+{
+	char lib[256], fn[256];
+	int islib = ps_sym_lib_split(name, lib, sizeof lib, fn, sizeof fn);
+	uint64_t addr = 0;
+	struct ps_region_info *ri;
+	int rc, first;
+
+	if (islib < 0)
+		return ps_error_set(err, PS_EUSAGE, "bad function name '%s'", name);
+	for (int i = 0; i < s->nreg; i++)
+		if (s->reg[i].kind == PS_REGION_FUNC && !strcmp(s->reg[i].spec, name) && !s->reg[i].dropped &&
+		    s->reg[i].flags == flags)
+			return i; /* the same function twice is one region */
+	rc = find_function(s, islib ? lib : NULL, islib ? fn : name, &addr, err);
+	if (rc < 0) {
+		/* A function inlined everywhere has no symbol of its own but may have copies. */
+		struct ps_error e2;
+		int save = s->nreg;
+		if (!islib && !(flags & PS_REGION_NO_INLINE) && add_inlined(s, name, flags, &e2) > 0)
+			return save;
+		return -1;
+	}
+	first = s->nreg;
+	ri = new_region(s, PS_REGION_FUNC, name, name, flags, err);
+	if (!ri)
+		return -1;
+	if (rc == 0) {
+		ri->pending = 1;
+		ri->addr = 0;
+		if (want_main(s, err))
+			return -1;
+		s->nreg++;
+		return first;
+	}
+	if (arm_func(s, ri, addr, err))
+		return -1;
+	s->nreg++;
+	if (!islib && !(flags & PS_REGION_NO_INLINE) && add_inlined(s, name, flags, err) < 0)
+		return -1;
+	return first;
+}
+
+/* "0xA-0xB": link-time addresses. */
+static int parse_addr_range(const char *spec, uint64_t *a, uint64_t *b)
+{
+	char *end;
+	if (strncmp(spec, "0x", 2))
+		return -1;
+	*a = strtoull(spec, &end, 16);
+	if (*end != '-' || strncmp(end + 1, "0x", 2))
+		return -1;
+	*b = strtoull(end + 1, &end, 16);
+	return *end ? -1 : 0;
+}
+
+static int arm_range(struct ps_session *s, struct ps_region_info *ri, struct ps_error *err)
+{
+	char f1[256], f2[256];
+	int l1, l2, a1, a2, n1, n2;
+	uint64_t from[32], to[32], bias = main_bias(s);
+	struct ps_lines *l;
+
+	if (parse_addr_range(ri->spec, &from[0], &to[0]) == 0) {
+		n1 = n2 = 1;
+		from[0] += bias;
+		to[0] += bias;
+	} else {
+		if (ps_lines_parse_range(ri->spec, f1, sizeof f1, &l1, f2, sizeof f2, &l2, err))
+			return -1;
+		if (!(l = lines(s, err)))
+			return -1;
+		if ((n1 = ps_lines_addrs(l, f1, l1, from, 32, &a1, err)) < 0 ||
+		    (n2 = ps_lines_addrs(l, f2, l2, to, 32, &a2, err)) < 0)
+			return -1;
+		if (a1 != l1)
+			ps__notice(s, "%s: line %d has no code; the range starts at line %d", ri->name, l1, a1);
+		if (a2 != l2)
+			ps__notice(s, "%s: line %d has no code; the range ends at line %d", ri->name, l2, a2);
+		for (int i = 0; i < n1; i++)
+			from[i] += bias;
+		for (int i = 0; i < n2; i++)
+			to[i] += bias;
+	}
+	ri->addr = from[0];
+	for (int i = 0; i < n1; i++)
+		if (ps__bp_role(s, from[i], PS_BP_ADDR, ri->id, ROLE_START, err) < 0)
+			return -1;
+	for (int i = 0; i < n2; i++)
+		if (ps__bp_role(s, to[i], PS_BP_ADDR, ri->id, ROLE_END, err) < 0)
+			return -1;
+	return 0;
+}
+
+int ps_session_region_range(struct ps_session *s, const char *spec, unsigned flags, struct ps_error *err)
+{
+	struct ps_region_info *ri = new_region(s, PS_REGION_RANGE, spec, spec, flags, err);
+	if (!ri || arm_range(s, ri, err))
+		return -1;
+	return s->nreg++;
+}
+
+/* After exec: the old breakpoints are gone; look every region up again in the new image. */
+int ps__rearm_after_exec(struct ps_session *s)
+{
+	ps__forget_images(s);
+	free(s->bps);
+	s->bps = NULL;
+	s->nbps = 0;
+	s->main_bp = -1;
+	for (int i = 0; i < s->nreg; i++) {
+		struct ps_region_info *ri = &s->reg[i];
+		struct ps_error err;
+		char lib[256], fn[256];
+		uint64_t addr;
+		int rc = 0;
+
+		if (ri->dropped)
+			continue;
+		if (!ri->spec[0]) {
+			rc = -1;
+			snprintf(err.msg, sizeof err.msg, "inlined copies are not re-armed after exec");
+		} else if (ri->kind == PS_REGION_FUNC) {
+			int islib = ps_sym_lib_split(ri->spec, lib, sizeof lib, fn, sizeof fn) == 1;
+			rc = find_function(s, islib ? lib : NULL, islib ? fn : ri->spec, &addr, &err);
+			if (rc == 1)
+				rc = arm_func(s, ri, addr, &err);
+			else if (rc == 0) {
+				ri->pending = 1;
+				rc = want_main(s, &err);
+			}
+		} else {
+			rc = arm_range(s, ri, &err);
+		}
+		if (rc < 0) {
+			ri->dropped = 1;
+			snprintf(ri->why, sizeof ri->why, "after exec of %.300s: %s", s->exe[0] ? s->exe : "a new image", err.msg);
+			ps__notice(s, "region '%s' dropped %s", ri->name, ri->why);
+		}
+	}
+	return 0;
+}

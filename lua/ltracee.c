@@ -1,0 +1,519 @@
+/* lua/ltracee.c - the perfsh.tracee userdata over core/session.c: a traced program, its
+ * regions, and the records of their hits. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lhelp.h"
+#include "session.h"
+#include "stats.h"
+
+#define TRACEE_MT "perfsh.tracee"
+
+struct ltracee {
+	struct ps_session *s;
+};
+
+static struct ps_session *running; /* the session inside t:run(), for SIGINT */
+
+static void interrupt_running(void)
+{
+	struct ps_session *s = running;
+	if (s)
+		ps_session_interrupt(s);
+}
+
+static struct ps_session *check(lua_State *L)
+{
+	struct ltracee *t = luaL_checkudata(L, 1, TRACEE_MT);
+	if (!t->s)
+		luaL_error(L, "attempt to use a closed tracee");
+	return t->s;
+}
+
+static int opt_events(lua_State *L, int idx, struct ps_event *ev)
+{
+	if (lua_isnoneornil(L, idx))
+		return 0;
+	if (lua_type(L, idx) == LUA_TTABLE && luaL_len(L, idx) == 0)
+		return 0;
+	return ps_l_check_events(L, idx, ev, PS_MAX_EVENTS);
+}
+
+static struct ltracee *new_ud(lua_State *L)
+{
+	struct ltracee *t = lua_newuserdatauv(L, sizeof *t, 0);
+	t->s = NULL;
+	luaL_setmetatable(L, TRACEE_MT);
+	return t;
+}
+
+/* The child inherits fds 0-2 at fork: point them at the files of {stdin=, stdout=, stderr=}
+   around the spawn and put ours back after. */
+struct redirect {
+	int saved[3];
+};
+
+static int redirect_open(lua_State *L, int idx, struct redirect *rd, struct ps_error *err)
+{
+	static const char *const keys[3] = {"stdin", "stdout", "stderr"};
+
+	for (int fd = 0; fd < 3; fd++)
+		rd->saved[fd] = -1;
+	if (lua_type(L, idx) != LUA_TTABLE)
+		return 0;
+	fflush(stdout);
+	fflush(stderr);
+	for (int fd = 0; fd < 3; fd++) {
+		const char *path;
+		int f;
+		lua_getfield(L, idx, keys[fd]);
+		path = lua_tostring(L, -1);
+		lua_pop(L, 1);
+		if (!path)
+			continue;
+		f = open(path, fd == 0 ? O_RDONLY | O_CLOEXEC : O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (f < 0)
+			return ps_error_set(err, errno, "%s: %s", path, strerror(errno));
+		rd->saved[fd] = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+		dup2(f, fd);
+		close(f);
+	}
+	return 0;
+}
+
+static void redirect_close(struct redirect *rd)
+{
+	for (int fd = 0; fd < 3; fd++)
+		if (rd->saved[fd] >= 0) {
+			dup2(rd->saved[fd], fd);
+			close(rd->saved[fd]);
+			rd->saved[fd] = -1;
+		}
+}
+
+/* core.spawn(argv, events [, {stdin=, stdout=, stderr=}]) -> tracee | nil, msg, errno */
+static int l_spawn(lua_State *L)
+{
+	struct ps_event ev[PS_MAX_EVENTS];
+	struct ps_error err;
+	struct redirect rd;
+	int argc, nev, rc;
+	char **argv;
+	struct ltracee *t;
+
+	luaL_checktype(L, 1, LUA_TTABLE);
+	lua_settop(L, 3); /* the strings below are anchored from index 4 on */
+	argc = (int)luaL_len(L, 1);
+	luaL_argcheck(L, argc >= 1, 1, "no command given");
+	nev = opt_events(L, 2, ev);
+	argv = lua_newuserdatauv(L, sizeof(char *) * (size_t)(argc + 1), 0);
+	for (int i = 0; i < argc; i++) {
+		lua_geti(L, 1, i + 1);
+		argv[i] = (char *)luaL_tolstring(L, -1, NULL);
+		lua_replace(L, -2);
+		lua_insert(L, 4);
+	}
+	argv[argc] = NULL;
+	t = new_ud(L);
+	if (redirect_open(L, 3, &rd, &err)) {
+		redirect_close(&rd);
+		return ps_l_fail(L, &err);
+	}
+	rc = ps_session_spawn(&t->s, argv, ev, nev, &err);
+	redirect_close(&rd);
+	if (rc)
+		return ps_l_fail(L, &err);
+	return 1;
+}
+
+/* core.attach(pid, events) -> tracee | nil, msg, errno */
+static int l_attach(lua_State *L)
+{
+	struct ps_event ev[PS_MAX_EVENTS];
+	struct ps_error err;
+	lua_Integer pid = luaL_checkinteger(L, 1);
+	int nev = opt_events(L, 2, ev);
+	struct ltracee *t;
+
+	luaL_argcheck(L, pid > 0, 1, "a process id");
+	t = new_ud(L);
+	if (ps_session_attach(&t->s, (pid_t)pid, ev, nev, &err))
+		return ps_l_fail(L, &err);
+	return 1;
+}
+
+static int l_add_events(lua_State *L)
+{
+	struct ps_session *s = check(L);
+	struct ps_event ev[PS_MAX_EVENTS];
+	struct ps_error err;
+	int n = opt_events(L, 2, ev);
+
+	if (ps_session_add_events(s, ev, n, &err))
+		return ps_l_fail(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+/* t:region_func(name, every_level, no_inline) -> first id (0-based), count | nil, msg */
+static int l_region_func(lua_State *L)
+{
+	struct ps_session *s = check(L);
+	const char *name = luaL_checkstring(L, 2);
+	unsigned flags = (lua_toboolean(L, 3) ? PS_REGION_EVERY_LEVEL : 0) | (lua_toboolean(L, 4) ? PS_REGION_NO_INLINE : 0);
+	struct ps_error err;
+	int before = ps_session_nregions(s);
+	int id = ps_session_region_func(s, name, flags, &err);
+
+	if (id < 0)
+		return ps_l_fail(L, &err);
+	lua_pushinteger(L, id);
+	lua_pushinteger(L, id < before ? 1 : ps_session_nregions(s) - before);
+	return 2;
+}
+
+/* t:region_range(spec, every_level) -> id | nil, msg */
+static int l_region_range(lua_State *L)
+{
+	struct ps_session *s = check(L);
+	struct ps_error err;
+	int id = ps_session_region_range(s, luaL_checkstring(L, 2), lua_toboolean(L, 3) ? PS_REGION_EVERY_LEVEL : 0, &err);
+
+	if (id < 0)
+		return ps_l_fail(L, &err);
+	lua_pushinteger(L, id);
+	return 1;
+}
+
+/* t:run([max_records [, deadline_ns]]) -> "exited" | "paused" | nil, msg */
+static int l_run(lua_State *L)
+{
+	struct ps_session *s = check(L);
+	lua_Integer max = luaL_optinteger(L, 2, 0), deadline = luaL_optinteger(L, 3, 0);
+	struct ps_error err;
+	int rc;
+
+	running = s;
+	ps_l_interrupt_cb = interrupt_running;
+	rc = ps_session_run(s, (uint64_t)max, (uint64_t)deadline, &err);
+	ps_l_interrupt_cb = NULL;
+	running = NULL;
+	if (rc < 0)
+		return ps_l_fail(L, &err);
+	lua_pushstring(L, rc == 1 ? "exited" : "paused");
+	return 1;
+}
+
+static int l_status(lua_State *L)
+{
+	struct ps_session *s = check(L);
+	int exited, code, signo;
+
+	if (!ps_session_status(s, &exited, &code, &signo)) {
+		lua_pushnil(L);
+		return 1;
+	}
+	lua_createtable(L, 0, 4);
+	lua_pushboolean(L, signo == 0);
+	lua_setfield(L, -2, "exited");
+	lua_pushinteger(L, code);
+	lua_setfield(L, -2, "code");
+	lua_pushinteger(L, signo);
+	lua_setfield(L, -2, "signo");
+	if (signo) {
+		ps_l_push_signame(L, signo);
+		lua_setfield(L, -2, "signal");
+	}
+	return 1;
+}
+
+static int l_detach(lua_State *L)
+{
+	struct ps_session *s = check(L);
+	struct ps_error err;
+	if (ps_session_detach(s, &err))
+		return ps_l_fail(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+static int l_close(lua_State *L)
+{
+	struct ltracee *t = luaL_checkudata(L, 1, TRACEE_MT);
+	ps_session_free(t->s);
+	t->s = NULL;
+	return 0;
+}
+
+static int l_tostring(lua_State *L)
+{
+	struct ltracee *t = luaL_checkudata(L, 1, TRACEE_MT);
+	if (!t->s)
+		lua_pushliteral(L, "perfsh.tracee(closed)");
+	else
+		lua_pushfstring(L, "perfsh.tracee(pid %d, %d regions, %d records)", (int)ps_session_pid(t->s),
+				ps_session_nregions(t->s), (int)ps_session_nrecords(t->s));
+	return 1;
+}
+
+static int l_info(lua_State *L)
+{
+	struct ps_session *s = check(L);
+	lua_createtable(L, 0, 6);
+	lua_pushinteger(L, ps_session_pid(s));
+	lua_setfield(L, -2, "pid");
+	lua_pushinteger(L, (lua_Integer)ps_session_stops(s));
+	lua_setfield(L, -2, "stops");
+	lua_pushinteger(L, (lua_Integer)ps_session_nrecords(s));
+	lua_setfield(L, -2, "records");
+	lua_pushinteger(L, (lua_Integer)ps_session_dropped(s));
+	lua_setfield(L, -2, "dropped");
+	lua_pushinteger(L, ps_session_nregions(s));
+	lua_setfield(L, -2, "regions");
+	lua_createtable(L, ps_session_nevents(s), 0);
+	for (int i = 0; i < ps_session_nevents(s); i++) {
+		lua_pushstring(L, ps_session_event(s, i)->name);
+		lua_rawseti(L, -2, i + 1);
+	}
+	lua_setfield(L, -2, "events");
+	const char *notice = ps_session_notice(s);
+	if (notice[0]) {
+		lua_pushstring(L, notice);
+		lua_setfield(L, -2, "notice");
+	}
+	return 1;
+}
+
+static const struct ps_region_info *check_region(lua_State *L, struct ps_session *s, int idx)
+{
+	lua_Integer id = luaL_checkinteger(L, idx);
+	const struct ps_region_info *ri = ps_session_region(s, (int)id);
+	if (!ri)
+		luaL_argerror(L, idx, "no such region");
+	return ri;
+}
+
+/* t:region_info(id) -> {id, name, kind, addr, entries, hits, incomplete, dropped, why, pending} */
+static int l_region_info(lua_State *L)
+{
+	struct ps_session *s = check(L);
+	const struct ps_region_info *ri = check_region(L, s, 2);
+
+	lua_createtable(L, 0, 10);
+	lua_pushinteger(L, ri->id);
+	lua_setfield(L, -2, "id");
+	lua_pushstring(L, ri->name);
+	lua_setfield(L, -2, "name");
+	lua_pushstring(L, ri->kind == PS_REGION_FUNC ? "func" : "range");
+	lua_setfield(L, -2, "kind");
+	lua_pushinteger(L, (lua_Integer)ri->addr);
+	lua_setfield(L, -2, "addr");
+	lua_pushinteger(L, (lua_Integer)ri->entries);
+	lua_setfield(L, -2, "entries");
+	lua_pushinteger(L, (lua_Integer)ri->hits);
+	lua_setfield(L, -2, "hits");
+	lua_pushinteger(L, (lua_Integer)ri->incomplete);
+	lua_setfield(L, -2, "incomplete");
+	lua_pushboolean(L, ri->dropped);
+	lua_setfield(L, -2, "dropped");
+	lua_pushboolean(L, ri->pending);
+	lua_setfield(L, -2, "pending");
+	lua_pushboolean(L, ri->flags & PS_REGION_EVERY_LEVEL);
+	lua_setfield(L, -2, "every_level");
+	if (ri->why[0]) {
+		lua_pushstring(L, ri->why);
+		lua_setfield(L, -2, "why");
+	}
+	return 1;
+}
+
+/* Counter delta of event @i, scaled by the hit's own running/enabled ratio. */
+static double delta(const struct ps_snap *r, int i, double *ratio)
+{
+	struct ps_snap *rw = (struct ps_snap *)r;
+	uint64_t d = ps_snap_end(rw)[i] - ps_snap_start(rw)[i];
+	uint64_t en = r->enabled_end - r->enabled_start, run = r->running_end - r->running_start;
+	*ratio = en ? (double)run / (double)en : 1.0;
+	if (en && run && run < en)
+		return (double)d * (double)en / (double)run;
+	return (double)d;
+}
+
+/* On-CPU time of the hit: the group's time_enabled advances only while the thread runs, so
+   time the thread spent stopped by perfsh is not in it. Wall time without a group. */
+static double cpu_time(const struct ps_snap *r)
+{
+	if (r->nvals)
+		return (double)(r->enabled_end - r->enabled_start);
+	return (double)(r->t_end - r->t_start);
+}
+
+/* t:record(i) (1-based) -> {region, tid, seq, hit, depth, flags, cpu_start, cpu_end, t_start, t_end,
+   time_ns, wall_ns, ratio, start = {...}, ["end"] = {...}, [event] = delta} */
+static int l_record(lua_State *L)
+{
+	struct ps_session *s = check(L);
+	lua_Integer i = luaL_checkinteger(L, 2);
+	const struct ps_snap *r = ps_session_record(s, (uint64_t)(i - 1));
+	double ratio = 1.0;
+
+	if (i < 1 || !r) {
+		lua_pushnil(L);
+		return 1;
+	}
+	lua_createtable(L, 0, 16 + r->nvals);
+	lua_pushinteger(L, r->region);
+	lua_setfield(L, -2, "region");
+	lua_pushinteger(L, r->tid);
+	lua_setfield(L, -2, "tid");
+	lua_pushinteger(L, (lua_Integer)r->seq);
+	lua_setfield(L, -2, "seq");
+	lua_pushinteger(L, (lua_Integer)r->hit);
+	lua_setfield(L, -2, "hit");
+	lua_pushinteger(L, r->depth);
+	lua_setfield(L, -2, "depth");
+	lua_pushinteger(L, r->cpu_start);
+	lua_setfield(L, -2, "cpu_start");
+	lua_pushinteger(L, r->cpu_end);
+	lua_setfield(L, -2, "cpu_end");
+	lua_pushinteger(L, (lua_Integer)r->t_start);
+	lua_setfield(L, -2, "t_start");
+	lua_pushinteger(L, (lua_Integer)r->t_end);
+	lua_setfield(L, -2, "t_end");
+	lua_pushinteger(L, (lua_Integer)(r->t_end - r->t_start));
+	lua_setfield(L, -2, "wall_ns");
+	lua_pushinteger(L, (lua_Integer)cpu_time(r));
+	lua_setfield(L, -2, "time_ns");
+	lua_pushinteger(L, r->flags);
+	lua_setfield(L, -2, "flags");
+	lua_pushboolean(L, r->flags & PS_SNAP_UNWOUND);
+	lua_setfield(L, -2, "unwound");
+	lua_pushboolean(L, r->flags & PS_SNAP_EXITED);
+	lua_setfield(L, -2, "exited");
+	lua_createtable(L, r->nvals, 0);
+	lua_createtable(L, r->nvals, 0);
+	for (int k = 0; k < r->nvals; k++) {
+		struct ps_snap *rw = (struct ps_snap *)r;
+		lua_pushinteger(L, (lua_Integer)ps_snap_start(rw)[k]);
+		lua_rawseti(L, -3, k + 1);
+		lua_pushinteger(L, (lua_Integer)ps_snap_end(rw)[k]);
+		lua_rawseti(L, -2, k + 1);
+		lua_pushinteger(L, (lua_Integer)(delta(r, k, &ratio) + 0.5));
+		lua_setfield(L, -4, ps_session_event(s, k)->name);
+	}
+	lua_setfield(L, -3, "end");
+	lua_setfield(L, -2, "start");
+	lua_pushnumber(L, ratio);
+	lua_setfield(L, -2, "ratio");
+	return 1;
+}
+
+static void push_stats(lua_State *L, double *v, size_t n)
+{
+	struct ps_stats st;
+	ps_stats_of(v, n, &st);
+	lua_createtable(L, 0, 9);
+#define F(k)                       \
+	lua_pushnumber(L, st.k);   \
+	lua_setfield(L, -2, #k)
+	F(sum);
+	F(mean);
+	F(stddev);
+	F(min);
+	F(max);
+	F(p50);
+	F(p90);
+	F(p99);
+#undef F
+	lua_pushinteger(L, (lua_Integer)st.n);
+	lua_setfield(L, -2, "count");
+}
+
+/* t:stats(id) -> {hits, incomplete, ratio_min, [event|"time_ns"|"wall_ns"] = {count, sum, mean, ...}}
+   over the complete hits of region @id (a hit that ended by unwinding or exit is left out). */
+static int l_stats(lua_State *L)
+{
+	struct ps_session *s = check(L);
+	const struct ps_region_info *ri = check_region(L, s, 2);
+	uint64_t total = ps_session_nrecords(s);
+	int nev = ps_session_nevents(s);
+	size_t n = 0, cap = 1024;
+	double *v = NULL, ratio_min = 1.0, ratio;
+
+	/* collect the indexes of the region's complete records once */
+	uint64_t *idx = malloc(cap * sizeof *idx);
+	if (!idx)
+		return luaL_error(L, "out of memory");
+	for (uint64_t i = 0; i < total; i++) {
+		const struct ps_snap *r = ps_session_record(s, i);
+		if ((int)r->region != ri->id || (r->flags & (PS_SNAP_UNWOUND | PS_SNAP_EXITED)))
+			continue;
+		if (n == cap) {
+			uint64_t *p = realloc(idx, 2 * cap * sizeof *idx);
+			if (!p) {
+				free(idx);
+				return luaL_error(L, "out of memory");
+			}
+			idx = p;
+			cap *= 2;
+		}
+		idx[n++] = i;
+	}
+	v = malloc((n ? n : 1) * sizeof *v);
+	if (!v) {
+		free(idx);
+		return luaL_error(L, "out of memory");
+	}
+	lua_createtable(L, 0, 4 + nev);
+	for (int k = -2; k < nev; k++) {
+		for (size_t j = 0; j < n; j++) {
+			const struct ps_snap *r = ps_session_record(s, idx[j]);
+			if (k == -2)
+				v[j] = (double)(r->t_end - r->t_start);
+			else if (k == -1)
+				v[j] = cpu_time(r);
+			else {
+				v[j] = delta(r, k, &ratio);
+				if (ratio < ratio_min)
+					ratio_min = ratio;
+			}
+		}
+		push_stats(L, v, n);
+		lua_setfield(L, -2, k == -2 ? "wall_ns" : k == -1 ? "time_ns" : ps_session_event(s, k)->name);
+	}
+	free(v);
+	free(idx);
+	lua_pushinteger(L, (lua_Integer)n);
+	lua_setfield(L, -2, "hits");
+	lua_pushinteger(L, (lua_Integer)ri->incomplete);
+	lua_setfield(L, -2, "incomplete");
+	lua_pushnumber(L, ratio_min);
+	lua_setfield(L, -2, "ratio_min");
+	return 1;
+}
+
+static const luaL_Reg methods[] = {
+	{"add_events", l_add_events}, {"region_func", l_region_func}, {"region_range", l_region_range},
+	{"run", l_run},               {"status", l_status},           {"detach", l_detach},
+	{"close", l_close},           {"info", l_info},               {"region_info", l_region_info},
+	{"record", l_record},         {"stats", l_stats},             {NULL, NULL}};
+
+static const luaL_Reg metamethods[] = {
+	{"__gc", l_close}, {"__close", l_close}, {"__tostring", l_tostring}, {"__index", NULL}, {NULL, NULL}};
+
+static const luaL_Reg funcs[] = {{"spawn", l_spawn}, {"attach", l_attach}, {NULL, NULL}};
+
+void ps_l_open_tracee(lua_State *L)
+{
+	luaL_newmetatable(L, TRACEE_MT);
+	luaL_setfuncs(L, metamethods, 0);
+	luaL_newlib(L, methods);
+	lua_setfield(L, -2, "__index");
+	lua_pop(L, 1);
+	luaL_setfuncs(L, funcs, 0);
+}

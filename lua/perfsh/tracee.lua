@@ -1,0 +1,176 @@
+--- perfsh.tracee: a traced program, its regions and their hits.
+--   local t <close> = perfsh.spawn{"./bench", "arg", events = {"instructions", "cycles"}}
+--   local r = t:region{func = "sum"}
+--   t:run()
+--   print(r:stats().instructions.mean)
+local core = require "perfsh.core"
+
+local tracee = {}
+
+local Tracee = {}
+Tracee.__index = Tracee
+Tracee.__name = "perfsh.tracee"
+
+local Region = {}
+Region.__index = Region
+Region.__name = "perfsh.region"
+
+local function fail(msg, level)
+  error(msg, (level or 1) + 1)
+end
+
+local function wrap(ud, argv)
+  return setmetatable({ud = ud, argv = argv, regions = {}, by_id = {}}, Tracee)
+end
+
+--- perfsh.spawn{"cmd", args..., events = {...}, stdout = FILE, stderr = FILE, stdin = FILE}:
+-- start a program traced, stopped before it runs any code of its own.
+function tracee.spawn(spec)
+  if type(spec) ~= "table" or type(spec[1]) ~= "string" then
+    fail("bad argument #1 to 'spawn' (table {command, args..., events = {...}} expected)", 2)
+  end
+  local argv = {}
+  for i, a in ipairs(spec) do argv[i] = tostring(a) end
+  for i, name in ipairs(spec.events or {}) do
+    local ok, why = core.resolve(tostring(name))
+    if not ok then fail(("bad argument #1 to 'spawn' (event #%d: %s)"):format(i, why), 2) end
+  end
+  local ud, msg = core.spawn(argv, spec.events or {}, spec)
+  if not ud then fail(msg, 2) end
+  return wrap(ud, argv)
+end
+
+--- perfsh.attach(pid, {events = {...}}): trace a running process (every thread).
+function tracee.attach(pid, opts)
+  if math.type(pid) ~= "integer" then fail("bad argument #1 to 'attach' (process id expected)", 2) end
+  local ud, msg = core.attach(pid, opts and opts.events or {})
+  if not ud then fail(msg, 2) end
+  return wrap(ud, {tostring(pid)})
+end
+
+local function new_region(t, id)
+  local info = t.ud:region_info(id)
+  local r = setmetatable({tracee = t, id = id, name = info.name, kind = info.kind}, Region)
+  t.regions[#t.regions + 1] = r
+  t.by_id[id] = r
+  return r
+end
+
+--- t:region{func = "sum"} | {from = "bench.c:19", to = "bench.c:24"} | {range = "bench.c:19-24"}
+-- | {addr = 0x401136} | {addr = 0x401136, to = 0x401150}. Options: every_level = true (count
+-- every level of a recursion), inline = false (skip inlined copies), events = {...} (added to
+-- the group of every thread; only before the first run). Returns the region; inlined copies
+-- of a function are regions too (t.regions lists them all).
+function Tracee:region(spec)
+  if type(spec) ~= "table" then fail("bad argument #1 to 'region' (table expected)", 2) end
+  local ud = self.ud
+  if spec.events then
+    local ok, msg = ud:add_events(spec.events)
+    if not ok then fail(msg, 2) end
+  end
+  local every = spec.every_level and true or false
+  local id, count, msg
+  if spec.func then
+    id, count = ud:region_func(spec.func, every, spec.inline == false)
+    msg = count
+    count = tonumber(count)
+  elseif spec.range or (spec.from and spec.to) then
+    local range = spec.range or (tostring(spec.from) .. "-" .. tostring(spec.to))
+    id, msg = ud:region_range(range, every)
+    count = 1
+  elseif spec.addr then
+    if spec.to then
+      id, msg = ud:region_range(("0x%x-0x%x"):format(spec.addr, spec.to), every)
+      count = 1
+    else
+      id, count = ud:region_func(("0x%x"):format(spec.addr), every, true)
+      msg = count
+    end
+  else
+    fail("bad argument #1 to 'region' (give func, from and to, range, or addr)", 2)
+  end
+  if not id then fail(msg, 2) end
+  local first = self.by_id[id] or new_region(self, id)
+  for k = 1, (count or 1) - 1 do
+    if not self.by_id[id + k] then new_region(self, id + k) end
+  end
+  if spec.events then first.events = spec.events end
+  return first
+end
+
+--- t:run() runs until the program ends and returns its status ({exited, code, signo, signal}).
+-- t:run{hits = N} / {seconds = S} / {until = function(t) ... end} pause earlier and return nil, "paused".
+function Tracee:run(opts)
+  opts = opts or {}
+  local deadline = opts.seconds and core.now() + math.floor(opts.seconds * 1e9) or 0
+  local how, msg
+  if opts["until"] then
+    repeat
+      how, msg = self.ud:run(1, deadline)
+    until how ~= "paused" or opts["until"](self) or (deadline > 0 and core.now() >= deadline)
+  else
+    how, msg = self.ud:run(opts.hits or 0, deadline)
+  end
+  if not how then fail(msg, 2) end
+  local info = self.ud:info()
+  if info.notice then io.stderr:write("perfsh: ", (info.notice:gsub("\n", "\nperfsh: ")), "\n") end
+  if how == "paused" then return nil, "paused" end
+  return self.ud:status()
+end
+
+--- The program's end ({exited, code, signo, signal}), or nil while it runs.
+function Tracee:status() return self.ud:status() end
+
+--- Counts of the session: pid, stops, records, dropped, events.
+function Tracee:info() return self.ud:info() end
+
+--- Detach: breakpoints and return addresses restored; the program goes on untraced.
+function Tracee:detach()
+  local ok, msg = self.ud:detach()
+  if not ok then fail(msg, 2) end
+  return true
+end
+
+function Tracee:close() self.ud:close() end
+Tracee.__close = Tracee.close
+function Tracee:__tostring() return tostring(self.ud) end
+
+--- Iterate over every record of the session (all regions), in the order they ended.
+function Tracee:hits()
+  local i, ud = 0, self.ud
+  return function()
+    i = i + 1
+    return ud:record(i)
+  end
+end
+
+--- r:hits() iterates this region's records: raw start/end values, deltas by event name,
+-- time_ns (on-CPU), wall_ns, tid, cpu_start, cpu_end, hit (0-based), depth, unwound, exited.
+function Region:hits()
+  local i, ud, id = 0, self.tracee.ud, self.id
+  return function()
+    while true do
+      i = i + 1
+      local rec = ud:record(i)
+      if not rec then return nil end
+      if rec.region == id then return rec end
+    end
+  end
+end
+
+--- r:stats(): over the region's complete hits, for each event and for time_ns (on-CPU time
+-- between the two breakpoints) and wall_ns: count, sum, mean, stddev, min, p50, p90, p99, max.
+-- Also hits, incomplete, ratio_min (multiplexing) and ipc where both events are counted.
+function Region:stats()
+  local st = self.tracee.ud:stats(self.id)
+  if st.instructions and st.cycles and st.cycles.sum > 0 then
+    st.ipc = st.instructions.sum / st.cycles.sum
+  end
+  return st
+end
+
+function Region:info() return self.tracee.ud:region_info(self.id) end
+function Region:__tostring() return ("perfsh.region(%s)"):format(self.name) end
+
+tracee.Tracee, tracee.Region = Tracee, Region
+return tracee

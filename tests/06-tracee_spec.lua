@@ -1,0 +1,232 @@
+-- Regions in unmodified binaries: functions, recursion, threads, line ranges, crashes.
+local perfsh = require "perfsh"
+local core = require "perfsh.core"
+local support = dofile("tests/support.lua")
+
+-- events that work everywhere, plus instructions where the PMU is
+local function events()
+  if core.pmu_present() then return {"instructions", "task-clock"} end
+  return {"task-clock"}
+end
+
+local function line_of(file, marker)
+  local n = 0
+  for l in io.lines(file) do
+    n = n + 1
+    if l:find(marker, 1, true) then return n end
+  end
+  error("no " .. marker .. " in " .. file)
+end
+
+describe("a function region", function()
+  it("records one hit of sum in a PIE binary", function()
+    local t <close> = perfsh.spawn{"examples/sum", events = events(), stdout = "/dev/null"}
+    local r = t:region{func = "sum"}
+    local st = assert(t:run())
+    assert.is_true(st.exited)
+    assert.are.equal(0, st.code)
+    local s = r:stats()
+    assert.are.equal(1, s.hits)
+    assert.are.equal(1, r:info().entries)
+    assert.is_true(s.time_ns.sum > 0)
+    assert.are.equal(s["task-clock"].sum, s.time_ns.sum) -- time_enabled is the on-CPU time
+  end)
+
+  it("works the same in a non-PIE binary", function()
+    local t <close> = perfsh.spawn{"examples/sum-nopie", events = events(), stdout = "/dev/null"}
+    local r = t:region{func = "sum"}
+    assert.are.equal(0, t:run().code)
+    assert.are.equal(1, r:stats().hits)
+    assert.is_true(r:info().addr < 0x1000000) -- linked at a fixed low address
+  end)
+
+  it("counts the instructions of sum exactly (22,500,009 per callgrind, within 0.5%)", function()
+    if not support.need_pmu(pending) then return end
+    for _, exe in ipairs{"examples/sum", "examples/sum-nopie"} do
+      local t <close> = perfsh.spawn{exe, events = {"instructions"}}
+      local r = t:region{func = "sum"}
+      t:run()
+      local got = r:stats().instructions.sum
+      assert.is_true(math.abs(got - 22500009) <= 22500009 * 0.005, exe .. ": " .. got)
+    end
+  end)
+
+  it("counts 3n+6 instructions of spin(n) per hit, within 0.5%", function()
+    if not support.need_pmu(pending) then return end
+    local t <close> = perfsh.spawn{"examples/loop", "100000", "7", events = {"instructions"}}
+    local r = t:region{func = "spin"}
+    t:run()
+    local n = 0
+    for h in r:hits() do
+      n = n + 1
+      assert.is_true(math.abs(h.instructions - 300006) <= 300006 * 0.005, "hit " .. h.hit .. ": " .. h.instructions)
+    end
+    assert.are.equal(7, n)
+  end)
+
+  it("keeps outermost calls of a recursion only, by default", function()
+    local t <close> = perfsh.spawn{"examples/recursive", "5", "10", events = events(), stdout = "/dev/null"}
+    local r = t:region{func = "walk"}
+    t:run()
+    local s = r:stats()
+    assert.are.equal(5, s.hits)
+    assert.are.equal(55, r:info().entries)
+    for h in r:hits() do assert.are.equal(0, h.depth) end
+  end)
+
+  it("records every level of a recursion on request", function()
+    local t <close> = perfsh.spawn{"examples/recursive", "5", "10", events = events(), stdout = "/dev/null"}
+    local r = t:region{func = "walk", every_level = true}
+    t:run()
+    assert.are.equal(55, r:stats().hits)
+    local per_depth = {}
+    for h in r:hits() do per_depth[h.depth] = (per_depth[h.depth] or 0) + 1 end
+    for d = 0, 10 do assert.are.equal(5, per_depth[d], "depth " .. d) end
+  end)
+
+  it("records every call of two threads in the same function at once", function()
+    local t <close> = perfsh.spawn{"examples/threads", "500", "2000", events = events(), stdout = "/dev/null"}
+    local r = t:region{func = "work"}
+    assert.are.equal(0, t:run().code)
+    local per_tid, n = {}, 0
+    for h in r:hits() do
+      per_tid[h.tid] = (per_tid[h.tid] or 0) + 1
+      n = n + 1
+      assert.is_false(h.unwound)
+    end
+    assert.are.equal(1000, n)
+    local tids = {}
+    for tid, c in pairs(per_tid) do
+      tids[#tids + 1] = tid
+      assert.are.equal(500, c)
+    end
+    assert.are.equal(2, #tids)
+    assert.are.equal(1000, r:info().entries)
+  end)
+
+  it("arms a C++ method by its demangled name", function()
+    local t <close> = perfsh.spawn{"examples/cxx", "25", events = events(), stdout = "/dev/null"}
+    local r = t:region{func = "geo::Shape::area"}
+    t:run()
+    assert.are.equal(25, r:stats().hits)
+  end)
+
+  it("arms a function of a shared library once it is mapped", function()
+    local t <close> = perfsh.spawn{"examples/threads", "10", "10", events = events(), stdout = "/dev/null"}
+    local r = t:region{func = "libc.so.6:pthread_create"}
+    assert.is_true(r:info().pending)
+    assert.are.equal(0, t:run().code)
+    assert.is_false(r:info().pending)
+    assert.are.equal(2, r:stats().hits)
+  end)
+
+  it("fails on an unknown function with the closest names", function()
+    local t <close> = perfsh.spawn{"examples/sum", events = events(), stdout = "/dev/null"}
+    assert.has.error(function() t:region{func = "summ"} end,
+      "no function 'summ' in " .. support.abspath("examples/sum") .. "; did you mean 'sum', 'main' or '_fini'?")
+  end)
+
+  it("says a stripped binary is stripped", function()
+    local t <close> = perfsh.spawn{"examples/sum-stripped", events = events(), stdout = "/dev/null"}
+    assert.has.error(function() t:region{func = "sum"} end, support.abspath("examples/sum-stripped")
+      .. " is stripped (no .symtab): rebuild with -g (and without -s), or mark the region in code with the marker API")
+  end)
+end)
+
+describe("a line range", function()
+  it("has one hit per repetition of the loop, and the program's result is unchanged", function()
+    local b, e = line_of("examples/loop.c", "/* LOOP-BEGIN */"), line_of("examples/loop.c", "/* LOOP-END */")
+    local out = os.tmpname()
+    local t <close> = perfsh.spawn{"examples/loop", "20000", "6", events = events(), stdout = out}
+    local r = t:region{range = ("loop.c:%d-loop.c:%d"):format(b, e)}
+    assert.are.equal(0, t:run().code)
+    local f = assert(io.open(out))
+    assert.are.equal("total = 120000\n", f:read("a"))
+    f:close()
+    os.remove(out)
+    assert.are.equal(6, r:stats().hits)
+    if core.pmu_present() then
+      for h in r:hits() do -- spin(20000) is 60006 instructions; main adds a handful
+        assert.is_true(h.instructions >= 60006 and h.instructions <= 60006 + 20, tostring(h.instructions))
+      end
+    end
+  end)
+
+  it("accepts from/to and reports a bad line", function()
+    local t <close> = perfsh.spawn{"examples/loop", "10", "2", events = events(), stdout = "/dev/null"}
+    assert.has.error(function() t:region{from = "loop.c:9999", to = "loop.c:10000"} end)
+    local ok, err = pcall(t.region, t, {from = "nosuch.c:3", to = "nosuch.c:5"})
+    assert.is_false(ok)
+    assert.truthy(err:find("nosuch.c", 1, true))
+  end)
+end)
+
+describe("the target's end", function()
+  it("reports a crash inside a region by signal name and keeps the earlier hits", function()
+    local t <close> = perfsh.spawn{"examples/crash", events = events(), stderr = "/dev/null"}
+    local r = t:region{func = "step"}
+    local st = t:run()
+    assert.is_false(st.exited)
+    assert.are.equal("SIGSEGV", st.signal)
+    local s = r:stats()
+    assert.are.equal(4, s.hits)
+    assert.are.equal(1, s.incomplete)
+    local complete = 0
+    for h in r:hits() do if not (h.unwound or h.exited) then complete = complete + 1 end end
+    assert.are.equal(4, complete)
+  end)
+
+  it("detaches from an attached process, which then finishes as if never traced", function()
+    local u = io.popen("examples/threads 3000 20000")
+    local untraced = u:read("a")
+    u:close()
+    local p = io.popen("sh -c 'echo $$; exec examples/threads 3000 20000'")
+    local pid = math.tointeger(tonumber(p:read("l")))
+    for _ = 1, 500 do -- wait for the exec, or we would attach to the shell
+      local f = io.popen("readlink /proc/" .. pid .. "/exe")
+      local exe = f:read("l") or ""
+      f:close()
+      if exe:match("/threads$") then break end
+      os.execute("sleep 0.01")
+    end
+    local t <close> = perfsh.attach(pid, {events = events(), stdout = "/dev/null"})
+    local r = t:region{func = "work"}
+    local _, how = t:run{hits = 50}
+    assert.are.equal("paused", how)
+    t:detach()
+    assert.is_true(r:stats().hits >= 50)
+    t:close()
+    local rest = p:read("a")
+    assert.is_true(p:close())
+    assert.are.equal(untraced, rest)
+  end)
+end)
+
+describe("perfsh killed by SIGKILL", function()
+  it("takes its tracee with it", function()
+    local p = io.popen(support.perfsh .. " stat -r work examples/threads 100000 100000 >/dev/null 2>&1 & echo $!")
+    local perfsh_pid = p:read("l")
+    p:close()
+    local child
+    for _ = 1, 100 do
+      local f = io.popen("pgrep -P " .. perfsh_pid)
+      child = f:read("l")
+      f:close()
+      if child then break end
+      os.execute("sleep 0.05")
+    end
+    assert.truthy(child, "the tracee never started")
+    os.execute("sleep 0.2")
+    os.execute("kill -KILL " .. perfsh_pid)
+    local gone = false
+    for _ = 1, 100 do
+      if not io.open("/proc/" .. child .. "/stat") then gone = true break end
+      local f = io.open("/proc/" .. child .. "/stat")
+      local state = f:read("a"):match("^%d+ %b() (%a)")
+      f:close()
+      if state == "Z" then gone = true break end
+      os.execute("sleep 0.05")
+    end
+    assert.is_true(gone, "tracee " .. child .. " outlived perfsh")
+  end)
+end)
