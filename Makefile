@@ -30,7 +30,7 @@ CORE_SRC := $(sort $(wildcard core/*.c))
 BIND_SRC := $(sort $(filter-out lua/main.c lua/repl.c,$(wildcard lua/*.c)))
 TEST_SRC := $(sort $(wildcard tests/c/*.c))
 EX_SRC   := $(sort $(wildcard examples/*.c examples/*.cpp))
-BENCH_SRC := $(sort $(wildcard bench/*.c))
+BENCH_SRC := $(sort $(filter-out bench/hit_target.c,$(wildcard bench/*.c)))
 
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/%.o)
 BIND_OBJ := $(BIND_SRC:%.c=$(B)/%.o)
@@ -93,13 +93,16 @@ examples/%: examples/%.c
 examples/%: examples/%.cpp
 	g++ -O2 -g -o $@ $<
 
+bench/hit_target: bench/hit_target.c
+	$(CC) -O2 -g -fcf-protection=full -o $@ $<
+
 bench/%: bench/%.c $(CORE_OBJ)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -o $@ $^ $(LDFLAGS) $(CORE_LIBS)
 
 check: all $(B)/tests/c/run
 	@PERFSH=$(B)/perfsh B=$(B) sh tests/run.sh
 
-bench: all $(BENCHES)
+bench: all $(BENCHES) bench/hit_target
 	@for b in $(BENCHES); do echo "== $$b"; ./$$b || exit 1; done
 
 deps:
@@ -123,6 +126,6 @@ lint:
 	@command -v luacheck >/dev/null && luacheck lua scripts tests || echo "luacheck not installed; skipped"
 
 clean:
-	rm -rf build build-san perfsh $(EXAMPLES) $(BENCHES)
+	rm -rf build build-san perfsh $(EXAMPLES) $(BENCHES) bench/hit_target
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

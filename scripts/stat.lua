@@ -138,6 +138,10 @@ local function main(argv)
   if not events then
     events = core.pmu_present() and {"instructions", "cycles"} or {"task-clock", "page-faults"}
   end
+  for _, e in ipairs(events) do
+    local ok, why = core.resolve(e)
+    if not ok then error("perfsh stat: " .. why, 0) end
+  end
   local out = io.stdout
   if opts.output then
     out = io.open(opts.output, "w")

@@ -1,0 +1,190 @@
+/* bench/ptrace_hit.c - what a function region costs per hit under ptrace.
+ *
+ * Runs bench/hit_target (hit() called N times) plain, under perfsh's session (core/session.c:
+ * entry breakpoint, return caught by the trampoline, group read at both stops, a record per
+ * hit), and under a minimal tracer written here that does only an entry int3, an int3 at the
+ * return address and one group read at each stop: the floor. Prints the overhead per hit in
+ * microseconds for 0, 1 and 4 events and the ratio of perfsh to the floor (goal: <= 1.15).
+ * Hardware events where the machine has a PMU, software events elsewhere (said so).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "group.h"
+#include "run.h"
+#include "session.h"
+#include "symbols.h"
+
+#define TARGET "bench/hit_target"
+#define REPS 5
+
+static char nbuf[32];
+static char *target_argv[] = {TARGET, nbuf, NULL};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static uint64_t median(uint64_t *v, int n)
+{
+	qsort(v, (size_t)n, sizeof *v, cmp_u64);
+	return v[n / 2];
+}
+
+static uint64_t run_plain(void)
+{
+	uint64_t t0 = ps_now_ns();
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		execv(TARGET, target_argv);
+		_exit(127);
+	}
+	waitpid(pid, &st, 0);
+	return ps_now_ns() - t0;
+}
+
+static uint64_t run_perfsh(const struct ps_event *ev, int nev, uint64_t n)
+{
+	struct ps_session *s;
+	struct ps_error err;
+	uint64_t t0 = ps_now_ns();
+
+	if (ps_session_spawn(&s, target_argv, ev, nev, &err) || ps_session_region_func(s, "hit", 0, &err) < 0 ||
+	    ps_session_run(s, 0, 0, &err) != 1) {
+		fprintf(stderr, "ptrace_hit: perfsh: %s\n", err.msg);
+		exit(1);
+	}
+	uint64_t t = ps_now_ns() - t0;
+	if (ps_session_nrecords(s) != n) {
+		fprintf(stderr, "ptrace_hit: perfsh recorded %llu hits, expected %llu\n",
+			(unsigned long long)ps_session_nrecords(s), (unsigned long long)n);
+		exit(1);
+	}
+	ps_session_free(s);
+	return t;
+}
+
+/* The floor: the least a ptrace tracer can do per call. Recursion and threads are not its
+   business (the target has neither). */
+static uint64_t run_floor(const struct ps_event *ev, int nev, uint64_t entry_link, uint64_t n)
+{
+	uint64_t t0 = ps_now_ns(), entry, ret = 0, hits = 0;
+	unsigned char int3 = 0xcc, saved_entry, saved_ret = 0;
+	struct ps_group g = {0};
+	struct ps_reading rd;
+	struct ps_error err;
+	char path[64];
+	int st, memfd;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		ptrace(PTRACE_TRACEME, 0, 0, 0);
+		execv(TARGET, target_argv);
+		_exit(127);
+	}
+	waitpid(pid, &st, 0); /* the exec stop */
+	ptrace(PTRACE_SETOPTIONS, pid, 0, PTRACE_O_EXITKILL);
+	if (nev && ps_group_open(&g, ev, nev, pid, -1, PS_GROUP_ENABLED, &err)) {
+		fprintf(stderr, "ptrace_hit: floor: %s\n", err.msg);
+		exit(1);
+	}
+	{
+		char exe[4096];
+		uint64_t bias;
+		if (ps_sym_find_mapping(pid, NULL, exe, sizeof exe, &bias, &err)) {
+			fprintf(stderr, "ptrace_hit: floor: %s\n", err.msg);
+			exit(1);
+		}
+		entry = entry_link + bias;
+	}
+	snprintf(path, sizeof path, "/proc/%d/mem", (int)pid);
+	memfd = open(path, O_RDWR | O_CLOEXEC);
+	if (pread(memfd, &saved_entry, 1, (off_t)entry) != 1 || pwrite(memfd, &int3, 1, (off_t)entry) != 1)
+		exit(1);
+	for (;;) {
+		struct user_regs_struct r;
+		ptrace(PTRACE_CONT, pid, 0, 0);
+		if (waitpid(pid, &st, 0) < 0 || WIFEXITED(st) || WIFSIGNALED(st))
+			break;
+		if (WSTOPSIG(st) != SIGTRAP) {
+			ptrace(PTRACE_CONT, pid, 0, WSTOPSIG(st));
+			continue;
+		}
+		ptrace(PTRACE_GETREGS, pid, 0, &r);
+		if (nev)
+			ps_group_read(&g, &rd, NULL);
+		if (r.rip - 1 == entry) {
+			/* endbr64 is a no-op: resume after it; trap the return address */
+			r.rip = entry + 4;
+			if (pread(memfd, &ret, 8, (off_t)r.rsp) != 8 || pread(memfd, &saved_ret, 1, (off_t)ret) != 1 ||
+			    pwrite(memfd, &int3, 1, (off_t)ret) != 1)
+				exit(1);
+		} else if (r.rip - 1 == ret) {
+			if (pwrite(memfd, &saved_ret, 1, (off_t)ret) != 1)
+				exit(1);
+			r.rip = ret;
+			hits++;
+		}
+		ptrace(PTRACE_SETREGS, pid, 0, &r);
+	}
+	close(memfd);
+	ps_group_close(&g);
+	if (hits != n) {
+		fprintf(stderr, "ptrace_hit: the floor saw %llu returns, expected %llu\n", (unsigned long long)hits,
+			(unsigned long long)n);
+		exit(1);
+	}
+	return ps_now_ns() - t0;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 0) : 10000, plain[REPS], a[REPS], b[REPS], base;
+	const char *hw[] = {"instructions", "cycles", "branches", "branch-misses"};
+	const char *sw[] = {"task-clock", "page-faults", "context-switches", "cpu-migrations"};
+	const char **names = ps_pmu_present() ? hw : sw;
+	struct ps_event ev[4];
+	struct ps_error err;
+	struct ps_symtab *st;
+	const struct ps_sym *sym;
+	int counts[] = {0, 1, 4};
+
+	snprintf(nbuf, sizeof nbuf, "%llu", (unsigned long long)n);
+	if (ps_sym_open(&st, TARGET, &err) || ps_sym_lookup(st, "hit", &sym, &err)) {
+		fprintf(stderr, "ptrace_hit: %s (run make bench)\n", err.msg);
+		return 1;
+	}
+	uint64_t entry_link = sym->addr;
+	ps_sym_close(st);
+	for (int i = 0; i < 4; i++)
+		if (ps_event_resolve(names[i], &ev[i], &err))
+			return fprintf(stderr, "ptrace_hit: %s\n", err.msg), 1;
+	for (int i = 0; i < REPS; i++)
+		plain[i] = run_plain();
+	base = median(plain, REPS);
+	printf("ptrace_hit: %llu calls of hit(); plain run %.3f ms; %s events\n", (unsigned long long)n, base / 1e6,
+	       names == hw ? "hardware" : "software (no hardware PMU here)");
+	printf("%-8s %14s %14s %8s\n", "events", "perfsh us/hit", "floor us/hit", "ratio");
+	for (int c = 0; c < 3; c++) {
+		for (int i = 0; i < REPS; i++) {
+			a[i] = run_perfsh(ev, counts[c], n);
+			b[i] = run_floor(ev, counts[c], entry_link, n);
+		}
+		double pa = (double)(median(a, REPS) - base) / (double)n / 1000.0;
+		double pb = (double)(median(b, REPS) - base) / (double)n / 1000.0;
+		printf("%-8d %14.2f %14.2f %8.2f\n", counts[c], pa, pb, pa / pb);
+	}
+	return 0;
+}

@@ -1,0 +1,118 @@
+-- perfsh stat: the recipe's output, CSV, exit status and errors.
+local core = require "perfsh.core"
+local support = dofile("tests/support.lua")
+local P = support.perfsh
+
+describe("perfsh stat", function()
+  it("prints one aggregated table per region", function()
+    local out, err, rc = support.sh(P .. " stat -r sum -e task-clock examples/sum")
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("region sum (func, 1 hit)", 1, true))
+    assert.truthy(out:find("\n  task%-clock +1 "))
+    assert.truthy(out:find("\n  time %(us%) +1 "))
+    assert.truthy(out:find("time: on-CPU time of the thread", 1, true))
+  end)
+
+  it("prints CSV rows: region,event,hits,total,mean,min,p50,p99,max,scaling", function()
+    local out, err, rc = support.sh(P .. " stat --csv -r walk -e task-clock,page-faults examples/recursive 4 6")
+    assert.are.equal(0, rc, err)
+    local lines = {}
+    for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    assert.are.equal("checksum = 112", lines[1]) -- the target's own output: 4*7*8/2
+    assert.are.equal("region,event,hits,total,mean,min,p50,p99,max,scaling", lines[2])
+    assert.truthy(lines[3]:match("^walk,task%-clock,4,%d+,[%d.]+,%d+,%d+,%d+,%d+,1%.0000$"), lines[3])
+    assert.truthy(lines[4]:match("^walk,page%-faults,4,"), lines[4])
+    assert.truthy(lines[5]:match("^walk,time_ns,4,"), lines[5])
+    assert.are.equal(5, #lines)
+  end)
+
+  it("prints one row per call with --every-call, and every level with --every-level", function()
+    local out, _, rc = support.sh(P .. " stat --csv --every-call --every-level -r walk -e task-clock "
+      .. "examples/recursive 2 3")
+    assert.are.equal(0, rc)
+    local n = 0
+    for _ in out:gmatch("\nwalk,hit,") do n = n + 1 end
+    assert.are.equal(8, n) -- 2 calls of depth 3: 4 levels each
+  end)
+
+  it("splits by thread with --per-thread", function()
+    local out, _, rc = support.sh(P .. " stat --csv --per-thread -r work -e task-clock examples/threads 30 100")
+    assert.are.equal(0, rc)
+    local n = 0
+    for _ in out:gmatch("\nwork@%d+,task%-clock,30,") do n = n + 1 end
+    assert.are.equal(2, n)
+  end)
+
+  it("matches callgrind's instruction count of sum within 0.01% + 2", function()
+    if not support.need_pmu(pending) then return end
+    local cg = os.tmpname()
+    local _, err, rc = support.sh(("valgrind --tool=callgrind --toggle-collect=sum --callgrind-out-file=%s "
+      .. "examples/sum"):format(cg))
+    assert.are.equal(0, rc, err)
+    local f = assert(io.open(cg))
+    local want = tonumber(f:read("a"):match("\ntotals: (%d+)"))
+    f:close()
+    os.remove(cg)
+    local out
+    out, err, rc = support.sh(P .. " stat -r sum --csv -e instructions examples/sum")
+    assert.are.equal(0, rc, err)
+    local hits, got = out:match("\nsum,instructions,(%d+),(%d+),")
+    assert.are.equal("1", hits)
+    got = tonumber(got)
+    assert.is_true(math.abs(got - want) <= want * 1e-4 + 2, ("perfsh %d, callgrind %d"):format(got, want))
+  end)
+
+  it("exits with the target's status, 128 + signal when killed", function()
+    local _, err, rc = support.sh(P .. " stat -r step -e task-clock examples/crash")
+    assert.are.equal(139, rc)
+    assert.truthy(err:find("step 4", 1, true))
+    local out
+    out, _, rc = support.sh(P .. " stat -r step -e task-clock examples/crash")
+    assert.truthy(out:find("killed by SIGSEGV", 1, true))
+    assert.truthy(out:find("region step (func, 4 hits, 1 incomplete", 1, true))
+  end)
+
+  it("gives one-line errors for bad input", function()
+    local rows = {
+      {"stat -r nosuch examples/sum", "perfsh stat: region 'nosuch': no function 'nosuch' in "},
+      {"stat -r sum examples/sum-stripped", "is stripped (no .symtab): rebuild with -g"},
+      {"stat -r sum -e instrs examples/sum", "perfsh stat: unknown event 'instrs'; did you mean 'instructions'"},
+      {"stat -r sum ./no/such/program", "perfsh stat: cannot run './no/such/program': No such file or directory"},
+      {"stat examples/sum", "perfsh stat: no region given; name one with -r FUNCTION or -r FILE:L1-L2"},
+      {"stat -r sum", "perfsh stat: no command given (or -p PID to attach)"},
+      {"stat --bogus -r sum examples/sum", "perfsh stat: unknown option '--bogus' (perfsh stat --help lists them)"},
+      {"stat -r sum -p 999999999", "perfsh stat: "},
+    }
+    for _, row in ipairs(rows) do
+      local _, err, rc = support.sh(P .. " " .. row[1])
+      assert.are.equal(2, rc, row[1])
+      assert.truthy(err:find(row[2], 1, true), row[1] .. " -> " .. err)
+      local _, nl = err:gsub("\n", "")
+      assert.are.equal(1, nl, row[1] .. " prints one line: " .. err)
+    end
+  end)
+
+  it("lists events with --list", function()
+    local out, _, rc = support.sh(P .. " stat --list sw")
+    assert.are.equal(0, rc)
+    assert.truthy(out:find("task-clock", 1, true))
+  end)
+
+  it("counts a region of an attached process for a time, then lets it go", function()
+    local p = io.popen("sh -c 'echo $$; exec examples/threads 2000 20000'")
+    local pid = p:read("l")
+    for _ = 1, 500 do
+      local f = io.popen("readlink /proc/" .. pid .. "/exe")
+      local exe = f:read("l") or ""
+      f:close()
+      if exe:match("/threads$") then break end
+      os.execute("sleep 0.01")
+    end
+    local out, err, rc = support.sh(P .. " stat --csv -r work -e task-clock --seconds 0.3 -p " .. pid)
+    local rest = p:read("a")
+    p:close()
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:match("\nwork,task%-clock,%d+,"))
+    assert.are.equal("calls = 4000\n", rest)
+  end)
+end)
