@@ -404,6 +404,11 @@ int ps_session_attach(struct ps_session **sp, pid_t pid, const struct ps_event *
 	return 0;
 }
 
+int ps_session_set_follow_fork(struct ps_session *s, int follow)
+{
+	return ps_tracer_set_follow_fork(s->t, follow);
+}
+
 int ps_session_add_events(struct ps_session *s, const struct ps_event *ev, int nev, struct ps_error *err)
 {
 	for (int i = 0; i < nev; i++) {

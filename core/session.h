@@ -57,6 +57,9 @@ int ps_session_spawn(struct ps_session **s, char *const argv[], const struct ps_
 /* Attach to running process @pid (every thread). */
 int ps_session_attach(struct ps_session **s, pid_t pid, const struct ps_event *ev, int nev, struct ps_error *err);
 
+/* Trace forked children too (1), or release them with every breakpoint removed (0, default). */
+int ps_session_set_follow_fork(struct ps_session *s, int follow);
+
 /* Add events before the first run (per-region events join the one group per thread). */
 int ps_session_add_events(struct ps_session *s, const struct ps_event *ev, int nev, struct ps_error *err);
 

@@ -147,6 +147,14 @@ static int l_attach(lua_State *L)
 	return 1;
 }
 
+/* t:follow_fork(on) */
+static int l_follow_fork(lua_State *L)
+{
+	struct ps_session *s = check(L);
+	ps_session_set_follow_fork(s, lua_toboolean(L, 2));
+	return 0;
+}
+
 static int l_add_events(lua_State *L)
 {
 	struct ps_session *s = check(L);
@@ -498,7 +506,7 @@ static int l_stats(lua_State *L)
 }
 
 static const luaL_Reg methods[] = {
-	{"add_events", l_add_events}, {"region_func", l_region_func}, {"region_range", l_region_range},
+	{"add_events", l_add_events}, {"follow_fork", l_follow_fork}, {"region_func", l_region_func}, {"region_range", l_region_range},
 	{"run", l_run},               {"status", l_status},           {"detach", l_detach},
 	{"close", l_close},           {"info", l_info},               {"region_info", l_region_info},
 	{"record", l_record},         {"stats", l_stats},             {NULL, NULL}};

@@ -25,6 +25,7 @@ events:
 target:
   -p, --pid PID       attach to a running process instead of starting COMMAND
   --seconds S         stop after S seconds (detaching from an attached process)
+  --follow-fork       trace forked children too (default: they run untraced)
 output:
   --csv               region,event,hits,total,mean,min,p50,p99,max,scaling rows
                       (time_ns is the event name of the time column)
@@ -124,6 +125,7 @@ local function main(argv)
     {"--every-level", key = "every_level"},
     {"--csv", key = "csv"},
     {"--seconds", arg = true, key = "seconds"},
+    {"--follow-fork", key = "follow_fork"},
     {"-o", "--output", arg = true, key = "output"},
     {"-h", "--help", key = "help"},
   }, argv)
@@ -152,9 +154,9 @@ local function main(argv)
     if opts.pid then
       local pid = math.tointeger(tonumber(opts.pid))
       if not pid then error(("perfsh stat: -p needs a process id, not '%s'"):format(opts.pid), 0) end
-      return perfsh.attach(pid, {events = events})
+      return perfsh.attach(pid, {events = events, follow_fork = opts.follow_fork})
     end
-    local spec = {events = events}
+    local spec = {events = events, follow_fork = opts.follow_fork}
     for i, a in ipairs(cmd) do spec[i] = a end
     return perfsh.spawn(spec)
   end)

@@ -133,6 +133,25 @@ describe("a function region", function()
   end)
 end)
 
+describe("t:run()", function()
+  it("pauses after N hits, after a time, or when a predicate holds, then goes on", function()
+    local t <close> = perfsh.spawn{"examples/threads", "200", "100", events = events(), stdout = "/dev/null"}
+    local r = t:region{func = "work"}
+    local st, how = t:run{hits = 10}
+    assert.is_nil(st)
+    assert.are.equal("paused", how)
+    local n = r:stats().hits
+    assert.is_true(n >= 10 and n < 400)
+    _, how = t:run{["until"] = function() return r:stats().hits >= 50 end}
+    assert.are.equal("paused", how)
+    n = r:stats().hits
+    assert.is_true(n >= 50 and n < 400)
+    st = t:run()
+    assert.are.equal(0, st.code)
+    assert.are.equal(400, r:stats().hits)
+  end)
+end)
+
 describe("a line range", function()
   it("has one hit per repetition of the loop, and the program's result is unchanged", function()
     local b, e = line_of("examples/loop.c", "/* LOOP-BEGIN */"), line_of("examples/loop.c", "/* LOOP-END */")
@@ -199,6 +218,61 @@ describe("the target's end", function()
     local rest = p:read("a")
     assert.is_true(p:close())
     assert.are.equal(untraced, rest)
+  end)
+end)
+
+describe("signals", function()
+  it("delivers the target's own signals unchanged", function()
+    local out = os.tmpname()
+    local t <close> = perfsh.spawn{"sh", "-c", "trap 'echo got' USR1; kill -USR1 $$; echo done", stdout = out}
+    assert.are.equal(0, t:run().code)
+    local f = io.open(out)
+    assert.are.equal("got\ndone\n", f:read("a"))
+    f:close()
+    os.remove(out)
+    local k <close> = perfsh.spawn{"sh", "-c", "kill -TERM $$"}
+    local st = k:run()
+    assert.are.equal("SIGTERM", st.signal)
+  end)
+end)
+
+describe("fork and exec", function()
+  it("releases forked children by default and follows them on request", function()
+    local t <close> = perfsh.spawn{"examples/forker", events = events(), stderr = "/dev/null"}
+    local r = t:region{func = "task"}
+    assert.are.equal(0, t:run().code)
+    assert.are.equal(1, r:stats().hits)
+    local f <close> = perfsh.spawn{"examples/forker", events = events(), stderr = "/dev/null", follow_fork = true}
+    local rf = f:region{func = "task"}
+    assert.are.equal(0, f:run().code)
+    local tids = {}
+    for h in rf:hits() do tids[#tids + 1] = h.tid end
+    assert.are.equal(2, #tids)
+    assert.are_not.equal(tids[1], tids[2])
+  end)
+
+  it("re-arms regions in the new image after exec", function()
+    local out = os.tmpname()
+    local t <close> = perfsh.spawn{"examples/reexec", events = events(), stdout = out}
+    local r = t:region{func = "work"}
+    assert.are.equal(0, t:run().code)
+    assert.are.equal(2, r:stats().hits)
+    local f = io.open(out)
+    assert.are.equal("work 1\nwork 2\n", f:read("a"))
+    f:close()
+    os.remove(out)
+  end)
+
+  it("drops a region the new image lacks, and says why", function()
+    local t <close> = perfsh.spawn{"examples/reexec", "true", events = events(), stdout = "/dev/null"}
+    local r = t:region{func = "work"}
+    local saved = io.stderr
+    assert.are.equal(0, t:run().code)
+    assert.are.equal(1, r:stats().hits)
+    local info = r:info()
+    assert.is_true(info.dropped)
+    assert.truthy(info.why:find("after exec of", 1, true))
+    assert.truthy(saved)
   end)
 end)
 

@@ -23,8 +23,9 @@ local function wrap(ud, argv)
   return setmetatable({ud = ud, argv = argv, regions = {}, by_id = {}}, Tracee)
 end
 
---- perfsh.spawn{"cmd", args..., events = {...}, stdout = FILE, stderr = FILE, stdin = FILE}:
--- start a program traced, stopped before it runs any code of its own.
+--- perfsh.spawn{"cmd", args..., events = {...}, stdout = FILE, stderr = FILE, stdin = FILE,
+-- follow_fork = true}: start a program traced, stopped before it runs any code of its own.
+-- Forked children are released (their breakpoints removed) unless follow_fork is set.
 function tracee.spawn(spec)
   if type(spec) ~= "table" or type(spec[1]) ~= "string" then
     fail("bad argument #1 to 'spawn' (table {command, args..., events = {...}} expected)", 2)
@@ -37,6 +38,7 @@ function tracee.spawn(spec)
   end
   local ud, msg = core.spawn(argv, spec.events or {}, spec)
   if not ud then fail(msg, 2) end
+  if spec.follow_fork then ud:follow_fork(true) end
   return wrap(ud, argv)
 end
 
@@ -45,6 +47,7 @@ function tracee.attach(pid, opts)
   if math.type(pid) ~= "integer" then fail("bad argument #1 to 'attach' (process id expected)", 2) end
   local ud, msg = core.attach(pid, opts and opts.events or {})
   if not ud then fail(msg, 2) end
+  if opts and opts.follow_fork then ud:follow_fork(true) end
   return wrap(ud, {tostring(pid)})
 end
 
