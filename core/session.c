@@ -41,9 +41,13 @@ static struct thr *thr_get(struct ps_session *s, pid_t tid, struct ps_error *err
 	th->free_head = -1;
 	for (int i = 0; i < PS_MAX_REGIONS; i++)
 		th->active[i] = -1;
-	if (s->nev > 0 && ps_group_open(&th->g, s->ev, s->nev, tid, -1, PS_GROUP_ENABLED, err)) {
-		free(th);
-		return NULL;
+	for (int g = 0, first = 0; g < s->ngroups; first += s->gsize[g++]) {
+		if (ps_group_open(&th->g[g], s->ev + first, s->gsize[g], tid, -1, PS_GROUP_ENABLED, err)) {
+			while (g-- > 0)
+				ps_group_close(&th->g[g]);
+			free(th);
+			return NULL;
+		}
 	}
 	th->next = s->threads[(unsigned)tid % THR_BUCKETS];
 	s->threads[(unsigned)tid % THR_BUCKETS] = th;
@@ -52,7 +56,8 @@ static struct thr *thr_get(struct ps_session *s, pid_t tid, struct ps_error *err
 
 static void thr_free(struct thr *th)
 {
-	ps_group_close(&th->g);
+	for (int g = 0; g < PS_MAX_GROUPS; g++)
+		ps_group_close(&th->g[g]);
 	free(th->slots);
 	free(th);
 }
@@ -117,11 +122,36 @@ static int drain(struct ps_session *s)
 	return 0;
 }
 
+int ps_session_nvals(const struct ps_session *s)
+{
+	return s->nev + 2 * (s->ngroups > 1 ? s->ngroups - 1 : 0);
+}
+
+/* Read every group of the thread: values in event order, then the later groups' times. */
 static void read_now(struct ps_session *s, struct thr *th, struct ps_reading *r)
 {
-	if (s->nev == 0 || ps_group_read(&th->g, r, NULL)) {
-		memset(r, 0, sizeof *r);
+	struct ps_reading gr;
+	int off = 0, extra = s->nev;
+
+	r->n = ps_session_nvals(s);
+	if (s->ngroups == 1) {
+		if (ps_group_read(&th->g[0], r, NULL))
+			memset(r, 0, sizeof *r);
 		r->n = s->nev;
+		return;
+	}
+	r->time_enabled = r->time_running = 0;
+	for (int g = 0; g < s->ngroups; off += s->gsize[g++]) {
+		if (ps_group_read(&th->g[g], &gr, NULL))
+			memset(&gr, 0, sizeof gr);
+		memcpy(r->val + off, gr.val, (size_t)s->gsize[g] * sizeof gr.val[0]);
+		if (g == 0) {
+			r->time_enabled = gr.time_enabled;
+			r->time_running = gr.time_running;
+		} else {
+			r->val[extra++] = gr.time_enabled;
+			r->val[extra++] = gr.time_running;
+		}
 	}
 }
 
@@ -153,12 +183,12 @@ static void emit(struct ps_session *s, struct thr *th, const struct slot *sl, co
 	rec->cpu_start = sl->cpu;
 	rec->cpu_end = (int16_t)cpu_end;
 	rec->flags = (uint16_t)(flags | (sl->depth ? PS_SNAP_NESTED : 0));
-	rec->nvals = (uint8_t)s->nev;
+	rec->nvals = (uint8_t)ps_session_nvals(s);
 	rec->nargs = 0;
 	rec->depth = sl->depth;
 	rec->pad = 0;
-	memcpy(ps_snap_start(rec), sl->r.val, (size_t)s->nev * sizeof(uint64_t));
-	memcpy(ps_snap_end(rec), end->val, (size_t)s->nev * sizeof(uint64_t));
+	memcpy(ps_snap_start(rec), sl->r.val, (size_t)rec->nvals * sizeof(uint64_t));
+	memcpy(ps_snap_end(rec), end->val, (size_t)rec->nvals * sizeof(uint64_t));
 	if (flags & (PS_SNAP_UNWOUND | PS_SNAP_EXITED))
 		ri->incomplete++;
 	ps_ring_commit(s->ring);
@@ -342,6 +372,8 @@ static int session_new(struct ps_session **sp, const struct ps_event *ev, int ne
 		return ps_error_set(err, ENOMEM, "out of memory");
 	memcpy(s->ev, ev, (size_t)nev * sizeof *ev);
 	s->nev = nev;
+	s->ngroups = nev > 0;
+	s->gsize[0] = nev;
 	s->main_bp = -1;
 	*sp = s;
 	return 0;
@@ -352,7 +384,7 @@ static int make_ring(struct ps_session *s, struct ps_error *err)
 {
 	if (s->ring)
 		return 0;
-	s->recsize = ps_snap_size((unsigned)s->nev, 0);
+	s->recsize = ps_snap_size((unsigned)ps_session_nvals(s), 0);
 	s->ring = ps_ring_new(s->recsize, RING_CAPACITY, err);
 	return s->ring ? 0 : -1;
 }
@@ -404,6 +436,38 @@ int ps_session_attach(struct ps_session **sp, pid_t pid, const struct ps_event *
 	return 0;
 }
 
+int ps_session_set_groups(struct ps_session *s, const int *sizes, int n, struct ps_error *err)
+{
+	int total = 0;
+
+	if (s->started || s->ring)
+		return ps_error_set(err, PS_EUSAGE, "groups are set before the program starts running");
+	if (n < 1 || n > PS_MAX_GROUPS)
+		return ps_error_set(err, PS_EUSAGE, "between 1 and %d groups (got %d)", PS_MAX_GROUPS, n);
+	for (int g = 0; g < n; g++) {
+		if (sizes[g] < 1)
+			return ps_error_set(err, PS_EUSAGE, "group %d is empty", g + 1);
+		total += sizes[g];
+	}
+	if (total != s->nev)
+		return ps_error_set(err, PS_EUSAGE, "the groups hold %d events, not %d", total, s->nev);
+	if (s->nev + 2 * (n - 1) > PS_MAX_EVENTS)
+		return ps_error_set(err, PS_EUSAGE, "%d events in %d groups need %d counter words; at most %d", s->nev, n,
+				    s->nev + 2 * (n - 1), PS_MAX_EVENTS);
+	memcpy(s->gsize, sizes, (size_t)n * sizeof *sizes);
+	s->ngroups = n;
+	thr_remove(s, s->pid);
+	return first_thread(s, err);
+}
+
+int ps_session_event_group(const struct ps_session *s, int i)
+{
+	for (int g = 0, first = 0; g < s->ngroups; first += s->gsize[g++])
+		if (i < first + s->gsize[g])
+			return g;
+	return 0;
+}
+
 int ps_session_set_follow_fork(struct ps_session *s, int follow)
 {
 	return ps_tracer_set_follow_fork(s->t, follow);
@@ -422,9 +486,14 @@ int ps_session_add_events(struct ps_session *s, const struct ps_event *ev, int n
 					    "event '%s' added after the program started running; give every event "
 					    "before the first run",
 					    ev[i].name);
-		if (s->nev == PS_MAX_EVENTS)
+		if (ps_session_nvals(s) == PS_MAX_EVENTS)
 			return ps_error_set(err, PS_EUSAGE, "at most %d events per thread", PS_MAX_EVENTS);
-		s->ev[s->nev++] = ev[i];
+		/* a region's own events join the first group */
+		memmove(s->ev + s->gsize[0] + 1, s->ev + s->gsize[0], (size_t)(s->nev - s->gsize[0]) * sizeof *ev);
+		s->ev[s->gsize[0]++] = ev[i];
+		s->nev++;
+		if (s->ngroups == 0)
+			s->ngroups = 1;
 	}
 	/* Reopen the main thread's group with the larger set (nothing has run yet). */
 	thr_remove(s, s->pid);
@@ -530,7 +599,7 @@ const struct ps_snap *ps_session_record(const struct ps_session *s, uint64_t i)
 
 size_t ps_session_recsize(const struct ps_session *s)
 {
-	return s->recsize ? s->recsize : ps_snap_size((unsigned)s->nev, 0);
+	return s->recsize ? s->recsize : ps_snap_size((unsigned)ps_session_nvals(s), 0);
 }
 
 uint64_t ps_session_dropped(const struct ps_session *s)

@@ -57,6 +57,16 @@ int ps_session_spawn(struct ps_session **s, char *const argv[], const struct ps_
 /* Attach to running process @pid (every thread). */
 int ps_session_attach(struct ps_session **s, pid_t pid, const struct ps_event *ev, int nev, struct ps_error *err);
 
+/**
+ * ps_session_set_groups() - split the events into @n groups of @sizes[i] events each, in
+ * order (default: one group of all). Each group is scheduled on the PMU on its own, so more
+ * events than counters can be counted, multiplexed. Only before the first run.
+ */
+int ps_session_set_groups(struct ps_session *s, const int *sizes, int n, struct ps_error *err);
+/* The group of event @i, and the number of counter words of a record (events + group times). */
+int ps_session_event_group(const struct ps_session *s, int i);
+int ps_session_nvals(const struct ps_session *s);
+
 /* Trace forked children too (1), or release them with every breakpoint removed (0, default). */
 int ps_session_set_follow_fork(struct ps_session *s, int follow);
 

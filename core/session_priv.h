@@ -34,10 +34,12 @@ struct slot {
 	struct ps_reading r;
 };
 
+#define PS_MAX_GROUPS 4
+
 struct thr {
 	pid_t tid;
 	struct thr *next;
-	struct ps_group g;
+	struct ps_group g[PS_MAX_GROUPS];
 	struct slot *slots;
 	int nslots, cap, free_head;
 	int32_t active[PS_MAX_REGIONS]; /* open slot of a region on this thread, -1 */
@@ -51,6 +53,8 @@ struct ps_session {
 	pid_t pid;
 	struct ps_event ev[PS_MAX_EVENTS];
 	int nev;
+	int ngroups;                /* the events form ngroups groups, in order */
+	int gsize[PS_MAX_GROUPS];
 	int started;
 	struct thr *threads[THR_BUCKETS];
 	struct ps_region_info reg[PS_MAX_REGIONS];

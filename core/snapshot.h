@@ -4,6 +4,10 @@
  * can be computed afterwards. A record is fixed-size for a given ring: the header below,
  * then nargs argument words, then nvals start values, then nvals end values. Use
  * ps_snap_size() for the size and the accessors for the arrays.
+ *
+ * enabled_* and running_* are the times of the first counter group. When a thread reads
+ * several groups, the values of every event come first, then (enabled, running) of the
+ * second group, of the third, ...: nvals counts those words too.
  */
 #ifndef PS_SNAPSHOT_H
 #define PS_SNAPSHOT_H

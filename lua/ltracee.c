@@ -52,6 +52,28 @@ static struct ltracee *new_ud(lua_State *L)
 	return t;
 }
 
+/* opts.group_sizes = {n1, n2, ...}: split the events into groups. */
+static int set_groups(lua_State *L, int idx, struct ps_session *s, struct ps_error *err)
+{
+	int sizes[8], n = 0;
+
+	if (lua_type(L, idx) != LUA_TTABLE || lua_getfield(L, idx, "group_sizes") != LUA_TTABLE) {
+		if (lua_type(L, idx) == LUA_TTABLE)
+			lua_pop(L, 1);
+		return 0;
+	}
+	n = (int)luaL_len(L, -1);
+	if (n > 8)
+		n = 8;
+	for (int i = 0; i < n; i++) {
+		lua_geti(L, -1, i + 1);
+		sizes[i] = (int)lua_tointeger(L, -1);
+		lua_pop(L, 1);
+	}
+	lua_pop(L, 1);
+	return ps_session_set_groups(s, sizes, n, err);
+}
+
 /* The child inherits fds 0-2 at fork: point them at the files of {stdin=, stdout=, stderr=}
    around the spawn and put ours back after. */
 struct redirect {
@@ -96,7 +118,7 @@ static void redirect_close(struct redirect *rd)
 		}
 }
 
-/* core.spawn(argv, events [, {stdin=, stdout=, stderr=}]) -> tracee | nil, msg, errno */
+/* core.spawn(argv, events [, {stdin=, stdout=, stderr=, group_sizes=}]) -> tracee | nil, msg, errno */
 static int l_spawn(lua_State *L)
 {
 	struct ps_event ev[PS_MAX_EVENTS];
@@ -126,12 +148,12 @@ static int l_spawn(lua_State *L)
 	}
 	rc = ps_session_spawn(&t->s, argv, ev, nev, &err);
 	redirect_close(&rd);
-	if (rc)
+	if (rc || set_groups(L, 3, t->s, &err))
 		return ps_l_fail(L, &err);
 	return 1;
 }
 
-/* core.attach(pid, events) -> tracee | nil, msg, errno */
+/* core.attach(pid, events [, {group_sizes = {...}}]) -> tracee | nil, msg, errno */
 static int l_attach(lua_State *L)
 {
 	struct ps_event ev[PS_MAX_EVENTS];
@@ -141,8 +163,9 @@ static int l_attach(lua_State *L)
 	struct ltracee *t;
 
 	luaL_argcheck(L, pid > 0, 1, "a process id");
+	lua_settop(L, 3);
 	t = new_ud(L);
-	if (ps_session_attach(&t->s, (pid_t)pid, ev, nev, &err))
+	if (ps_session_attach(&t->s, (pid_t)pid, ev, nev, &err) || set_groups(L, 3, t->s, &err))
 		return ps_l_fail(L, &err);
 	return 1;
 }
@@ -340,12 +363,19 @@ static int l_region_info(lua_State *L)
 	return 1;
 }
 
-/* Counter delta of event @i, scaled by the hit's own running/enabled ratio. */
-static double delta(const struct ps_snap *r, int i, double *ratio)
+/* Counter delta of event @i, scaled by its group's running/enabled ratio during the hit. */
+static double delta(const struct ps_session *s, const struct ps_snap *r, int i, double *ratio)
 {
 	struct ps_snap *rw = (struct ps_snap *)r;
 	uint64_t d = ps_snap_end(rw)[i] - ps_snap_start(rw)[i];
 	uint64_t en = r->enabled_end - r->enabled_start, run = r->running_end - r->running_start;
+	int g = ps_session_event_group(s, i);
+
+	if (g > 0) { /* the later groups' times follow the values */
+		int w = ps_session_nevents(s) + 2 * (g - 1);
+		en = ps_snap_end(rw)[w] - ps_snap_start(rw)[w];
+		run = ps_snap_end(rw)[w + 1] - ps_snap_start(rw)[w + 1];
+	}
 	*ratio = en ? (double)run / (double)en : 1.0;
 	if (en && run && run < en)
 		return (double)d * (double)en / (double)run;
@@ -407,12 +437,17 @@ static int l_record(lua_State *L)
 	lua_createtable(L, r->nvals, 0);
 	for (int k = 0; k < r->nvals; k++) {
 		struct ps_snap *rw = (struct ps_snap *)r;
+		double rk;
 		lua_pushinteger(L, (lua_Integer)ps_snap_start(rw)[k]);
 		lua_rawseti(L, -3, k + 1);
 		lua_pushinteger(L, (lua_Integer)ps_snap_end(rw)[k]);
 		lua_rawseti(L, -2, k + 1);
-		lua_pushinteger(L, (lua_Integer)(delta(r, k, &ratio) + 0.5));
+		if (k >= ps_session_nevents(s))
+			continue; /* group times */
+		lua_pushinteger(L, (lua_Integer)(delta(s, r, k, &rk) + 0.5));
 		lua_setfield(L, -4, ps_session_event(s, k)->name);
+		if (rk < ratio)
+			ratio = rk;
 	}
 	lua_setfield(L, -3, "end");
 	lua_setfield(L, -2, "start");
@@ -486,7 +521,7 @@ static int l_stats(lua_State *L)
 			else if (k == -1)
 				v[j] = cpu_time(r);
 			else {
-				v[j] = delta(r, k, &ratio);
+				v[j] = delta(s, r, k, &ratio);
 				if (ratio < ratio_min)
 					ratio_min = ratio;
 			}

@@ -18,9 +18,11 @@ regions:
   -f, --function R    the same as -r
   --every-level       count every level of a recursion (default: the outermost call only)
 events:
-  -e, --events LIST   events for one group, e.g. instructions,cycles (default: instructions,
-                      cycles where there is a hardware PMU, else task-clock,page-faults)
-  -g, --group LIST    the same as -e (one group per thread is read at every breakpoint)
+  -e, --events LIST   events of the first group, e.g. instructions,cycles (default:
+                      instructions,cycles where there is a hardware PMU, else
+                      task-clock,page-faults); may be repeated
+  -g, --group LIST    one more group, scheduled on the PMU on its own (more events than
+                      counters are then multiplexed and scaled); may be repeated
   --list [KIND]       list the events that open on this machine
 target:
   -p, --pid PID       attach to a running process instead of starting COMMAND
@@ -117,7 +119,8 @@ end
 local function main(argv)
   local opts, cmd = cli.parse("stat", {
     {"-r", "--region", "-f", "--function", arg = true, repeatable = true, key = "regions"},
-    {"-e", "--events", "-g", "--group", arg = true, repeatable = true, key = "events"},
+    {"-e", "--events", arg = true, repeatable = true, key = "events"},
+    {"-g", "--group", arg = true, repeatable = true, key = "groups"},
     {"--list", key = "list"},
     {"-p", "--pid", arg = true, key = "pid"},
     {"--per-thread", key = "per_thread"},
@@ -137,10 +140,16 @@ local function main(argv)
   if not opts.regions then error("perfsh stat: no region given; name one with -r FUNCTION or -r FILE:L1-L2", 0) end
   if not opts.pid and #cmd == 0 then error("perfsh stat: no command given (or -p PID to attach)", 0) end
   local events = opts.events and cli.split(opts.events)
-  if not events then
+  local groups = {}
+  for i, g in ipairs(opts.groups or {}) do groups[i] = cli.split{g} end
+  if not events and #groups == 0 then
     events = core.pmu_present() and {"instructions", "cycles"} or {"task-clock", "page-faults"}
   end
-  for _, e in ipairs(events) do
+  events = events or {}
+  local all = {}
+  for _, e in ipairs(events) do all[#all + 1] = e end
+  for _, g in ipairs(groups) do for _, e in ipairs(g) do all[#all + 1] = e end end
+  for _, e in ipairs(all) do
     local ok, why = core.resolve(e)
     if not ok then error("perfsh stat: " .. why, 0) end
   end
@@ -154,9 +163,9 @@ local function main(argv)
     if opts.pid then
       local pid = math.tointeger(tonumber(opts.pid))
       if not pid then error(("perfsh stat: -p needs a process id, not '%s'"):format(opts.pid), 0) end
-      return perfsh.attach(pid, {events = events, follow_fork = opts.follow_fork})
+      return perfsh.attach(pid, {events = events, groups = groups, follow_fork = opts.follow_fork})
     end
-    local spec = {events = events, follow_fork = opts.follow_fork}
+    local spec = {events = events, groups = groups, follow_fork = opts.follow_fork}
     for i, a in ipairs(cmd) do spec[i] = a end
     return perfsh.spawn(spec)
   end)

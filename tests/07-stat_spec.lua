@@ -92,6 +92,33 @@ describe("perfsh stat", function()
     end
   end)
 
+  it("reads several groups with -g, each event with its own group's scaling", function()
+    local out, err, rc = support.sh(P .. " stat --csv -r walk -e task-clock -g page-faults,context-switches "
+      .. "-g cpu-clock examples/recursive 3 4")
+    assert.are.equal(0, rc, err)
+    for _, e in ipairs{"task-clock", "page-faults", "context-switches", "cpu-clock", "time_ns"} do
+      assert.truthy(out:find("\nwalk," .. e:gsub("%-", "%%-") .. ",3,"), e)
+    end
+    -- task-clock and cpu-clock of the same hits agree within 25%
+    local tc = tonumber(out:match("\nwalk,task%-clock,3,(%d+),"))
+    local cc = tonumber(out:match("\nwalk,cpu%-clock,3,(%d+),"))
+    assert.is_true(math.abs(tc - cc) <= 0.25 * tc, tc .. " vs " .. cc)
+  end)
+
+  it("multiplexes more hardware events than counters and scales them", function()
+    if not support.need_pmu(pending) then return end
+    local n = math.max(core.pmu_counters(), 4)
+    local g1, g2 = {}, {}
+    local pool = {"instructions", "cycles", "branches", "branch-misses", "cache-references", "cache-misses",
+      "instructions:k", "cycles:k"}
+    for i = 1, n do g1[#g1 + 1] = pool[(i - 1) % #pool + 1] .. (i > #pool and ":u" or "") end
+    g2 = {"instructions:u", "cycles:u"}
+    local out, err, rc = support.sh(P .. " stat --csv -r spin -g " .. table.concat(g1, ",") .. " -g "
+      .. table.concat(g2, ",") .. " examples/loop 3000000 3")
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("\nspin,instructions:u,3,", 1, true), out)
+  end)
+
   it("lists events with --list", function()
     local out, _, rc = support.sh(P .. " stat --list sw")
     assert.are.equal(0, rc)

@@ -19,12 +19,27 @@ local function fail(msg, level)
   error(msg, (level or 1) + 1)
 end
 
+-- events = {...} and groups = {{...}, {...}}: one flat list and the size of each group.
+local function flatten(spec)
+  local flat, sizes = {}, {}
+  if spec.events and #spec.events > 0 then
+    for _, e in ipairs(spec.events) do flat[#flat + 1] = e end
+    sizes[1] = #spec.events
+  end
+  for _, g in ipairs(spec.groups or {}) do
+    for _, e in ipairs(g) do flat[#flat + 1] = e end
+    sizes[#sizes + 1] = #g
+  end
+  return flat, #sizes > 1 and sizes or nil
+end
+
 local function wrap(ud, argv)
   return setmetatable({ud = ud, argv = argv, regions = {}, by_id = {}}, Tracee)
 end
 
---- perfsh.spawn{"cmd", args..., events = {...}, stdout = FILE, stderr = FILE, stdin = FILE,
--- follow_fork = true}: start a program traced, stopped before it runs any code of its own.
+--- perfsh.spawn{"cmd", args..., events = {...}, groups = {{...}, ...}, stdout = FILE,
+-- stderr = FILE, stdin = FILE, follow_fork = true}: start a program traced, stopped before it
+-- runs any code of its own. events form one group; each list in groups another.
 -- Forked children are released (their breakpoints removed) unless follow_fork is set.
 function tracee.spawn(spec)
   if type(spec) ~= "table" or type(spec[1]) ~= "string" then
@@ -32,11 +47,13 @@ function tracee.spawn(spec)
   end
   local argv = {}
   for i, a in ipairs(spec) do argv[i] = tostring(a) end
-  for i, name in ipairs(spec.events or {}) do
+  local events, sizes = flatten(spec)
+  for i, name in ipairs(events) do
     local ok, why = core.resolve(tostring(name))
     if not ok then fail(("bad argument #1 to 'spawn' (event #%d: %s)"):format(i, why), 2) end
   end
-  local ud, msg = core.spawn(argv, spec.events or {}, spec)
+  local ud, msg = core.spawn(argv, events, {stdin = spec.stdin, stdout = spec.stdout, stderr = spec.stderr,
+    group_sizes = sizes})
   if not ud then fail(msg, 2) end
   if spec.follow_fork then ud:follow_fork(true) end
   return wrap(ud, argv)
@@ -45,7 +62,8 @@ end
 --- perfsh.attach(pid, {events = {...}}): trace a running process (every thread).
 function tracee.attach(pid, opts)
   if math.type(pid) ~= "integer" then fail("bad argument #1 to 'attach' (process id expected)", 2) end
-  local ud, msg = core.attach(pid, opts and opts.events or {})
+  local events, sizes = flatten(opts or {})
+  local ud, msg = core.attach(pid, events, {group_sizes = sizes})
   if not ud then fail(msg, 2) end
   if opts and opts.follow_fork then ud:follow_fork(true) end
   return wrap(ud, {tostring(pid)})
