@@ -55,19 +55,30 @@ static uint64_t run_plain(void)
 	return ps_now_ns() - t0;
 }
 
-static uint64_t run_perfsh(const struct ps_event *ev, int nev, uint64_t n)
+/* @p > 0: the region is sampled with probability p (hardware breakpoint at the entry). */
+static uint64_t run_perfsh(const struct ps_event *ev, int nev, uint64_t n, double p, uint64_t *stops)
 {
 	struct ps_session *s;
 	struct ps_error err;
+	struct ps_sample how = {.p = p};
 	uint64_t t0 = ps_now_ns();
+	int id;
 
-	if (ps_session_spawn(&s, target_argv, ev, nev, &err) || ps_session_region_func(s, "hit", 0, &err) < 0 ||
-	    ps_session_run(s, 0, 0, &err) != 1) {
+	if (ps_session_spawn(&s, target_argv, ev, nev, &err) || (id = ps_session_region_func(s, "hit", 0, &err)) < 0 ||
+	    (p > 0 && ps_session_region_sample(s, id, &how, &err)) || ps_session_run(s, 0, 0, &err) != 1) {
 		fprintf(stderr, "ptrace_hit: perfsh: %s\n", err.msg);
 		exit(1);
 	}
 	uint64_t t = ps_now_ns() - t0;
-	if (ps_session_nrecords(s) != n) {
+	if (stops)
+		*stops = ps_session_stops(s);
+	if (p > 0) {
+		if (ps_session_entries(s, id) != n) {
+			fprintf(stderr, "ptrace_hit: sampling counted %llu entries, expected %llu\n",
+				(unsigned long long)ps_session_entries(s, id), (unsigned long long)n);
+			exit(1);
+		}
+	} else if (ps_session_nrecords(s) != n) {
 		fprintf(stderr, "ptrace_hit: perfsh recorded %llu hits, expected %llu\n",
 			(unsigned long long)ps_session_nrecords(s), (unsigned long long)n);
 		exit(1);
@@ -179,12 +190,28 @@ int main(int argc, char **argv)
 	printf("%-8s %14s %14s %8s\n", "events", "perfsh us/hit", "floor us/hit", "ratio");
 	for (int c = 0; c < 3; c++) {
 		for (int i = 0; i < REPS; i++) {
-			a[i] = run_perfsh(ev, counts[c], n);
+			a[i] = run_perfsh(ev, counts[c], n, 0, NULL);
 			b[i] = run_floor(ev, counts[c], entry_link, n);
 		}
 		double pa = (double)(median(a, REPS) - base) / (double)n / 1000.0;
 		double pb = (double)(median(b, REPS) - base) / (double)n / 1000.0;
 		printf("%-8d %14.2f %14.2f %8.2f\n", counts[c], pa, pb, pa / pb);
+	}
+	/* sampling: every entry counted by a hardware breakpoint, only sampled ones stop */
+	{
+		const double ps[] = {1, 0.1, 0.01};
+		double at1 = 0;
+		printf("\nsampled (1 event): overhead per call, all calls counted\n");
+		printf("%-8s %14s %10s %14s\n", "p", "us/call", "stops", "vs p=1");
+		for (int c = 0; c < 3; c++) {
+			uint64_t stops = 0;
+			for (int i = 0; i < REPS; i++)
+				a[i] = run_perfsh(ev, 1, n, ps[c], &stops);
+			double pa = (double)(median(a, REPS) - base) / (double)n / 1000.0;
+			if (c == 0)
+				at1 = pa;
+			printf("%-8g %14.3f %10llu %13.1fx\n", ps[c], pa, (unsigned long long)stops, at1 / pa);
+		}
 	}
 	return 0;
 }

@@ -6,6 +6,8 @@
  * array has grown to its deepest nesting.
  */
 #include <errno.h>
+#include <signal.h>
+#include <sys/time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +43,8 @@ static struct thr *thr_get(struct ps_session *s, pid_t tid, struct ps_error *err
 	th->free_head = -1;
 	for (int i = 0; i < PS_MAX_REGIONS; i++)
 		th->active[i] = -1;
+	for (int k = 0; k < PS_MAX_HW; k++)
+		th->hwfd[k] = -1;
 	for (int g = 0, first = 0; g < s->ngroups; first += s->gsize[g++]) {
 		if (ps_group_open(&th->g[g], s->ev + first, s->gsize[g], tid, -1, PS_GROUP_ENABLED, err)) {
 			while (g-- > 0)
@@ -48,6 +52,13 @@ static struct thr *thr_get(struct ps_session *s, pid_t tid, struct ps_error *err
 			free(th);
 			return NULL;
 		}
+	}
+	if (ps__hw_open_thread(s, th, err)) {
+		ps__hw_close_thread(s, th);
+		for (int g = 0; g < s->ngroups; g++)
+			ps_group_close(&th->g[g]);
+		free(th);
+		return NULL;
 	}
 	th->next = s->threads[(unsigned)tid % THR_BUCKETS];
 	s->threads[(unsigned)tid % THR_BUCKETS] = th;
@@ -69,6 +80,7 @@ static void thr_remove(struct ps_session *s, pid_t tid)
 		if ((*pp)->tid == tid) {
 			struct thr *th = *pp;
 			*pp = th->next;
+			ps__hw_close_thread(s, th);
 			thr_free(th);
 			return;
 		}
@@ -182,7 +194,7 @@ static void emit(struct ps_session *s, struct thr *th, const struct slot *sl, co
 	rec->running_end = end->time_running;
 	rec->cpu_start = sl->cpu;
 	rec->cpu_end = (int16_t)cpu_end;
-	rec->flags = (uint16_t)(flags | (sl->depth ? PS_SNAP_NESTED : 0));
+	rec->flags = (uint16_t)(flags | sl->flags | (sl->depth ? PS_SNAP_NESTED : 0));
 	rec->nvals = (uint8_t)ps_session_nvals(s);
 	rec->nargs = 0;
 	rec->depth = sl->depth;
@@ -236,6 +248,35 @@ static void on_thread_exit(void *ud, pid_t tid)
 	thr_remove(s, tid);
 }
 
+/* A sampled entry of function region @id, caught by its hardware breakpoint. */
+static int sampled_entry(struct ps_session *s, struct thr *th, int id, const struct ps_reading *r, uint64_t now,
+			 int cpu, uint64_t *cookie)
+{
+	int k, sl;
+
+	for (k = 0; k < s->nsampled && s->sampled[k] != id; k++)
+		;
+	if (k == s->nsampled)
+		return 0;
+	ps__hw_after_hit(s, th, k);
+	if (th->active[id] >= 0 && !(s->reg[id].flags & PS_REGION_EVERY_LEVEL))
+		return 0; /* inside an outer call already */
+	if ((sl = slot_alloc(th)) < 0) {
+		s->dropped++;
+		return 0;
+	}
+	th->slots[sl].region = id;
+	th->slots[sl].flags = PS_SNAP_SAMPLED;
+	th->slots[sl].depth = th->depth[id]++;
+	th->slots[sl].t = now;
+	th->slots[sl].cpu = (int16_t)cpu;
+	th->slots[sl].r = *r;
+	if (!(s->reg[id].flags & PS_REGION_EVERY_LEVEL))
+		th->active[id] = sl;
+	*cookie = (uint64_t)sl;
+	return PS_TRACER_CATCH_RETURN;
+}
+
 static int on_hit(void *ud, pid_t tid, int bp, const struct user_regs_struct *regs, uint64_t *cookie)
 {
 	struct ps_session *s = ud;
@@ -244,7 +285,6 @@ static int on_hit(void *ud, pid_t tid, int bp, const struct user_regs_struct *re
 	uint64_t now;
 	int cpu, rc = 0;
 
-	(void)regs;
 	if (!th) {
 		s->failed = 1;
 		return -1;
@@ -252,6 +292,15 @@ static int on_hit(void *ud, pid_t tid, int bp, const struct user_regs_struct *re
 	read_now(s, th, &r); /* first: the less perfsh runs before the read, the less it counts */
 	now = ps_now_ns();
 	cpu = ps_tracer_cpu(s->t, tid);
+	if (bp >= PS_BP_HW_BASE)
+		return sampled_entry(s, th, bp - PS_BP_HW_BASE, &r, now, cpu, cookie) | pause_wanted(s, now);
+	if (bp == PS_BP_HW_STRAY) {
+		/* an entry the hardware breakpoint saw but its counter missed */
+		for (int k = 0; k < s->nsampled; k++)
+			if (s->reg[s->sampled[k]].addr == regs->rip)
+				s->reg[s->sampled[k]].entries_gone++;
+		return 0;
+	}
 	if (bp < 0 || bp >= s->nbps)
 		return 0;
 	for (int k = 0; k < s->bps[bp].nroles; k++) {
@@ -281,6 +330,7 @@ static int on_hit(void *ud, pid_t tid, int bp, const struct user_regs_struct *re
 				break;
 			}
 			th->slots[sl].region = id;
+			th->slots[sl].flags = 0;
 			th->slots[sl].depth = th->depth[id];
 			th->slots[sl].t = now;
 			th->slots[sl].cpu = (int16_t)cpu;
@@ -344,7 +394,7 @@ static int on_exec(void *ud, pid_t pid)
 			th->nslots = 0;
 			th->free_head = -1;
 		}
-	if (ps__rearm_after_exec(s) < 0) {
+	if (ps__rearm_after_exec(s) < 0 || ps__hw_reopen_all(s) < 0) {
 		s->failed = 1;
 		return -1;
 	}
@@ -500,6 +550,53 @@ int ps_session_add_events(struct ps_session *s, const struct ps_event *ev, int n
 	return first_thread(s, err);
 }
 
+/* ---- window sampling: a timer interrupts the run at each window edge ---- */
+
+static struct ps_session *volatile window_session;
+static volatile sig_atomic_t window_edge;
+
+static void on_alarm(int sig)
+{
+	struct ps_session *s = window_session;
+	(void)sig;
+	window_edge = 1;
+	if (s)
+		ps_tracer_interrupt(s->t);
+}
+
+static void arm_timer(uint64_t ns)
+{
+	struct itimerval it = {{0, 0}, {(time_t)(ns / 1000000000u), (suseconds_t)(ns % 1000000000u / 1000u)}};
+	if (!it.it_value.tv_sec && !it.it_value.tv_usec)
+		it.it_value.tv_usec = 1;
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static int run_windows(struct ps_session *s, struct ps_error *err)
+{
+	struct sigaction sa = {0}, old;
+	struct itimerval off = {{0, 0}, {0, 0}};
+	int rc;
+
+	sa.sa_handler = on_alarm; /* no SA_RESTART: waitpid must return */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, &old);
+	window_session = s;
+	arm_timer(ps__hw_period_ns(s, s->in_window));
+	for (;;) {
+		window_edge = 0;
+		rc = ps_tracer_run(s->t, err);
+		if (rc != 0 || !window_edge)
+			break; /* ended, failed, or paused for another reason */
+		ps__hw_set_window(s, !s->in_window);
+		arm_timer(ps__hw_period_ns(s, s->in_window));
+	}
+	setitimer(ITIMER_REAL, &off, NULL);
+	window_session = NULL;
+	sigaction(SIGALRM, &old, NULL);
+	return rc;
+}
+
 int ps_session_run(struct ps_session *s, uint64_t max_records, uint64_t deadline_ns, struct ps_error *err)
 {
 	int rc;
@@ -511,7 +608,7 @@ int ps_session_run(struct ps_session *s, uint64_t max_records, uint64_t deadline
 	s->deadline = deadline_ns;
 	s->written_at_run_start = s->seq;
 	s->failed = 0;
-	rc = ps_tracer_run(s->t, err);
+	rc = ps__hw_windows(s) ? run_windows(s, err) : ps_tracer_run(s->t, err);
 	if (drain(s))
 		return ps_error_set(err, ENOMEM, "out of memory for %llu records", (unsigned long long)s->seq);
 	if (rc < 0 && s->failed && err)
@@ -526,6 +623,10 @@ void ps_session_interrupt(struct ps_session *s)
 
 int ps_session_detach(struct ps_session *s, struct ps_error *err)
 {
+	/* first the hardware breakpoints: their SIGTRAPs would kill an untraced program */
+	for (unsigned b = 0; b < THR_BUCKETS; b++)
+		for (struct thr *th = s->threads[b]; th; th = th->next)
+			ps__hw_close_thread(s, th);
 	int rc = ps_tracer_detach(s->t, err);
 	if (s->ring)
 		drain(s);
@@ -536,6 +637,9 @@ void ps_session_free(struct ps_session *s)
 {
 	if (!s)
 		return;
+	for (unsigned b = 0; b < THR_BUCKETS; b++)
+		for (struct thr *th = s->threads[b]; th; th = th->next)
+			ps__hw_close_thread(s, th);
 	ps_tracer_free(s->t);
 	for (unsigned b = 0; b < THR_BUCKETS; b++)
 		while (s->threads[b]) {

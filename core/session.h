@@ -49,6 +49,18 @@ struct ps_region_info {
 	int dropped;
 	int pending; /* a library region waiting for its library to be mapped */
 	char why[1024];
+	/* sampling (ps_session_region_sample): one of these is set */
+	uint64_t sample_every; /* every Nth entry */
+	double sample_p;       /* each entry with probability p */
+	uint32_t window_ms, period_ms; /* every entry within window_ms of each period_ms */
+	uint64_t entries_gone; /* entries counted by threads that have ended */
+};
+
+/* How a sampled region was set up, for ps_session_region_sample(). */
+struct ps_sample {
+	uint64_t every;
+	double p;
+	uint32_t window_ms, period_ms;
 };
 
 /* Start a command traced, stopped before its first instruction, with @ev counted per thread. */
@@ -66,6 +78,19 @@ int ps_session_set_groups(struct ps_session *s, const int *sizes, int n, struct 
 /* The group of event @i, and the number of counter words of a record (events + group times). */
 int ps_session_event_group(const struct ps_session *s, int i);
 int ps_session_nvals(const struct ps_session *s);
+
+/**
+ * ps_session_region_sample() - record only some hits of function region @id. A hardware
+ * execute breakpoint at the entry, one per thread, counts every entry in the kernel without
+ * stopping the program and stops it (a TRAP_PERF SIGTRAP) only on the entries that are
+ * sampled: every Nth, each with probability p (geometric gaps), or every entry within a
+ * window of window_ms in each period_ms. The int3 at the entry is removed. At most 4
+ * sampled regions (the CPU's debug registers). Entries stay exact: see ps_session_entries().
+ */
+int ps_session_region_sample(struct ps_session *s, int id, const struct ps_sample *how, struct ps_error *err);
+
+/* Entries of region @id so far (for a sampled region: the hardware count). */
+uint64_t ps_session_entries(struct ps_session *s, int id);
 
 /* Trace forked children too (1), or release them with every breakpoint removed (0, default). */
 int ps_session_set_follow_fork(struct ps_session *s, int follow);

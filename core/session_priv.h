@@ -29,12 +29,14 @@ struct slot {
 	int region;
 	int next_free;
 	uint32_t depth;
+	uint16_t flags; /* PS_SNAP_SAMPLED */
 	int16_t cpu;
 	uint64_t t;
 	struct ps_reading r;
 };
 
 #define PS_MAX_GROUPS 4
+#define PS_MAX_HW 4 /* debug registers: sampled regions */
 
 struct thr {
 	pid_t tid;
@@ -42,6 +44,7 @@ struct thr {
 	struct ps_group g[PS_MAX_GROUPS];
 	struct slot *slots;
 	int nslots, cap, free_head;
+	int hwfd[PS_MAX_HW];            /* per sampled region: its breakpoint event on this thread */
 	int32_t active[PS_MAX_REGIONS]; /* open slot of a region on this thread, -1 */
 	uint32_t depth[PS_MAX_REGIONS]; /* recursion depth (every-level regions) */
 };
@@ -74,7 +77,20 @@ struct ps_session {
 	char notice[2048];
 	struct ps_error fail; /* an error met inside a callback */
 	int failed;
+	int sampled[PS_MAX_HW]; /* region ids of the sampled regions */
+	int nsampled;
+	uint64_t rng;           /* xorshift64 state for sampling gaps */
+	int in_window;          /* window sampling: inside a window now */
 };
+
+/* sampling.c */
+int ps__hw_open_thread(struct ps_session *s, struct thr *th, struct ps_error *err);
+void ps__hw_close_thread(struct ps_session *s, struct thr *th);
+void ps__hw_after_hit(struct ps_session *s, struct thr *th, int slot);
+int ps__hw_windows(struct ps_session *s); /* any window-sampled region? */
+void ps__hw_set_window(struct ps_session *s, int open);
+uint64_t ps__hw_period_ns(struct ps_session *s, int open);
+int ps__hw_reopen_all(struct ps_session *s);
 
 /* session_regions.c */
 int ps__bp_role(struct ps_session *s, uint64_t addr, int kind, int region, enum role_kind role, struct ps_error *err);

@@ -130,6 +130,7 @@ struct ps_tracer {
 	void *ud;
 	pid_t pid;
 	int spawned, attached, follow, settling;
+	int hw_traps; /* hardware breakpoints of the layer above are in use */
 	struct thread **th;
 	unsigned thcap, nth;
 	struct proc *procs;
@@ -970,6 +971,49 @@ static int on_tramp(struct ps_tracer *t, struct thread *th, struct user_regs_str
 
 /* ---------------------------------------------------------------- breakpoint stops */
 
+/* si_perf_data of a TRAP_PERF SIGTRAP: the sig_data of the perf event (glibc's siginfo_t
+   does not name it; it sits after si_addr in the fault union). */
+static int perf_trap(pid_t tid, uint64_t *data)
+{
+	siginfo_t si;
+
+	if (ptrace(PTRACE_GETSIGINFO, tid, 0, &si))
+		return 0;
+	if (si.si_code == 6 /* TRAP_PERF */) {
+		memcpy(data, (const char *)&si + 24, sizeof *data);
+		return 1;
+	}
+	/* A debug exception the kernel did not match to a perf event: it happens when a
+	   hardware breakpoint's period is changed (its debug register reloaded) while the
+	   thread is about to run the address. No ptrace debug registers are ours, so with
+	   hardware breakpoints in use it is a stray of ours, not the program's. */
+	if (si.si_code == 1 /* TRAP_BRKPT */ || si.si_code == 4 /* TRAP_HWBKPT */)
+		return 2;
+	return 0;
+}
+
+/*
+ * A perf event with sigtrap=1 overflowed: a hardware execute breakpoint at a function
+ * entry (PS_BP_HW_BASE + its sig_data). The debug exception is fault-like, so the thread is
+ * at the entry, its first instruction not yet run, and the kernel set RF so resuming runs it
+ * without a second trap. Nothing is displaced: only the return may be caught.
+ */
+static int on_perf_trap(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r, uint64_t data)
+{
+	uint64_t cookie = 0;
+	int id = PS_BP_HW_BASE + (int)(data & 0xffffff), rc;
+
+	unwind_below(t, th, r->rsp);
+	if (!quiet(t, th) && t->ops.hit) {
+		rc = t->ops.hit(t->ud, th->tid, id, r, &cookie);
+		cbres(t, rc, "hit");
+		if (rc > 0 && (rc & PS_TRACER_CATCH_RETURN))
+			catch_return(t, th, r, id, cookie);
+	}
+	resume(t, th, 0);
+	return 0;
+}
+
 /* A SIGTRAP signal-delivery stop of @th. */
 static int on_trap(struct ps_tracer *t, struct thread *th)
 {
@@ -986,6 +1030,18 @@ static int on_trap(struct ps_tracer *t, struct thread *th)
 		return on_tramp(t, th, &r);
 	id = p->sees_bps ? bp_find(t, a) : -1;
 	if (id < 0) {
+		uint64_t data;
+		int kind = t->hw_traps ? perf_trap(th->tid, &data) : 0;
+		if (kind == 1)
+			return on_perf_trap(t, th, &r, data);
+		if (kind == 2) {
+			if (!quiet(t, th) && t->ops.hit)
+				cbres(t, t->ops.hit(t->ud, th->tid, PS_BP_HW_STRAY, &r, &cookie), "hit");
+			r.eflags |= 0x10000; /* RF: run the instruction without trapping again */
+			ptrace(PTRACE_SETREGS, th->tid, 0, &r);
+			resume(t, th, 0);
+			return 0;
+		}
 		resume(t, th, SIGTRAP); /* not ours */
 		return 0;
 	}
@@ -1256,6 +1312,13 @@ static int settle_stop(struct ps_tracer *t, struct thread *th, int st)
 		}
 		if (p->sees_bps && bp_find(t, a) >= 0) {
 			r.rip = a;
+			ptrace(PTRACE_SETREGS, th->tid, 0, &r);
+			return 0;
+		}
+		uint64_t data;
+		if (t->hw_traps && perf_trap(th->tid, &data)) {
+			/* a sampled entry while settling: not a hit, not the program's */
+			r.eflags |= 0x10000;
 			ptrace(PTRACE_SETREGS, th->tid, 0, &r);
 			return 0;
 		}
@@ -1905,6 +1968,11 @@ int ps_tracer_cpu(struct ps_tracer *t, pid_t tid)
 			return -1;
 	}
 	return atoi(s + 1);
+}
+
+void ps_tracer_hw_traps(struct ps_tracer *t, int on)
+{
+	t->hw_traps = on;
 }
 
 uint64_t ps_tracer_stops(const struct ps_tracer *t)

@@ -48,6 +48,23 @@ struct ps_tracer_ops {
 };
 
 enum { PS_BP_FUNC = 1, PS_BP_ADDR = 2 };
+
+/*
+ * Hits that a perf event reports instead of an int3: a hardware execute breakpoint opened by
+ * the layer above with sigtrap = 1 and sig_data = N (< 2^24) stops the thread at the entry
+ * with a TRAP_PERF SIGTRAP; hit() then gets bp_id PS_BP_HW_BASE + N and may catch the return
+ * as for a PS_BP_FUNC breakpoint. Such SIGTRAPs never reach the program. The layer above must
+ * close those events before ps_tracer_detach().
+ */
+#define PS_BP_HW_BASE 0x40000000
+/* A hardware breakpoint trap the kernel did not match to its perf event (it happens while a
+ * breakpoint's period is being changed): hit() gets this id with rip at the address; the
+ * entry was not counted by the event and cannot be caught. */
+#define PS_BP_HW_STRAY (PS_BP_HW_BASE - 1)
+
+/* ps_tracer_hw_traps() - the layer above uses hardware breakpoints (see PS_BP_HW_BASE): their
+ * SIGTRAPs are taken as perfsh's, never the program's. */
+void ps_tracer_hw_traps(struct ps_tracer *t, int on);
 enum { PS_TRACER_CATCH_RETURN = 1, PS_TRACER_PAUSE = 2 };
 
 /* ps_tracer_load_bias() when the module is not mapped */

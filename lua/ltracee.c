@@ -208,6 +208,27 @@ static int l_region_func(lua_State *L)
 	return 2;
 }
 
+/* t:region_sample(id, {every = N | p = P | window_ms = W, period_ms = T}) -> true | nil, msg */
+static int l_region_sample(lua_State *L)
+{
+	struct ps_session *s = check(L);
+	lua_Integer id = luaL_checkinteger(L, 2);
+	struct ps_sample how = {0};
+	struct ps_error err;
+
+	luaL_checktype(L, 3, LUA_TTABLE);
+	how.every = (uint64_t)ps_l_optfield_int(L, 3, "every", 0);
+	lua_getfield(L, 3, "p");
+	how.p = luaL_optnumber(L, -1, 0);
+	lua_pop(L, 1);
+	how.window_ms = (uint32_t)ps_l_optfield_int(L, 3, "window_ms", 0);
+	how.period_ms = (uint32_t)ps_l_optfield_int(L, 3, "period_ms", 0);
+	if (ps_session_region_sample(s, (int)id, &how, &err))
+		return ps_l_fail(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
 /* t:region_range(spec, every_level) -> id | nil, msg */
 static int l_region_range(lua_State *L)
 {
@@ -344,8 +365,10 @@ static int l_region_info(lua_State *L)
 	lua_setfield(L, -2, "kind");
 	lua_pushinteger(L, (lua_Integer)ri->addr);
 	lua_setfield(L, -2, "addr");
-	lua_pushinteger(L, (lua_Integer)ri->entries);
+	lua_pushinteger(L, (lua_Integer)ps_session_entries(s, ri->id));
 	lua_setfield(L, -2, "entries");
+	lua_pushboolean(L, ri->sample_every || ri->sample_p > 0 || ri->period_ms);
+	lua_setfield(L, -2, "sampled");
 	lua_pushinteger(L, (lua_Integer)ri->hits);
 	lua_setfield(L, -2, "hits");
 	lua_pushinteger(L, (lua_Integer)ri->incomplete);
@@ -541,7 +564,7 @@ static int l_stats(lua_State *L)
 }
 
 static const luaL_Reg methods[] = {
-	{"add_events", l_add_events}, {"follow_fork", l_follow_fork}, {"region_func", l_region_func}, {"region_range", l_region_range},
+	{"add_events", l_add_events}, {"follow_fork", l_follow_fork}, {"region_func", l_region_func}, {"region_range", l_region_range}, {"region_sample", l_region_sample},
 	{"run", l_run},               {"status", l_status},           {"detach", l_detach},
 	{"close", l_close},           {"info", l_info},               {"region_info", l_region_info},
 	{"record", l_record},         {"stats", l_stats},             {NULL, NULL}};

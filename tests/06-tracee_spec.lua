@@ -196,10 +196,10 @@ describe("the target's end", function()
   end)
 
   it("detaches from an attached process, which then finishes as if never traced", function()
-    local u = io.popen("examples/threads 3000 20000")
+    local u = io.popen("examples/threads 20000 20000")
     local untraced = u:read("a")
     u:close()
-    local p = io.popen("sh -c 'echo $$; exec examples/threads 3000 20000'")
+    local p = io.popen("sh -c 'echo $$; exec examples/threads 20000 20000'")
     local pid = math.tointeger(tonumber(p:read("l")))
     for _ = 1, 500 do -- wait for the exec, or we would attach to the shell
       local f = io.popen("readlink /proc/" .. pid .. "/exe")

@@ -80,8 +80,9 @@ end
 --- t:region{func = "sum"} | {from = "bench.c:19", to = "bench.c:24"} | {range = "bench.c:19-24"}
 -- | {addr = 0x401136} | {addr = 0x401136, to = 0x401150}. Options: every_level = true (count
 -- every level of a recursion), inline = false (skip inlined copies), events = {...} (added to
--- the group of every thread; only before the first run). Returns the region; inlined copies
--- of a function are regions too (t.regions lists them all).
+-- the group of every thread; only before the first run), sample = {p = 0.01} | {every = 100}
+-- | {window_ms = 5, period_ms = 100} (record only some hits; see README). Returns the region;
+-- inlined copies of a function are regions too (t.regions lists them all).
 function Tracee:region(spec)
   if type(spec) ~= "table" then fail("bad argument #1 to 'region' (table expected)", 2) end
   local ud = self.ud
@@ -111,6 +112,11 @@ function Tracee:region(spec)
     fail("bad argument #1 to 'region' (give func, from and to, range, or addr)", 2)
   end
   if not id then fail(msg, 2) end
+  if spec.sample then
+    if type(spec.sample) ~= "table" then fail("bad argument #1 to 'region' (sample = {p =, every =, ...})", 2) end
+    local ok, why = ud:region_sample(id, spec.sample)
+    if not ok then fail(why, 2) end
+  end
   local first = self.by_id[id] or new_region(self, id)
   for k = 1, (count or 1) - 1 do
     if not self.by_id[id + k] then new_region(self, id + k) end
@@ -183,9 +189,21 @@ end
 -- between the two breakpoints) and wall_ns: count, sum, mean, stddev, min, p50, p90, p99, max.
 -- Also hits, incomplete, ratio_min (multiplexing) and ipc where both events are counted.
 function Region:stats()
-  local st = self.tracee.ud:stats(self.id)
+  local ud = self.tracee.ud
+  local st = ud:stats(self.id)
+  local info = ud:region_info(self.id)
   if st.instructions and st.cycles and st.cycles.sum > 0 then
     st.ipc = st.instructions.sum / st.cycles.sum
+  end
+  st.entries = info.entries
+  if info.sampled then
+    -- every entry was counted; the sampled hits stand for all of them
+    st.sampled = true
+    st.scale = st.hits > 0 and info.entries / st.hits or 0
+    for _, name in ipairs(ud:info().events) do
+      if st[name] then st[name].estimated_total = st[name].sum * st.scale end
+    end
+    st.time_ns.estimated_total = st.time_ns.sum * st.scale
   end
   return st
 end
