@@ -196,9 +196,10 @@ static void emit(struct ps_session *s, struct thr *th, const struct slot *sl, co
 	rec->cpu_end = (int16_t)cpu_end;
 	rec->flags = (uint16_t)(flags | sl->flags | (sl->depth ? PS_SNAP_NESTED : 0));
 	rec->nvals = (uint8_t)ps_session_nvals(s);
-	rec->nargs = 0;
+	rec->nargs = (uint8_t)s->nargs;
 	rec->depth = sl->depth;
 	rec->pad = 0;
+	memcpy(ps_snap_args(rec), sl->args, (size_t)s->nargs * sizeof(uint64_t));
 	memcpy(ps_snap_start(rec), sl->r.val, (size_t)rec->nvals * sizeof(uint64_t));
 	memcpy(ps_snap_end(rec), end->val, (size_t)rec->nvals * sizeof(uint64_t));
 	if (flags & (PS_SNAP_UNWOUND | PS_SNAP_EXITED))
@@ -248,9 +249,21 @@ static void on_thread_exit(void *ud, pid_t tid)
 	thr_remove(s, tid);
 }
 
+static void take_args(struct ps_session *s, struct slot *sl, const struct user_regs_struct *regs)
+{
+	if (s->nargs) {
+		sl->args[0] = regs->rdi;
+		sl->args[1] = regs->rsi;
+		sl->args[2] = regs->rdx;
+		sl->args[3] = regs->rcx;
+		sl->args[4] = regs->r8;
+		sl->args[5] = regs->r9;
+	}
+}
+
 /* A sampled entry of function region @id, caught by its hardware breakpoint. */
 static int sampled_entry(struct ps_session *s, struct thr *th, int id, const struct ps_reading *r, uint64_t now,
-			 int cpu, uint64_t *cookie)
+			 int cpu, const struct user_regs_struct *regs, uint64_t *cookie)
 {
 	int k, sl;
 
@@ -271,6 +284,7 @@ static int sampled_entry(struct ps_session *s, struct thr *th, int id, const str
 	th->slots[sl].t = now;
 	th->slots[sl].cpu = (int16_t)cpu;
 	th->slots[sl].r = *r;
+	take_args(s, &th->slots[sl], regs);
 	if (!(s->reg[id].flags & PS_REGION_EVERY_LEVEL))
 		th->active[id] = sl;
 	*cookie = (uint64_t)sl;
@@ -293,7 +307,7 @@ static int on_hit(void *ud, pid_t tid, int bp, const struct user_regs_struct *re
 	now = ps_now_ns();
 	cpu = ps_tracer_cpu(s->t, tid);
 	if (bp >= PS_BP_HW_BASE)
-		return sampled_entry(s, th, bp - PS_BP_HW_BASE, &r, now, cpu, cookie) | pause_wanted(s, now);
+		return sampled_entry(s, th, bp - PS_BP_HW_BASE, &r, now, cpu, regs, cookie) | pause_wanted(s, now);
 	if (bp == PS_BP_HW_STRAY) {
 		/* an entry the hardware breakpoint saw but its counter missed */
 		for (int k = 0; k < s->nsampled; k++)
@@ -335,6 +349,7 @@ static int on_hit(void *ud, pid_t tid, int bp, const struct user_regs_struct *re
 			th->slots[sl].t = now;
 			th->slots[sl].cpu = (int16_t)cpu;
 			th->slots[sl].r = r;
+			take_args(s, &th->slots[sl], regs);
 			if (s->bps[bp].roles[k].kind == ROLE_ENTRY) {
 				th->depth[id]++;
 				*cookie = (uint64_t)sl;
@@ -434,7 +449,7 @@ static int make_ring(struct ps_session *s, struct ps_error *err)
 {
 	if (s->ring)
 		return 0;
-	s->recsize = ps_snap_size((unsigned)ps_session_nvals(s), 0);
+	s->recsize = ps_snap_size((unsigned)ps_session_nvals(s), (unsigned)s->nargs);
 	s->ring = ps_ring_new(s->recsize, RING_CAPACITY, err);
 	return s->ring ? 0 : -1;
 }
@@ -515,6 +530,20 @@ int ps_session_event_group(const struct ps_session *s, int i)
 	for (int g = 0, first = 0; g < s->ngroups; first += s->gsize[g++])
 		if (i < first + s->gsize[g])
 			return g;
+	return 0;
+}
+
+int ps_session_region_args(struct ps_session *s, int id, int n, struct ps_error *err)
+{
+	if (id < 0 || id >= s->nreg)
+		return ps_error_set(err, PS_EUSAGE, "no region %d", id);
+	if (n < 0 || n > PS_MAX_ARGS)
+		return ps_error_set(err, PS_EUSAGE, "region '%s': between 0 and %d integer arguments (x86-64 registers)",
+				    s->reg[id].name, PS_MAX_ARGS);
+	if (s->started || s->ring)
+		return ps_error_set(err, PS_EUSAGE, "region '%s': ask for arguments before the first run", s->reg[id].name);
+	if (n > s->nargs)
+		s->nargs = PS_MAX_ARGS; /* all six: the registers cost the same to copy */
 	return 0;
 }
 
@@ -703,7 +732,7 @@ const struct ps_snap *ps_session_record(const struct ps_session *s, uint64_t i)
 
 size_t ps_session_recsize(const struct ps_session *s)
 {
-	return s->recsize ? s->recsize : ps_snap_size((unsigned)ps_session_nvals(s), 0);
+	return s->recsize ? s->recsize : ps_snap_size((unsigned)ps_session_nvals(s), (unsigned)s->nargs);
 }
 
 uint64_t ps_session_dropped(const struct ps_session *s)

@@ -89,6 +89,13 @@ int ps_session_nvals(const struct ps_session *s);
  */
 int ps_session_region_sample(struct ps_session *s, int id, const struct ps_sample *how, struct ps_error *err);
 
+/**
+ * ps_session_region_args() - record the first @n integer arguments of function region @id at
+ * each entry (x86-64 System V: rdi, rsi, rdx, rcx, r8, r9). Before the first run; every
+ * record then carries max(n) argument words.
+ */
+int ps_session_region_args(struct ps_session *s, int id, int n, struct ps_error *err);
+
 /* Entries of region @id so far (for a sampled region: the hardware count). */
 uint64_t ps_session_entries(struct ps_session *s, int id);
 

@@ -30,6 +30,7 @@ struct slot {
 	int next_free;
 	uint32_t depth;
 	uint16_t flags; /* PS_SNAP_SAMPLED */
+	uint64_t args[PS_MAX_ARGS];
 	int16_t cpu;
 	uint64_t t;
 	struct ps_reading r;
@@ -57,6 +58,7 @@ struct ps_session {
 	struct ps_event ev[PS_MAX_EVENTS];
 	int nev;
 	int ngroups;                /* the events form ngroups groups, in order */
+	int nargs;                  /* argument words in every record */
 	int gsize[PS_MAX_GROUPS];
 	int started;
 	struct thr *threads[THR_BUCKETS];

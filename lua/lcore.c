@@ -117,5 +117,6 @@ int luaopen_perfsh_core(lua_State *L)
 	ps_l_open_run(L);
 	ps_l_open_tracee(L);
 	ps_l_open_stats(L);
+	ps_l_open_snapset(L);
 	return 1;
 }

@@ -33,6 +33,10 @@ void ps_l_open_group(lua_State *L);   /* core.group, metatable perfsh.group */
 void ps_l_open_events(lua_State *L);  /* core.resolve, core.events, core.pmu_* */
 void ps_l_open_run(lua_State *L);     /* core.run, core.now, core.spin */
 void ps_l_open_stats(lua_State *L);   /* core.stats */
+void ps_l_open_snapset(lua_State *L); /* core.load: .psnap files (lua/lsnapset.c) */
+void ps_l_open_hist(lua_State *L);    /* core.hist: streaming log-bucket histograms (lua/lhist.c) */
+void ps_l_open_topo(lua_State *L);    /* core.topology (lua/ltopo.c) */
+void ps_l_open_lsq(lua_State *L);     /* core.lstsq (lua/llsq.c) */
 void ps_l_open_tracee(lua_State *L);  /* core.spawn, core.attach, metatable perfsh.tracee */
 
 /* Called (if set) from the host's SIGINT handler: stops a C loop such as a traced run. */

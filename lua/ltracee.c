@@ -9,8 +9,9 @@
 #include <string.h>
 
 #include "lhelp.h"
+#include "lview.h"
+#include "psnap.h"
 #include "session.h"
-#include "stats.h"
 
 #define TRACEE_MT "perfsh.tracee"
 
@@ -229,6 +230,18 @@ static int l_region_sample(lua_State *L)
 	return 1;
 }
 
+/* t:region_args(id, n) -> true | nil, msg */
+static int l_region_args(lua_State *L)
+{
+	struct ps_session *s = check(L);
+	struct ps_error err;
+
+	if (ps_session_region_args(s, (int)luaL_checkinteger(L, 2), (int)luaL_checkinteger(L, 3), &err))
+		return ps_l_fail(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
 /* t:region_range(spec, every_level) -> id | nil, msg */
 static int l_region_range(lua_State *L)
 {
@@ -386,188 +399,132 @@ static int l_region_info(lua_State *L)
 	return 1;
 }
 
-/* Counter delta of event @i, scaled by its group's running/enabled ratio during the hit. */
-static double delta(const struct ps_session *s, const struct ps_snap *r, int i, double *ratio)
+/* The session's records as a view (valid until the next run). */
+static void view_of(struct ps_session *s, struct ps_view *v)
 {
-	struct ps_snap *rw = (struct ps_snap *)r;
-	uint64_t d = ps_snap_end(rw)[i] - ps_snap_start(rw)[i];
-	uint64_t en = r->enabled_end - r->enabled_start, run = r->running_end - r->running_start;
-	int g = ps_session_event_group(s, i);
-
-	if (g > 0) { /* the later groups' times follow the values */
-		int w = ps_session_nevents(s) + 2 * (g - 1);
-		en = ps_snap_end(rw)[w] - ps_snap_start(rw)[w];
-		run = ps_snap_end(rw)[w + 1] - ps_snap_start(rw)[w + 1];
+	v->base = (const unsigned char *)ps_session_record(s, 0);
+	v->n = ps_session_nrecords(s);
+	v->recsize = ps_session_recsize(s);
+	v->nev = ps_session_nevents(s);
+	for (int k = 0; k < v->nev; k++) {
+		v->names[k] = ps_session_event(s, k)->name;
+		v->group[k] = ps_session_event_group(s, k);
 	}
-	*ratio = en ? (double)run / (double)en : 1.0;
-	if (en && run && run < en)
-		return (double)d * (double)en / (double)run;
-	return (double)d;
 }
 
-/* On-CPU time of the hit: the group's time_enabled advances only while the thread runs, so
-   time the thread spent stopped by perfsh is not in it. Wall time without a group. */
-static double cpu_time(const struct ps_snap *r)
-{
-	if (r->nvals)
-		return (double)(r->enabled_end - r->enabled_start);
-	return (double)(r->t_end - r->t_start);
-}
-
-/* t:record(i) (1-based) -> {region, tid, seq, hit, depth, flags, cpu_start, cpu_end, t_start, t_end,
-   time_ns, wall_ns, ratio, start = {...}, ["end"] = {...}, [event] = delta} */
+/* t:record(i) (1-based) -> a record table (README: r:hits()) | nil */
 static int l_record(lua_State *L)
 {
 	struct ps_session *s = check(L);
 	lua_Integer i = luaL_checkinteger(L, 2);
-	const struct ps_snap *r = ps_session_record(s, (uint64_t)(i - 1));
-	double ratio = 1.0;
+	struct ps_view v;
 
-	if (i < 1 || !r) {
+	view_of(s, &v);
+	if (i < 1) {
 		lua_pushnil(L);
 		return 1;
 	}
-	lua_createtable(L, 0, 16 + r->nvals);
-	lua_pushinteger(L, r->region);
-	lua_setfield(L, -2, "region");
-	lua_pushinteger(L, r->tid);
-	lua_setfield(L, -2, "tid");
-	lua_pushinteger(L, (lua_Integer)r->seq);
-	lua_setfield(L, -2, "seq");
-	lua_pushinteger(L, (lua_Integer)r->hit);
-	lua_setfield(L, -2, "hit");
-	lua_pushinteger(L, r->depth);
-	lua_setfield(L, -2, "depth");
-	lua_pushinteger(L, r->cpu_start);
-	lua_setfield(L, -2, "cpu_start");
-	lua_pushinteger(L, r->cpu_end);
-	lua_setfield(L, -2, "cpu_end");
-	lua_pushinteger(L, (lua_Integer)r->t_start);
-	lua_setfield(L, -2, "t_start");
-	lua_pushinteger(L, (lua_Integer)r->t_end);
-	lua_setfield(L, -2, "t_end");
-	lua_pushinteger(L, (lua_Integer)(r->t_end - r->t_start));
-	lua_setfield(L, -2, "wall_ns");
-	lua_pushinteger(L, (lua_Integer)cpu_time(r));
-	lua_setfield(L, -2, "time_ns");
-	lua_pushinteger(L, r->flags);
-	lua_setfield(L, -2, "flags");
-	lua_pushboolean(L, r->flags & PS_SNAP_UNWOUND);
-	lua_setfield(L, -2, "unwound");
-	lua_pushboolean(L, r->flags & PS_SNAP_EXITED);
-	lua_setfield(L, -2, "exited");
-	lua_createtable(L, r->nvals, 0);
-	lua_createtable(L, r->nvals, 0);
-	for (int k = 0; k < r->nvals; k++) {
-		struct ps_snap *rw = (struct ps_snap *)r;
-		double rk;
-		lua_pushinteger(L, (lua_Integer)ps_snap_start(rw)[k]);
-		lua_rawseti(L, -3, k + 1);
-		lua_pushinteger(L, (lua_Integer)ps_snap_end(rw)[k]);
-		lua_rawseti(L, -2, k + 1);
-		if (k >= ps_session_nevents(s))
-			continue; /* group times */
-		lua_pushinteger(L, (lua_Integer)(delta(s, r, k, &rk) + 0.5));
-		lua_setfield(L, -4, ps_session_event(s, k)->name);
-		if (rk < ratio)
-			ratio = rk;
-	}
-	lua_setfield(L, -3, "end");
-	lua_setfield(L, -2, "start");
-	lua_pushnumber(L, ratio);
-	lua_setfield(L, -2, "ratio");
+	ps_l_push_record(L, &v, (uint64_t)(i - 1));
 	return 1;
 }
 
-static void push_stats(lua_State *L, double *v, size_t n)
-{
-	struct ps_stats st;
-	ps_stats_of(v, n, &st);
-	lua_createtable(L, 0, 9);
-#define F(k)                       \
-	lua_pushnumber(L, st.k);   \
-	lua_setfield(L, -2, #k)
-	F(sum);
-	F(mean);
-	F(stddev);
-	F(min);
-	F(max);
-	F(p50);
-	F(p90);
-	F(p99);
-#undef F
-	lua_pushinteger(L, (lua_Integer)st.n);
-	lua_setfield(L, -2, "count");
-}
-
-/* t:stats(id) -> {hits, incomplete, ratio_min, [event|"time_ns"|"wall_ns"] = {count, sum, mean, ...}}
-   over the complete hits of region @id (a hit that ended by unwinding or exit is left out). */
+/* t:stats(id) -> {hits, incomplete, ratio_min, [event|"time_ns"|"wall_ns"] = {count, sum, ...}} */
 static int l_stats(lua_State *L)
 {
 	struct ps_session *s = check(L);
 	const struct ps_region_info *ri = check_region(L, s, 2);
-	uint64_t total = ps_session_nrecords(s);
-	int nev = ps_session_nevents(s);
-	size_t n = 0, cap = 1024;
-	double *v = NULL, ratio_min = 1.0, ratio;
+	struct ps_view v;
 
-	/* collect the indexes of the region's complete records once */
-	uint64_t *idx = malloc(cap * sizeof *idx);
-	if (!idx)
-		return luaL_error(L, "out of memory");
-	for (uint64_t i = 0; i < total; i++) {
-		const struct ps_snap *r = ps_session_record(s, i);
-		if ((int)r->region != ri->id || (r->flags & (PS_SNAP_UNWOUND | PS_SNAP_EXITED)))
-			continue;
-		if (n == cap) {
-			uint64_t *p = realloc(idx, 2 * cap * sizeof *idx);
-			if (!p) {
-				free(idx);
-				return luaL_error(L, "out of memory");
-			}
-			idx = p;
-			cap *= 2;
+	view_of(s, &v);
+	return ps_l_push_region_stats(L, &v, ri->id);
+}
+
+/* t:series(id, event_index | -1 (time_ns) | -2 (wall_ns)) -> array over the complete hits */
+static int l_series(lua_State *L)
+{
+	struct ps_session *s = check(L);
+	const struct ps_region_info *ri = check_region(L, s, 2);
+	lua_Integer k = luaL_checkinteger(L, 3);
+	struct ps_view v;
+
+	view_of(s, &v);
+	luaL_argcheck(L, k >= -2 && k < v.nev, 3, "an event index, -1 or -2");
+	return ps_l_push_series(L, &v, ri->id, (int)k);
+}
+
+/* t:save(path [, {key = value}]) -> number of records | nil, msg: a .psnap file with the event
+   and region names, the group layout ("groups" = "2,1") and the given metadata. */
+static int l_save(lua_State *L)
+{
+	struct ps_session *s = check(L);
+	const char *path = luaL_checkstring(L, 2);
+	const char *events[PS_MAX_EVENTS], *regions[PS_MAX_REGIONS];
+	struct ps_psnap_meta meta[64];
+	struct ps_psnap_info info = {0};
+	struct ps_psnap_writer *w;
+	struct ps_error err;
+	struct ps_view v;
+	luaL_Buffer gb;
+	size_t nmeta = 0;
+
+	view_of(s, &v);
+	for (int k = 0; k < v.nev; k++)
+		events[k] = v.names[k];
+	for (int i = 0; i < ps_session_nregions(s); i++)
+		regions[i] = ps_session_region(s, i)->name;
+	/* the group layout: sizes of consecutive runs of the same group */
+	luaL_buffinit(L, &gb);
+	for (int k = 0, run = 0; k < v.nev; k++) {
+		run++;
+		if (k + 1 == v.nev || v.group[k + 1] != v.group[k]) {
+			lua_pushfstring(L, "%s%d", luaL_bufflen(&gb) ? "," : "", run);
+			luaL_addvalue(&gb);
+			run = 0;
 		}
-		idx[n++] = i;
 	}
-	v = malloc((n ? n : 1) * sizeof *v);
-	if (!v) {
-		free(idx);
-		return luaL_error(L, "out of memory");
-	}
-	lua_createtable(L, 0, 4 + nev);
-	for (int k = -2; k < nev; k++) {
-		for (size_t j = 0; j < n; j++) {
-			const struct ps_snap *r = ps_session_record(s, idx[j]);
-			if (k == -2)
-				v[j] = (double)(r->t_end - r->t_start);
-			else if (k == -1)
-				v[j] = cpu_time(r);
-			else {
-				v[j] = delta(s, r, k, &ratio);
-				if (ratio < ratio_min)
-					ratio_min = ratio;
+	luaL_pushresult(&gb); /* stays on the stack while meta points at it */
+	meta[nmeta].key = "groups";
+	meta[nmeta++].value = lua_tostring(L, -1);
+	if (lua_type(L, 3) == LUA_TTABLE) {
+		lua_pushnil(L);
+		while (lua_next(L, 3) && nmeta < 64) {
+			if (lua_type(L, -2) == LUA_TSTRING && lua_isstring(L, -1)) {
+				lua_pushvalue(L, -2);
+				lua_insert(L, 4); /* anchor key and value below the iteration */
+				lua_pushvalue(L, -1);
+				lua_insert(L, 5);
+				meta[nmeta].key = lua_tostring(L, 4);
+				meta[nmeta++].value = lua_tostring(L, 5);
 			}
+			lua_pop(L, 1);
 		}
-		push_stats(L, v, n);
-		lua_setfield(L, -2, k == -2 ? "wall_ns" : k == -1 ? "time_ns" : ps_session_event(s, k)->name);
 	}
-	free(v);
-	free(idx);
-	lua_pushinteger(L, (lua_Integer)n);
-	lua_setfield(L, -2, "hits");
-	lua_pushinteger(L, (lua_Integer)ri->incomplete);
-	lua_setfield(L, -2, "incomplete");
-	lua_pushnumber(L, ratio_min);
-	lua_setfield(L, -2, "ratio_min");
+	info.nvals = (unsigned)ps_session_nvals(s);
+	info.nargs = v.n ? ps_view_rec(&v, 0)->nargs : 0;
+	info.nevents = (size_t)v.nev;
+	info.events = events;
+	info.nregions = (size_t)ps_session_nregions(s);
+	info.regions = regions;
+	info.nmeta = nmeta;
+	info.meta = meta;
+	if (v.n && ps_view_rec(&v, 0)->nvals != info.nvals)
+		info.nvals = ps_view_rec(&v, 0)->nvals;
+	if (v.n == 0)
+		info.nargs = (unsigned)((ps_session_recsize(s) - sizeof(struct ps_snap)) / 8 - 2 * info.nvals);
+	w = ps_psnap_create(path, &info, &err);
+	if (!w)
+		return ps_l_fail(L, &err);
+	if ((v.n && ps_psnap_write(w, v.base, v.n, &err)) | ps_psnap_close(w, &err))
+		return ps_l_fail(L, &err);
+	lua_pushinteger(L, (lua_Integer)v.n);
 	return 1;
 }
 
 static const luaL_Reg methods[] = {
-	{"add_events", l_add_events}, {"follow_fork", l_follow_fork}, {"region_func", l_region_func}, {"region_range", l_region_range}, {"region_sample", l_region_sample},
+	{"add_events", l_add_events}, {"follow_fork", l_follow_fork}, {"region_func", l_region_func}, {"region_range", l_region_range}, {"region_sample", l_region_sample}, {"region_args", l_region_args}, {"save", l_save},
 	{"run", l_run},               {"status", l_status},           {"detach", l_detach},
 	{"close", l_close},           {"info", l_info},               {"region_info", l_region_info},
-	{"record", l_record},         {"stats", l_stats},             {NULL, NULL}};
+	{"record", l_record},         {"stats", l_stats},             {"series", l_series},             {NULL, NULL}};
 
 static const luaL_Reg metamethods[] = {
 	{"__gc", l_close}, {"__close", l_close}, {"__tostring", l_tostring}, {"__index", NULL}, {NULL, NULL}};

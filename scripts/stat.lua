@@ -1,6 +1,7 @@
 -- count functions or line ranges of a program, per hit: perfsh stat -r NAME [options] CMD...
 local perfsh = require "perfsh"
 local cli = require "perfsh.cli"
+local report = require "perfsh.report"
 local core = require "perfsh.core"
 
 local usage = [[
@@ -40,74 +41,6 @@ The time column is the thread's on-CPU time from the entry breakpoint to the ret
 kernel's handling of the two traps is in it. perfsh exits with COMMAND's status (128 +
 signal when a signal killed it).
 ]]
-
-local function human(n)
-  if n ~= n then return "-" end
-  if math.abs(n) >= 1e15 then return ("%.3g"):format(n) end
-  local neg = n < 0
-  local s = ("%d"):format(math.floor(math.abs(n) + 0.5))
-  s = s:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", "")
-  return (neg and "-" or "") .. s
-end
-
-local function fmt_num(n, unit)
-  if unit == "us" then return ("%.3f"):format(n / 1000) end
-  if math.abs(n) < 100 and n ~= math.floor(n) then return ("%.2f"):format(n) end
-  return human(n)
-end
-
--- Rows of one table: the events, then time.
-local function table_rows(events, st)
-  local rows = {}
-  for _, name in ipairs(events) do
-    local s = st[name]
-    if s then rows[#rows + 1] = {name = name, s = s} end
-  end
-  rows[#rows + 1] = {name = "time (us)", s = st.time_ns, unit = "us", csv = "time_ns"}
-  return rows
-end
-
-local function print_table(out, title, events, st)
-  out:write(title, "\n")
-  out:write(("  %-22s %10s %16s %14s %14s %14s %14s\n"):format("event", "hits", "total", "mean", "p50", "p99", "max"))
-  for _, row in ipairs(table_rows(events, st)) do
-    local s, u = row.s, row.unit
-    out:write(("  %-22s %10s %16s %14s %14s %14s %14s\n"):format(row.name, human(s.count), fmt_num(s.sum, u),
-      fmt_num(s.mean, u), fmt_num(s.p50, u), fmt_num(s.p99, u), fmt_num(s.max, u)))
-  end
-  if st.ipc then out:write(("  %-22s %10s %16.3f\n"):format("IPC", "", st.ipc)) end
-  if st.ratio_min and st.ratio_min < 1 then
-    out:write(("  multiplexed: the group was on the PMU %.1f%% of the time at worst; values are scaled\n")
-      :format(100 * st.ratio_min))
-  end
-end
-
-local function csv_rows(out, region, events, st)
-  local scaling = ("%.4f"):format(st.ratio_min or 1)
-  for _, row in ipairs(table_rows(events, st)) do
-    local s = row.s
-    out:write(("%s,%s,%d,%.0f,%.2f,%.0f,%.0f,%.0f,%.0f,%s\n"):format(region, row.csv or row.name, s.count, s.sum,
-      s.mean, s.min, s.p50, s.p99, s.max, scaling))
-  end
-end
-
--- Statistics of a list of hit tables, the same shape as region:stats().
-local function stats_of(hits, events)
-  local st = {hits = #hits, ratio_min = 1}
-  for _, name in ipairs(events) do
-    local v = {}
-    for i, h in ipairs(hits) do v[i] = h[name] end
-    st[name] = core.stats(v)
-  end
-  for _, k in ipairs{"time_ns", "wall_ns"} do
-    local v = {}
-    for i, h in ipairs(hits) do v[i] = h[k] end
-    st[k] = core.stats(v)
-  end
-  for _, h in ipairs(hits) do if h.ratio < st.ratio_min then st.ratio_min = h.ratio end end
-  if st.instructions and st.cycles and st.cycles.sum > 0 then st.ipc = st.instructions.sum / st.cycles.sum end
-  return st
-end
 
 local function region_spec(r)
   -- FILE:L1-FILE:L2 or FILE:L1-L2 is a line range; anything else names a function
@@ -198,78 +131,15 @@ local function main(argv)
   end
 
   -- the report
-  if opts.csv then out:write("region,event,hits,total,mean,min,p50,p99,max,scaling\n") end
-  if not opts.csv then
-    local what = table.concat(t.argv, " ")
-    local how = ""
-    if status then
-      how = status.signal and (", killed by " .. status.signal) or (", exit " .. status.code)
-    end
-    out:write(("perfsh stat: %s%s; events %s (user space); %d stops\n\n")
-      :format(opts.pid and ("pid " .. what) or what, how, table.concat(info.events, ","), info.stops))
-  end
-  for _, r in ipairs(t.regions) do
-    local rinfo = r:info()
-    if opts.every_call then
-      if not opts.csv then
-        out:write(("%s: one row per hit\n"):format(r.name))
-        local head = {"hit", "tid", "cpu", "time_us"}
-        for _, e in ipairs(info.events) do head[#head + 1] = e end
-        out:write("  " .. table.concat(head, "\t") .. "\n")
-      end
-      for h in r:hits() do
-        local row = {h.hit, h.tid, h.cpu_start, ("%.3f"):format(h.time_ns / 1000)}
-        for _, e in ipairs(info.events) do row[#row + 1] = h[e] end
-        if opts.csv then
-          out:write(r.name .. ",hit," .. table.concat(row, ",") .. "\n")
-        else
-          out:write("  " .. table.concat(row, "\t") .. (h.unwound and "\t(unwound)" or "") .. "\n")
-        end
-      end
-      if not opts.csv then out:write("\n") end
-    elseif opts.per_thread then
-      local by_tid, order = {}, {}
-      for h in r:hits() do
-        if not (h.unwound or h.exited) then
-          if not by_tid[h.tid] then
-            by_tid[h.tid] = {}
-            order[#order + 1] = h.tid
-          end
-          table.insert(by_tid[h.tid], h)
-        end
-      end
-      table.sort(order)
-      for _, tid in ipairs(order) do
-        local st = stats_of(by_tid[tid], info.events)
-        if opts.csv then
-          csv_rows(out, r.name .. "@" .. tid, info.events, st)
-        else
-          print_table(out, ("region %s, thread %d (%d hits)"):format(r.name, tid, st.hits), info.events, st)
-          out:write("\n")
-        end
-      end
-    else
-      local st = r:stats()
-      if opts.csv then
-        csv_rows(out, r.name, info.events, st)
-      else
-        local extra = ""
-        if rinfo.dropped then extra = extra .. ", dropped: " .. (rinfo.why or "") end
-        if rinfo.pending then extra = extra .. ", never armed (its library was not mapped)" end
-        if st.incomplete > 0 then extra = extra .. (", %d incomplete (unwound or exited)"):format(st.incomplete) end
-        if rinfo.entries > st.hits + st.incomplete then
-          extra = extra .. (", %d nested entries"):format(rinfo.entries - st.hits - st.incomplete)
-        end
-        print_table(out, ("region %s (%s, %d hit%s%s)"):format(r.name, rinfo.kind, st.hits, st.hits == 1 and "" or "s", extra), info.events, st)
-        out:write("\n")
-      end
-    end
-  end
-  if not opts.csv then
-    out:write("time: on-CPU time of the thread between the two breakpoints (counter time_enabled); the time\n"
-      .. "it sat stopped in perfsh is left out, the kernel's handling of the two traps is in it.\n")
-    if info.dropped > 0 then out:write(("%d records were lost\n"):format(info.dropped)) end
-  end
+  local what = table.concat(t.argv, " ")
+  local how = ""
+  if status then how = status.signal and (", killed by " .. status.signal) or (", exit " .. status.code) end
+  report.regions(out, t.regions, {
+    csv = opts.csv, every_call = opts.every_call, per_thread = opts.per_thread, events = info.events,
+    dropped = info.dropped,
+    header = ("perfsh stat: %s%s; events %s (user space); %d stops"):format(opts.pid and ("pid " .. what) or what,
+      how, table.concat(info.events, ","), info.stops),
+  })
   if out ~= io.stdout then out:close() end
   t:close()
   if not rok then return 1 end

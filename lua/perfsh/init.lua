@@ -127,6 +127,7 @@ end
 local tracee = require "perfsh.tracee"
 perfsh.spawn = tracee.spawn
 perfsh.attach = tracee.attach
+perfsh.load = require("perfsh.snapfile").load
 
 perfsh.scale = core.scale
 perfsh.now = core.now

@@ -11,9 +11,7 @@ local Tracee = {}
 Tracee.__index = Tracee
 Tracee.__name = "perfsh.tracee"
 
-local Region = {}
-Region.__index = Region
-Region.__name = "perfsh.region"
+local Region = require "perfsh.region"
 
 local function fail(msg, level)
   error(msg, (level or 1) + 1)
@@ -34,7 +32,7 @@ local function flatten(spec)
 end
 
 local function wrap(ud, argv)
-  return setmetatable({ud = ud, argv = argv, regions = {}, by_id = {}}, Tracee)
+  return setmetatable({ud = ud, argv = argv, regions = {}, by_id = {}, args_by_id = {}}, Tracee)
 end
 
 --- perfsh.spawn{"cmd", args..., events = {...}, groups = {{...}, ...}, stdout = FILE,
@@ -70,8 +68,8 @@ function tracee.attach(pid, opts)
 end
 
 local function new_region(t, id)
-  local info = t.ud:region_info(id)
-  local r = setmetatable({tracee = t, id = id, name = info.name, kind = info.kind}, Region)
+  local r = Region.new(t, id)
+  r.tracee = t
   t.regions[#t.regions + 1] = r
   t.by_id[id] = r
   return r
@@ -112,6 +110,12 @@ function Tracee:region(spec)
     fail("bad argument #1 to 'region' (give func, from and to, range, or addr)", 2)
   end
   if not id then fail(msg, 2) end
+  if spec.args then
+    if type(spec.args) ~= "table" then fail("bad argument #1 to 'region' (args = {names...})", 2) end
+    local ok, why = ud:region_args(id, #spec.args)
+    if not ok then fail(why, 2) end
+    self.args_by_id[id] = spec.args
+  end
   if spec.sample then
     if type(spec.sample) ~= "table" then fail("bad argument #1 to 'region' (sample = {p =, every =, ...})", 2) end
     local ok, why = ud:region_sample(id, spec.sample)
@@ -171,45 +175,30 @@ function Tracee:hits()
   end
 end
 
---- r:hits() iterates this region's records: raw start/end values, deltas by event name,
--- time_ns (on-CPU), wall_ns, tid, cpu_start, cpu_end, hit (0-based), depth, unwound, exited.
-function Region:hits()
-  local i, ud, id = 0, self.tracee.ud, self.id
-  return function()
-    while true do
-      i = i + 1
-      local rec = ud:record(i)
-      if not rec then return nil end
-      if rec.region == id then return rec end
-    end
-  end
+--- What a region is, for perfsh.region: the C side's info plus the argument names.
+function Tracee:region_meta(id)
+  local info = self.ud:region_info(id)
+  info.args = self.args_by_id[id]
+  return info
 end
 
---- r:stats(): over the region's complete hits, for each event and for time_ns (on-CPU time
--- between the two breakpoints) and wall_ns: count, sum, mean, stddev, min, p50, p90, p99, max.
--- Also hits, incomplete, ratio_min (multiplexing) and ipc where both events are counted.
-function Region:stats()
-  local ud = self.tracee.ud
-  local st = ud:stats(self.id)
-  local info = ud:region_info(self.id)
-  if st.instructions and st.cycles and st.cycles.sum > 0 then
-    st.ipc = st.instructions.sum / st.cycles.sum
-  end
-  st.entries = info.entries
-  if info.sampled then
-    -- every entry was counted; the sampled hits stand for all of them
-    st.sampled = true
-    st.scale = st.hits > 0 and info.entries / st.hits or 0
-    for _, name in ipairs(ud:info().events) do
-      if st[name] then st[name].estimated_total = st[name].sum * st.scale end
-    end
-    st.time_ns.estimated_total = st.time_ns.sum * st.scale
-  end
-  return st
-end
+function Tracee:events() return self.ud:info().events end
 
-function Region:info() return self.tracee.ud:region_info(self.id) end
-function Region:__tostring() return ("perfsh.region(%s)"):format(self.name) end
+--- t:save(path): write every record so far to a .psnap file (perfsh.load and perfsh report
+-- read it). Returns the number of records.
+function Tracee:save(path)
+  local meta = {command = table.concat(self.argv, " ")}
+  for _, r in ipairs(self.regions) do
+    local info = self:region_meta(r.id)
+    meta["entries." .. r.id] = tostring(info.entries)
+    meta["kind." .. r.id] = info.kind
+    if info.sampled then meta["sampled." .. r.id] = "1" end
+    if info.args then meta["args." .. r.id] = table.concat(info.args, ",") end
+  end
+  local n, msg = self.ud:save(path, meta)
+  if not n then fail(msg, 2) end
+  return n
+end
 
 tracee.Tracee, tracee.Region = Tracee, Region
 return tracee

@@ -1,0 +1,168 @@
+/* lua/lsnapset.c - core.load(path): a .psnap file, mapped, seen as records (perfsh.snapset). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lhelp.h"
+#include "lview.h"
+#include "psnap.h"
+
+#define SNAPSET_MT "perfsh.snapset"
+
+struct lsnapset {
+	struct ps_psnap_reader *r;
+	struct ps_view v;
+};
+
+static struct lsnapset *check(lua_State *L)
+{
+	struct lsnapset *ss = luaL_checkudata(L, 1, SNAPSET_MT);
+	if (!ss->r)
+		luaL_error(L, "attempt to use a closed snapshot file");
+	return ss;
+}
+
+/* The group of each event from the "groups" metadata ("2,1": two events, then one). */
+static void groups_of(struct lsnapset *ss)
+{
+	const char *g = ps_psnap_meta_get(ss->r, "groups");
+	int k = 0, grp = 0;
+
+	memset(ss->v.group, 0, sizeof ss->v.group);
+	while (g && *g && k < ss->v.nev) {
+		int n = atoi(g);
+		for (int i = 0; i < n && k < ss->v.nev; i++)
+			ss->v.group[k++] = grp;
+		grp++;
+		g = strchr(g, ',');
+		if (g)
+			g++;
+	}
+}
+
+/* core.load(path) -> snapset | nil, msg */
+static int l_load(lua_State *L)
+{
+	const char *path = luaL_checkstring(L, 1);
+	struct lsnapset *ss = lua_newuserdatauv(L, sizeof *ss, 0);
+	struct ps_error err;
+
+	memset(ss, 0, sizeof *ss);
+	luaL_setmetatable(L, SNAPSET_MT);
+	if (ps_psnap_open(path, &ss->r, &err))
+		return ps_l_fail(L, &err);
+	ss->v.n = ps_psnap_count(ss->r);
+	ss->v.recsize = ps_psnap_recsize(ss->r);
+	ss->v.base = ss->v.n ? (const unsigned char *)ps_psnap_record(ss->r, 0) : NULL;
+	ss->v.nev = (int)ps_psnap_nevents(ss->r);
+	if (ss->v.nev > PS_MAX_EVENTS)
+		ss->v.nev = PS_MAX_EVENTS;
+	for (int k = 0; k < ss->v.nev; k++)
+		ss->v.names[k] = ps_psnap_event(ss->r, (size_t)k);
+	groups_of(ss);
+	return 1;
+}
+
+static int l_count(lua_State *L)
+{
+	lua_pushinteger(L, (lua_Integer)check(L)->v.n);
+	return 1;
+}
+
+static int l_record(lua_State *L)
+{
+	struct lsnapset *ss = check(L);
+	lua_Integer i = luaL_checkinteger(L, 2);
+	if (i < 1)
+		lua_pushnil(L);
+	else
+		ps_l_push_record(L, &ss->v, (uint64_t)(i - 1));
+	return 1;
+}
+
+static int l_stats(lua_State *L)
+{
+	struct lsnapset *ss = check(L);
+	return ps_l_push_region_stats(L, &ss->v, (int)luaL_checkinteger(L, 2));
+}
+
+static int l_series(lua_State *L)
+{
+	struct lsnapset *ss = check(L);
+	lua_Integer k = luaL_checkinteger(L, 3);
+	luaL_argcheck(L, k >= -2 && k < ss->v.nev, 3, "an event index, -1 or -2");
+	return ps_l_push_series(L, &ss->v, (int)luaL_checkinteger(L, 2), (int)k);
+}
+
+/* ss:info() -> {events = {...}, regions = {...}, meta = {...}, records, truncated, ignored_bytes,
+   complete} */
+static int l_info(lua_State *L)
+{
+	struct lsnapset *ss = check(L);
+	size_t nreg = ps_psnap_nregions(ss->r), nmeta = ps_psnap_nmeta(ss->r);
+
+	lua_createtable(L, 0, 7);
+	lua_createtable(L, ss->v.nev, 0);
+	for (int k = 0; k < ss->v.nev; k++) {
+		lua_pushstring(L, ss->v.names[k]);
+		lua_rawseti(L, -2, k + 1);
+	}
+	lua_setfield(L, -2, "events");
+	lua_createtable(L, (int)nreg, 0); /* regions[id + 1] = name */
+	for (size_t i = 0; i < nreg; i++) {
+		const char *name = ps_psnap_region(ss->r, i);
+		lua_pushstring(L, name ? name : "?");
+		lua_rawseti(L, -2, (lua_Integer)i + 1);
+	}
+	lua_setfield(L, -2, "regions");
+	lua_createtable(L, 0, (int)nmeta);
+	for (size_t i = 0; i < nmeta; i++) {
+		lua_pushstring(L, ps_psnap_meta_value(ss->r, i));
+		lua_setfield(L, -2, ps_psnap_meta_key(ss->r, i));
+	}
+	lua_setfield(L, -2, "meta");
+	lua_pushinteger(L, (lua_Integer)ss->v.n);
+	lua_setfield(L, -2, "records");
+	lua_pushboolean(L, ps_psnap_truncated(ss->r));
+	lua_setfield(L, -2, "truncated");
+	lua_pushboolean(L, ps_psnap_complete(ss->r));
+	lua_setfield(L, -2, "complete");
+	lua_pushinteger(L, (lua_Integer)ps_psnap_ignored_bytes(ss->r));
+	lua_setfield(L, -2, "ignored_bytes");
+	return 1;
+}
+
+static int l_close(lua_State *L)
+{
+	struct lsnapset *ss = luaL_checkudata(L, 1, SNAPSET_MT);
+	ps_psnap_reader_close(ss->r);
+	ss->r = NULL;
+	return 0;
+}
+
+static int l_tostring(lua_State *L)
+{
+	struct lsnapset *ss = luaL_checkudata(L, 1, SNAPSET_MT);
+	if (!ss->r)
+		lua_pushliteral(L, "perfsh.snapset(closed)");
+	else
+		lua_pushfstring(L, "perfsh.snapset(%d records)", (int)ss->v.n);
+	return 1;
+}
+
+static const luaL_Reg methods[] = {{"count", l_count}, {"record", l_record}, {"stats", l_stats},
+				   {"series", l_series}, {"info", l_info},     {"close", l_close},
+				   {NULL, NULL}};
+
+static const luaL_Reg metamethods[] = {
+	{"__gc", l_close}, {"__close", l_close}, {"__tostring", l_tostring}, {"__index", NULL}, {NULL, NULL}};
+
+void ps_l_open_snapset(lua_State *L)
+{
+	luaL_newmetatable(L, SNAPSET_MT);
+	luaL_setfuncs(L, metamethods, 0);
+	luaL_newlib(L, methods);
+	lua_setfield(L, -2, "__index");
+	lua_pop(L, 1);
+	lua_pushcfunction(L, l_load);
+	lua_setfield(L, -2, "load");
+}

@@ -1,0 +1,88 @@
+--- perfsh.region: a region's hits and their statistics, from a live tracee or a loaded file.
+-- A region belongs to a source (src) that has:
+--   src.ud            userdata with :record(i), :stats(id), :series(id, k)
+--   src:events()      the event names, in record order
+--   src:region_meta(id) -> {name, kind, entries, sampled, args = {names}, dropped, why, ...}
+local Region = {}
+Region.__index = Region
+Region.__name = "perfsh.region"
+
+function Region.new(src, id)
+  local meta = src:region_meta(id)
+  return setmetatable({src = src, id = id, name = meta.name, kind = meta.kind}, Region)
+end
+
+--- r:hits() iterates this region's records: raw start/end values, deltas by event name,
+-- time_ns (on-CPU), wall_ns, tid, cpu_start, cpu_end, hit (0-based), depth, unwound, exited,
+-- sampled, args (and each argument by the name given in region{args = {...}}).
+function Region:hits()
+  local i, ud, id = 0, self.src.ud, self.id
+  local names = self.src:region_meta(id).args
+  return function()
+    while true do
+      i = i + 1
+      local rec = ud:record(i)
+      if not rec then return nil end
+      if rec.region == id then
+        if names then
+          for k, name in ipairs(names) do rec[name] = rec.args[k] end
+        end
+        return rec
+      end
+    end
+  end
+end
+
+--- r:list() -> an array of the region's hits (see r:hits()).
+function Region:list()
+  local out = {}
+  for h in self:hits() do out[#out + 1] = h end
+  return out
+end
+
+--- r:series(field) -> one number per complete hit: an event's delta, "time_ns" or "wall_ns".
+function Region:series(field)
+  local k
+  if field == "time_ns" then
+    k = -1
+  elseif field == "wall_ns" then
+    k = -2
+  else
+    for i, name in ipairs(self.src:events()) do
+      if name == field then k = i - 1 end
+    end
+  end
+  if not k then
+    error(("unknown field '%s' for series (events: %s, time_ns, wall_ns)"):format(tostring(field),
+      table.concat(self.src:events(), ", ")), 2)
+  end
+  return self.src.ud:series(self.id, k)
+end
+
+--- r:stats(): over the region's complete hits, for each event and for time_ns (on-CPU time
+-- between the two breakpoints) and wall_ns: count, sum, mean, stddev, min, p50, p90, p99, max.
+-- Also hits, incomplete, ratio_min (multiplexing), entries, ipc where instructions and cycles
+-- are both counted, and for a sampled region scale and each event's estimated_total.
+function Region:stats()
+  local st = self.src.ud:stats(self.id)
+  local meta = self.src:region_meta(self.id)
+  if st.instructions and st.cycles and st.cycles.sum > 0 then
+    st.ipc = st.instructions.sum / st.cycles.sum
+  end
+  st.entries = meta.entries
+  if meta.sampled then
+    -- every entry was counted; the sampled hits stand for all of them
+    st.sampled = true
+    st.scale = st.hits > 0 and (meta.entries or 0) / st.hits or 0
+    for _, name in ipairs(self.src:events()) do
+      if st[name] then st[name].estimated_total = st[name].sum * st.scale end
+    end
+    st.time_ns.estimated_total = st.time_ns.sum * st.scale
+  end
+  return st
+end
+
+function Region:info() return self.src:region_meta(self.id) end
+function Region:__tostring() return ("perfsh.region(%s)"):format(self.name) end
+
+return Region

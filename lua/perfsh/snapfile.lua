@@ -1,0 +1,57 @@
+--- perfsh.snapfile: a .psnap file read back: perfsh.load("run.psnap").
+-- It has .regions (perfsh.region objects), :events(), .meta, .info; r:hits() and r:stats()
+-- work as on a live tracee.
+local core = require "perfsh.core"
+local Region = require "perfsh.region"
+
+local snapfile = {}
+
+local File = {}
+File.__index = File
+File.__name = "perfsh.snapfile"
+
+function File:events() return self.info.events end
+
+function File:region_meta(id)
+  local m = self.meta
+  local args = m["args." .. id]
+  local names
+  if args then
+    names = {}
+    for a in args:gmatch("[^,]+") do names[#names + 1] = a end
+  end
+  return {
+    id = id, name = self.info.regions[id + 1] or ("region " .. id), kind = m["kind." .. id] or "?",
+    entries = tonumber(m["entries." .. id]), sampled = m["sampled." .. id] == "1", args = names,
+  }
+end
+
+function File:close() self.ud:close() end
+File.__close = File.close
+function File:__tostring() return ("perfsh.snapfile(%s, %d records)"):format(self.path, self.info.records) end
+
+--- Iterate every record of the file, in order.
+function File:hits()
+  local i, ud = 0, self.ud
+  return function()
+    i = i + 1
+    return ud:record(i)
+  end
+end
+
+--- perfsh.load(path [, {quiet = true}]): map a .psnap file. A truncated file is read up to its
+-- last whole record, with a warning on stderr (info.truncated, info.ignored_bytes say so).
+function snapfile.load(path, opts)
+  local ud, msg = core.load(path)
+  if not ud then error(msg, 2) end
+  local info = ud:info()
+  local f = setmetatable({ud = ud, path = path, info = info, meta = info.meta, regions = {}}, File)
+  for id = 0, #info.regions - 1 do f.regions[#f.regions + 1] = Region.new(f, id) end
+  if info.truncated and not (opts and opts.quiet) then
+    io.stderr:write(("perfsh: %s is truncated: read %d whole records, ignored %d bytes\n")
+      :format(path, info.records, info.ignored_bytes))
+  end
+  return f
+end
+
+return snapfile
