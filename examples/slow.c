@@ -2,7 +2,7 @@
  *
  * main calls iteration(i) for i = 0 .. N-1. An ordinary iteration makes FAST_STEPS
  * passes over a small in-cache array; every 100th one (i % 100 == 99) makes
- * 20 * FAST_STEPS random reads in a 64 MiB array, so it is at least 20x slower
+ * 200 * FAST_STEPS random reads in a 64 MiB array, so it is at least 200x slower
  * and cache-missing. With N = 1000: 10 slow iterations, indexes 99, 199, ... 999.
  *
  *   usage: slow [N]              default N = 1000
@@ -30,7 +30,7 @@ uint64_t __attribute__((noinline)) iteration(int i)
 
 		if (verbose)
 			fprintf(stderr, "slow: %d\n", i);
-		for (int k = 0; k < 20 * FAST_STEPS; k++) {
+		for (int k = 0; k < 200 * FAST_STEPS; k++) {
 			x = x * 1664525u + 1013904223u; /* LCG: a new cache line nearly every read */
 			s += big[x % BIG];
 		}

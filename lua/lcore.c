@@ -118,5 +118,8 @@ int luaopen_perfsh_core(lua_State *L)
 	ps_l_open_tracee(L);
 	ps_l_open_stats(L);
 	ps_l_open_snapset(L);
+	ps_l_open_hist(L);
+	ps_l_open_topo(L);
+	ps_l_open_lsq(L);
 	return 1;
 }

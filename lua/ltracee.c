@@ -307,6 +307,12 @@ static int l_detach(lua_State *L)
 	return 1;
 }
 
+static int l_nrecords(lua_State *L)
+{
+	lua_pushinteger(L, (lua_Integer)ps_session_nrecords(check(L)));
+	return 1;
+}
+
 static int l_close(lua_State *L)
 {
 	struct ltracee *t = luaL_checkudata(L, 1, TRACEE_MT);
@@ -521,7 +527,7 @@ static int l_save(lua_State *L)
 }
 
 static const luaL_Reg methods[] = {
-	{"add_events", l_add_events}, {"follow_fork", l_follow_fork}, {"region_func", l_region_func}, {"region_range", l_region_range}, {"region_sample", l_region_sample}, {"region_args", l_region_args}, {"save", l_save},
+	{"add_events", l_add_events}, {"follow_fork", l_follow_fork}, {"region_func", l_region_func}, {"region_range", l_region_range}, {"region_sample", l_region_sample}, {"region_args", l_region_args}, {"save", l_save}, {"nrecords", l_nrecords},
 	{"run", l_run},               {"status", l_status},           {"detach", l_detach},
 	{"close", l_close},           {"info", l_info},               {"region_info", l_region_info},
 	{"record", l_record},         {"stats", l_stats},             {"series", l_series},             {NULL, NULL}};

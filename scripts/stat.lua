@@ -2,6 +2,8 @@
 local perfsh = require "perfsh"
 local cli = require "perfsh.cli"
 local report = require "perfsh.report"
+local export = require "perfsh.export"
+local topo = require "perfsh.topology"
 local core = require "perfsh.core"
 
 local usage = [[
@@ -29,12 +31,19 @@ target:
   -p, --pid PID       attach to a running process instead of starting COMMAND
   --seconds S         stop after S seconds (detaching from an attached process)
   --follow-fork       trace forked children too (default: they run untraced)
+sampling (function regions; every call is still counted, estimated totals are printed):
+  --sample P          record each call with probability P
+  --every N           record every Nth call
 output:
   --csv               region,event,hits,total,mean,min,p50,p99,max,scaling rows
                       (time_ns is the event name of the time column)
   --per-thread        one table per region and thread
   --every-call        one row per hit (as Perforator prints)
   -o, --output FILE   write the report to FILE instead of stdout
+  --save FILE         also write every hit to FILE (.psnap; perfsh report FILE reads it)
+  --trace FILE        also write a Chrome/Perfetto trace (JSON; open it in ui.perfetto.dev)
+  --hist              also draw a histogram of each region's hit times
+  --per-cpu           also break each region down by CPU, core and L3 domain
 
 The time column is the thread's on-CPU time from the entry breakpoint to the return one
 (the counter group's time_enabled): time the thread sat stopped by perfsh is left out, the
@@ -62,6 +71,12 @@ local function main(argv)
     {"--csv", key = "csv"},
     {"--seconds", arg = true, key = "seconds"},
     {"--follow-fork", key = "follow_fork"},
+    {"--sample", arg = true, key = "sample"},
+    {"--every", arg = true, key = "every"},
+    {"--save", arg = true, key = "save"},
+    {"--trace", arg = true, key = "trace"},
+    {"--hist", key = "hist"},
+    {"--per-cpu", key = "per_cpu"},
     {"-o", "--output", arg = true, key = "output"},
     {"-h", "--help", key = "help"},
   }, argv)
@@ -108,6 +123,15 @@ local function main(argv)
   for _, r in ipairs(opts.regions) do
     local spec = region_spec(r)
     spec.every_level = opts.every_level
+    if opts.sample then
+      local p = tonumber(opts.sample)
+      if not p then error(("perfsh stat: --sample needs a probability, not '%s'"):format(opts.sample), 0) end
+      spec.sample = {p = p}
+    elseif opts.every then
+      local n = math.tointeger(tonumber(opts.every))
+      if not n or n < 1 then error(("perfsh stat: --every needs a positive count, not '%s'"):format(opts.every), 0) end
+      spec.sample = {every = n}
+    end
     local rok, err = pcall(t.region, t, spec)
     if not rok then
       t:close()
@@ -130,6 +154,23 @@ local function main(argv)
     io.stderr:write("perfsh stat: ", tostring(err):gsub("^.-:%d+: ", ""), " (the hits recorded so far follow)\n")
   end
 
+  -- files first: what was measured is kept even if the report fails
+  if opts.save then
+    local sok, why = pcall(t.save, t, opts.save)
+    if not sok then io.stderr:write("perfsh stat: ", tostring(why):gsub("^.-:%d+: ", ""), "\n") end
+  end
+  if opts.trace then
+    local f, why = io.open(opts.trace, "w")
+    if not f then
+      io.stderr:write("perfsh stat: cannot write the trace: ", why, "\n")
+    else
+      local all, names = {}, {}
+      for _, r in ipairs(t.regions) do names[r.id] = r.name end
+      for h in t:hits() do all[#all + 1] = h end
+      export.trace(f, all, info.events, names, info.pid)
+      f:close()
+    end
+  end
   -- the report
   local what = table.concat(t.argv, " ")
   local how = ""
@@ -140,6 +181,15 @@ local function main(argv)
     header = ("perfsh stat: %s%s; events %s (user space); %d stops"):format(opts.pid and ("pid " .. what) or what,
       how, table.concat(info.events, ","), info.stops),
   })
+  if not opts.csv and opts.hist then
+    for _, r in ipairs(t.regions) do
+      export.histogram(out, r:series("time_ns"), {title = "region " .. r.name .. ", on-CPU time per hit"})
+      out:write("\n")
+    end
+  end
+  if not opts.csv and opts.per_cpu then
+    for _, r in ipairs(t.regions) do topo.print_breakdown(out, r, info.events) end
+  end
   if out ~= io.stdout then out:close() end
   t:close()
   if not rok then return 1 end

@@ -128,6 +128,13 @@ local tracee = require "perfsh.tracee"
 perfsh.spawn = tracee.spawn
 perfsh.attach = tracee.attach
 perfsh.load = require("perfsh.snapfile").load
+perfsh.attribute = require("perfsh.attribute").solve
+local metrics = require "perfsh.metrics"
+perfsh.metrics = metrics.formulas
+perfsh.derive = metrics.derive
+perfsh.interval = metrics.interval
+perfsh.hist = core.hist
+perfsh.stats = core.stats
 
 perfsh.scale = core.scale
 perfsh.now = core.now

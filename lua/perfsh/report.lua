@@ -32,6 +32,10 @@ end
 
 function report.print_table(out, title, events, st)
   out:write(title, "\n")
+  if st.sampled then
+    out:write(("  sampled: %d of %d calls recorded; estimated totals scale by %.2f\n"):format(st.hits, st.entries or 0,
+      st.scale or 0))
+  end
   out:write(("  %-22s %10s %16s %14s %14s %14s %14s\n"):format("event", "hits", "total", "mean", "p50", "p99", "max"))
   for _, row in ipairs(table_rows(events, st)) do
     local s, u = row.s, row.unit
@@ -39,6 +43,14 @@ function report.print_table(out, title, events, st)
       fmt_num(s.mean, u), fmt_num(s.p50, u), fmt_num(s.p99, u), fmt_num(s.max, u)))
   end
   if st.ipc then out:write(("  %-22s %10s %16.3f\n"):format("IPC", "", st.ipc)) end
+  if st.sampled then
+    local est = {}
+    for _, name in ipairs(events) do
+      if st[name] and st[name].estimated_total then est[#est + 1] = name .. " " .. report.human(st[name].estimated_total) end
+    end
+    est[#est + 1] = ("time %.3f ms"):format(st.time_ns.estimated_total / 1e6)
+    out:write("  estimated totals over all calls: ", table.concat(est, ", "), "\n")
+  end
   if st.ratio_min and st.ratio_min < 1 then
     out:write(("  multiplexed: the group was on the PMU %.1f%% of the time at worst; values are scaled\n")
       :format(100 * st.ratio_min))

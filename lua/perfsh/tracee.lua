@@ -12,6 +12,17 @@ Tracee.__index = Tracee
 Tracee.__name = "perfsh.tracee"
 
 local Region = require "perfsh.region"
+local tail = require "perfsh.tail"
+
+--- r:on_slow{...}: log this region's slow hits while the program runs (see perfsh.tail).
+function Region:on_slow(opts)
+  local t = self.tracee
+  if not t then error("on_slow needs a live tracee", 2) end
+  local logger = tail.new(self, t:events(), opts)
+  t.slow[self.id] = t.slow[self.id] or {}
+  table.insert(t.slow[self.id], logger)
+  return logger
+end
 
 local function fail(msg, level)
   error(msg, (level or 1) + 1)
@@ -32,7 +43,8 @@ local function flatten(spec)
 end
 
 local function wrap(ud, argv)
-  return setmetatable({ud = ud, argv = argv, regions = {}, by_id = {}, args_by_id = {}}, Tracee)
+  return setmetatable({ud = ud, argv = argv, regions = {}, by_id = {}, args_by_id = {}, slow = {}, fed = 0},
+    Tracee)
 end
 
 --- perfsh.spawn{"cmd", args..., events = {...}, groups = {{...}, ...}, stdout = FILE,
@@ -131,11 +143,48 @@ end
 
 --- t:run() runs until the program ends and returns its status ({exited, code, signo, signal}).
 -- t:run{hits = N} / {seconds = S} / {until = function(t) ... end} pause earlier and return nil, "paused".
+-- Hand the records written since the last call to the slow-hit loggers.
+function Tracee:feed_loggers()
+  local n = self.ud:nrecords()
+  for i = self.fed + 1, n do
+    local rec = self.ud:record(i)
+    local loggers = self.slow[rec.region]
+    if loggers then
+      local names = self.args_by_id[rec.region]
+      if names then for k, name in ipairs(names) do rec[name] = rec.args[k] end end
+      for _, lg in ipairs(loggers) do lg:feed(rec) end
+    end
+  end
+  self.fed = n
+end
+
+-- Run in chunks so that the loggers see hits while the program runs.
+local CHUNK = 256
+local function run_feeding(self, max_hits, deadline)
+  local done = 0
+  while true do
+    local chunk = CHUNK
+    if max_hits > 0 then chunk = math.min(chunk, max_hits - done) end
+    local before = self.ud:nrecords()
+    local how, msg = self.ud:run(chunk, deadline)
+    if not how then return nil, msg end
+    self:feed_loggers()
+    local got = self.ud:nrecords() - before
+    done = done + got
+    if how == "exited" then return how end
+    if max_hits > 0 and done >= max_hits then return "paused" end
+    if deadline > 0 and core.now() >= deadline then return "paused" end
+    if got < chunk then return "paused" end -- interrupted
+  end
+end
+
 function Tracee:run(opts)
   opts = opts or {}
   local deadline = opts.seconds and core.now() + math.floor(opts.seconds * 1e9) or 0
   local how, msg
-  if opts["until"] then
+  if next(self.slow) and not opts["until"] then
+    how, msg = run_feeding(self, opts.hits or 0, deadline)
+  elseif opts["until"] then
     repeat
       how, msg = self.ud:run(1, deadline)
     until how ~= "paused" or opts["until"](self) or (deadline > 0 and core.now() >= deadline)
@@ -146,6 +195,9 @@ function Tracee:run(opts)
   local info = self.ud:info()
   if info.notice then io.stderr:write("perfsh: ", (info.notice:gsub("\n", "\nperfsh: ")), "\n") end
   if how == "paused" then return nil, "paused" end
+  for _, loggers in pairs(self.slow) do
+    for _, lg in ipairs(loggers) do lg:finish() end
+  end
   return self.ud:status()
 end
 

@@ -1,0 +1,69 @@
+--- perfsh.topology: where the hits ran. Each hit records the CPU at its start and its end;
+-- the machine's topology (package, core, L3 domain, from sysfs) groups them.
+local core = require "perfsh.core"
+local report = require "perfsh.report"
+
+local topology = {}
+
+--- The machine's CPUs: topo[cpu] = {cpu, package, die, core, l3}; topo.n CPUs online.
+function topology.read(root)
+  return core.topology(root)
+end
+
+--- Group a region's complete hits by CPU, by core and by L3 domain (by the CPU the hit
+-- started on) and count the hits that ended on another CPU than they started on.
+-- Returns {cpu = {[key] = {hits...}}, core = {...}, l3 = {...}, migrated = n, total = n}.
+function topology.breakdown(hits, topo)
+  topo = topo or core.topology()
+  local out = {cpu = {}, core = {}, l3 = {}, migrated = 0, total = 0}
+  local function add(t, k, h)
+    t[k] = t[k] or {}
+    table.insert(t[k], h)
+  end
+  for _, h in ipairs(hits) do
+    if not (h.unwound or h.exited) then
+      out.total = out.total + 1
+      if h.cpu_end ~= h.cpu_start then out.migrated = out.migrated + 1 end
+      local c = topo[h.cpu_start]
+      add(out.cpu, ("cpu%d"):format(h.cpu_start), h)
+      if c then
+        add(out.core, ("pkg%d/core%d"):format(c.package, c.core), h)
+        add(out.l3, c.l3 >= 0 and ("L3 #%d"):format(c.l3) or "L3 unknown", h)
+      else
+        add(out.core, "unknown", h)
+        add(out.l3, "unknown", h)
+      end
+    end
+  end
+  return out
+end
+
+local function keys(t)
+  local ks = {}
+  for k in pairs(t) do ks[#ks + 1] = k end
+  table.sort(ks)
+  return ks
+end
+
+--- Print the breakdown of a region as tables: hits and mean of each event per CPU, core, L3.
+function topology.print_breakdown(out, region, events, topo)
+  local b = topology.breakdown(region:list(), topo)
+  out:write(("region %s by CPU (the CPU a hit started on; %d of %d hits migrated before they ended)\n")
+    :format(region.name, b.migrated, b.total))
+  for _, level in ipairs{"cpu", "core", "l3"} do
+    local head = ("  %-16s %8s %14s"):format(level == "cpu" and "cpu" or level == "core" and "core" or "L3 domain",
+      "hits", "time mean us")
+    for _, e in ipairs(events) do head = head .. ("  %16s"):format(e .. " mean") end
+    out:write(head, "\n")
+    for _, k in ipairs(keys(b[level])) do
+      local hs = b[level][k]
+      local st = report.stats_of(hs, events)
+      local line = ("  %-16s %8d %14.3f"):format(k, #hs, st.time_ns.mean / 1000)
+      for _, e in ipairs(events) do line = line .. ("  %16s"):format(report.human(st[e].mean)) end
+      out:write(line, "\n")
+    end
+  end
+  out:write("\n")
+end
+
+return topology

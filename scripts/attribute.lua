@@ -1,0 +1,70 @@
+-- solve for the cost of each work unit of a function: perfsh attribute -r FUNC --args A,B,C -e EVENT CMD...
+local perfsh = require "perfsh"
+local cli = require "perfsh.cli"
+local core = require "perfsh.core"
+
+local usage = [[
+usage: perfsh attribute -r FUNC --args A,B,C [-e EVENT] [--csv] [--] CMD [ARGS...]
+
+Records FUNC's first integer arguments (x86-64: rdi, rsi, rdx, ...) at each call, named
+A, B, C..., and the counter EVENT over the call, then solves EVENT = a*A + b*B + c*C + k by
+least squares (SVD, LAPACKE dgelsd) and prints the cost per unit of each argument and the
+constant, with the fit's residual and condition number.
+
+  -e, --event EVENT   what to attribute (default: instructions with a hardware PMU, else
+                      task-clock); time_ns (on-CPU time) also works
+  --csv               name,cost rows (const is the constant term)
+  --no-const          fit without a constant term
+]]
+
+local function main(argv)
+  local opts, cmd = cli.parse("attribute", {
+    {"-r", "--region", "-f", "--function", arg = true, key = "func"},
+    {"--args", arg = true, key = "args"},
+    {"-e", "--event", "--events", arg = true, key = "event"},
+    {"--csv", key = "csv"},
+    {"--no-const", key = "no_const"},
+    {"-h", "--help", key = "help"},
+  }, argv)
+  if opts.help then
+    io.write(usage)
+    return 0
+  end
+  if not opts.func then error("perfsh attribute: no function given (-r FUNC)", 0) end
+  if not opts.args then error("perfsh attribute: name the arguments with --args A,B,C", 0) end
+  if #cmd == 0 then error("perfsh attribute: no command given", 0) end
+  local names = cli.split{opts.args}
+  local event = opts.event or (core.pmu_present() and "instructions" or "task-clock")
+  local events = {}
+  if event ~= "time_ns" then
+    local ok, why = core.resolve(event)
+    if not ok then error("perfsh attribute: " .. why, 0) end
+    events = {event}
+  end
+  local spec = {events = events}
+  for i, a in ipairs(cmd) do spec[i] = a end
+  local ok, t = pcall(perfsh.spawn, spec)
+  if not ok then error("perfsh attribute: " .. tostring(t):gsub("^.-:%d+: ", ""), 0) end
+  local rok, r = pcall(t.region, t, {func = opts.func, args = names, inline = false})
+  if not rok then
+    t:close()
+    error(("perfsh attribute: region '%s': %s"):format(opts.func, tostring(r):gsub("^.-:%d+: ", "")), 0)
+  end
+  local status = t:run()
+  local sok, res = pcall(perfsh.attribute, r:list(), names, event, {const = not opts.no_const})
+  t:close()
+  if not sok then error("perfsh attribute: " .. tostring(res):gsub("^.-:%d+: ", ""), 0) end
+  if opts.csv then
+    print("name,cost")
+    for _, n in ipairs(names) do print(("%s,%.6g"):format(n, res.costs[n])) end
+    if not opts.no_const then print(("const,%.6g"):format(res.const)) end
+  else
+    print(("perfsh attribute: %s over %d calls of %s"):format(event, res.n, opts.func))
+    for _, n in ipairs(names) do print(("  %-12s %16.4f per unit"):format(n, res.costs[n])) end
+    if not opts.no_const then print(("  %-12s %16.4f per call"):format("const", res.const)) end
+    print(("  fit: rms residual %.4g, condition number %.3g, rank %d"):format(res.rms, res.cond, res.rank))
+  end
+  return cli.status(status.exited, status.code, status.signo)
+end
+
+cli.main(main, arg)

@@ -1,0 +1,60 @@
+-- instructions per cycle of a region, per hit: perfsh ipc -r REGION [--csv] CMD...
+local perfsh = require "perfsh"
+local cli = require "perfsh.cli"
+local core = require "perfsh.core"
+local metrics = require "perfsh.metrics"
+
+local usage = [[
+usage: perfsh ipc -r REGION [-r REGION...] [--csv] [--] CMD [ARGS...]
+
+Counts instructions and cycles over every hit of each region and prints the IPC of the
+whole region (sum of instructions / sum of cycles) and the distribution of the per-hit IPC
+(min, p50, p90, p99, max). Needs a hardware PMU.
+]]
+
+local function main(argv)
+  local opts, cmd = cli.parse("ipc", {
+    {"-r", "--region", "-f", "--function", arg = true, repeatable = true, key = "regions"},
+    {"--csv", key = "csv"}, {"-h", "--help", key = "help"},
+  }, argv)
+  if opts.help then
+    io.write(usage)
+    return 0
+  end
+  if not opts.regions then error("perfsh ipc: no region given (-r FUNCTION)", 0) end
+  if #cmd == 0 then error("perfsh ipc: no command given", 0) end
+  if not core.pmu_present() then
+    error("perfsh ipc: needs the instructions and cycles counters, and this machine has no hardware PMU", 0)
+  end
+  local spec = {events = {"instructions", "cycles"}}
+  for i, a in ipairs(cmd) do spec[i] = a end
+  local ok, t = pcall(perfsh.spawn, spec)
+  if not ok then error("perfsh ipc: " .. tostring(t):gsub("^.-:%d+: ", ""), 0) end
+  for _, r in ipairs(opts.regions) do
+    local rok, err = pcall(t.region, t, r:match("^[^:]+:%d+%-") and {range = r} or {func = r})
+    if not rok then
+      t:close()
+      error(("perfsh ipc: region '%s': %s"):format(r, tostring(err):gsub("^.-:%d+: ", "")), 0)
+    end
+  end
+  local status = t:run()
+  local ipc = metrics.compile("ipc")
+  if opts.csv then print("region,hits,ipc,min,p50,p90,p99,max") end
+  for _, r in ipairs(t.regions) do
+    local per = {}
+    for h in r:hits() do
+      if not (h.unwound or h.exited) and h.cycles > 0 then per[#per + 1] = ipc(h) end
+    end
+    local st, d = r:stats(), core.stats(per)
+    if opts.csv then
+      print(("%s,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f"):format(r.name, st.hits, st.ipc or 0, d.min, d.p50, d.p90, d.p99, d.max))
+    else
+      print(("region %s: %d hits, IPC %.3f (per hit: min %.3f, p50 %.3f, p90 %.3f, p99 %.3f, max %.3f)")
+        :format(r.name, st.hits, st.ipc or 0, d.min, d.p50, d.p90, d.p99, d.max))
+    end
+  end
+  t:close()
+  return cli.status(status.exited, status.code, status.signo)
+end
+
+cli.main(main, arg)

@@ -1,0 +1,90 @@
+-- print a report from a saved .psnap file: perfsh report FILE [options]
+local perfsh = require "perfsh"
+local cli = require "perfsh.cli"
+local report = require "perfsh.report"
+local export = require "perfsh.export"
+local topo = require "perfsh.topology"
+
+local usage = [[
+usage: perfsh report FILE.psnap [options]
+
+Prints the tables perfsh stat prints, from hits saved with perfsh stat --save FILE (or
+t:save(FILE) in a script). A truncated file is read up to its last whole record.
+
+  --csv               region,event,hits,total,mean,min,p50,p99,max,scaling rows
+  --per-thread        one table per region and thread
+  --every-call        one row per hit
+  --hist              a histogram of each region's hit times
+  --per-cpu           each region by CPU, core and L3 domain
+  --jsonl             every hit as one JSON object per line
+  --hits-csv          every hit as one CSV row
+  --trace FILE        write a Chrome/Perfetto trace (JSON)
+  -r, --region NAME   only this region (may be repeated)
+]]
+
+local function main(argv)
+  local opts, rest = cli.parse("report", {
+    {"--csv", key = "csv"}, {"--per-thread", key = "per_thread"}, {"--every-call", key = "every_call"},
+    {"--hist", key = "hist"}, {"--per-cpu", key = "per_cpu"}, {"--jsonl", key = "jsonl"},
+    {"--hits-csv", key = "hits_csv"}, {"--trace", arg = true, key = "trace"},
+    {"-r", "--region", arg = true, repeatable = true, key = "regions"}, {"-h", "--help", key = "help"},
+  }, argv)
+  if opts.help then
+    io.write(usage)
+    return 0
+  end
+  if #rest ~= 1 then error("perfsh report: give one .psnap file (perfsh report --help)", 0) end
+  local ok, f = pcall(perfsh.load, rest[1])
+  if not ok then error("perfsh report: " .. tostring(f):gsub("^.-:%d+: ", ""), 0) end
+  local regions = f.regions
+  if opts.regions then
+    local want, picked = {}, {}
+    for _, n in ipairs(opts.regions) do want[n] = true end
+    for _, r in ipairs(f.regions) do if want[r.name] then picked[#picked + 1] = r end end
+    if #picked == 0 then
+      local names = {}
+      for _, r in ipairs(f.regions) do names[#names + 1] = r.name end
+      error(("perfsh report: no region %s in %s (it has: %s)"):format(table.concat(opts.regions, ", "), rest[1],
+        table.concat(names, ", ")), 0)
+    end
+    regions = picked
+  end
+  local events = f:events()
+  local names = {}
+  for _, r in ipairs(f.regions) do names[r.id] = r.name end
+  local hits = {}
+  for _, r in ipairs(regions) do for h in r:hits() do hits[#hits + 1] = h end end
+  table.sort(hits, function(a, b) return a.seq < b.seq end)
+  if opts.jsonl then
+    export.jsonl(io.stdout, hits, events, names)
+    return 0
+  end
+  if opts.hits_csv then
+    export.csv(io.stdout, hits, events, names)
+    return 0
+  end
+  if opts.trace then
+    local out, why = io.open(opts.trace, "w")
+    if not out then error("perfsh report: cannot write the trace: " .. why, 0) end
+    export.trace(out, hits, events, names, tonumber(f.meta.pid))
+    out:close()
+  end
+  report.regions(io.stdout, regions, {
+    csv = opts.csv, every_call = opts.every_call, per_thread = opts.per_thread, events = events,
+    header = ("perfsh report: %s: %s; %d records; events %s"):format(rest[1], f.meta.command or "?",
+      f.info.records, table.concat(events, ",")),
+  })
+  if not opts.csv and opts.hist then
+    for _, r in ipairs(regions) do
+      export.histogram(io.stdout, r:series("time_ns"), {title = "region " .. r.name .. ", on-CPU time per hit"})
+      io.stdout:write("\n")
+    end
+  end
+  if not opts.csv and opts.per_cpu then
+    for _, r in ipairs(regions) do topo.print_breakdown(io.stdout, r, events) end
+  end
+  f:close()
+  return 0
+end
+
+cli.main(main, arg)

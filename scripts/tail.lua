@@ -1,0 +1,117 @@
+-- log the slow hits of a region while a program runs: perfsh tail -r REGION [options] CMD...
+local perfsh = require "perfsh"
+local cli = require "perfsh.cli"
+local core = require "perfsh.core"
+
+local usage = [==[
+usage: perfsh tail -r REGION [--threshold-us X | --quantile Q [--factor F]] [options] [--] CMD...
+       perfsh tail -r REGION ... -p PID
+
+Runs CMD (or attaches to PID) and logs each slow hit of REGION as it happens, one line:
+  hit=N time=T (Rx median) tid=... cpu=... EVENT=V (Rx median) ...
+N is the hit's 0-based index among the region's hits; every counter is shown with its ratio
+to the median of the hits before it, so the line says what made the hit slow.
+
+  -r, --region R      a function or a line range, as for perfsh stat
+  --threshold-us X    slow: on-CPU time above X microseconds
+  --quantile Q        slow: above F times the running Q-quantile of the earlier hits (after
+                      --warmup hits; default Q 0.99, F 2, warm-up 50)
+  --factor F, --warmup N
+  -e, --events LIST   counters to log (default: instructions,cycles,cache-misses with a
+                      hardware PMU, else task-clock,page-faults,context-switches)
+  --sample P, --every N   look at a random fraction P, or every Nth hit, only
+  --log FILE          write the lines to FILE instead of stdout
+  -p, --pid PID       attach to a running process
+  --seconds S         stop after S seconds
+perfsh exits with CMD's status (128 + signal when a signal killed it).
+]==]
+
+local function main(argv)
+  local opts, cmd = cli.parse("tail", {
+    {"-r", "--region", "-f", "--function", arg = true, key = "region"},
+    {"--threshold-us", arg = true, key = "threshold"},
+    {"--quantile", arg = true, key = "quantile"},
+    {"--factor", arg = true, key = "factor"},
+    {"--warmup", arg = true, key = "warmup"},
+    {"-e", "--events", arg = true, repeatable = true, key = "events"},
+    {"--sample", arg = true, key = "sample"},
+    {"--every", arg = true, key = "every"},
+    {"--log", arg = true, key = "log"},
+    {"-p", "--pid", arg = true, key = "pid"},
+    {"--seconds", arg = true, key = "seconds"},
+    {"-h", "--help", key = "help"},
+  }, argv)
+  if opts.help then
+    io.write(usage)
+    return 0
+  end
+  if not opts.region then error("perfsh tail: no region given; name one with -r FUNCTION", 0) end
+  if not opts.pid and #cmd == 0 then error("perfsh tail: no command given (or -p PID to attach)", 0) end
+  local function num(name, v)
+    local n = tonumber(v)
+    if not n then error(("perfsh tail: %s needs a number, not '%s'"):format(name, v), 0) end
+    return n
+  end
+  if opts.threshold and opts.quantile then
+    error("perfsh tail: give --threshold-us or --quantile, not both", 0)
+  end
+  local events = opts.events and cli.split(opts.events)
+    or (core.pmu_present() and {"instructions", "cycles", "cache-misses"}
+      or {"task-clock", "page-faults", "context-switches"})
+  for _, e in ipairs(events) do
+    local ok, why = core.resolve(e)
+    if not ok then error("perfsh tail: " .. why, 0) end
+  end
+  local ok, t = pcall(function()
+    if opts.pid then
+      local pid = math.tointeger(tonumber(opts.pid))
+      if not pid then error(("perfsh tail: -p needs a process id, not '%s'"):format(opts.pid), 0) end
+      return perfsh.attach(pid, {events = events})
+    end
+    local spec = {events = events}
+    for i, a in ipairs(cmd) do spec[i] = a end
+    return perfsh.spawn(spec)
+  end)
+  if not ok then error("perfsh tail: " .. tostring(t):gsub("^.-:%d+: ", ""), 0) end
+  local rspec = opts.region:match("^[^:]+:%d+%-") and {range = opts.region} or {func = opts.region}
+  if opts.sample then rspec.sample = {p = num("--sample", opts.sample)} end
+  if opts.every then rspec.sample = {every = math.tointeger(num("--every", opts.every))} end
+  local rok, r = pcall(t.region, t, rspec)
+  if not rok then
+    t:close()
+    error(("perfsh tail: region '%s': %s"):format(opts.region, tostring(r):gsub("^.-:%d+: ", "")), 0)
+  end
+  local sok, err = pcall(r.on_slow, r, {
+    threshold_us = opts.threshold and num("--threshold-us", opts.threshold),
+    quantile = not opts.threshold and (opts.quantile and num("--quantile", opts.quantile) or 0.99) or nil,
+    factor = opts.factor and num("--factor", opts.factor) or (opts.threshold and 1 or 2),
+    warmup = opts.warmup and math.tointeger(num("--warmup", opts.warmup)) or nil,
+    log = opts.log,
+  })
+  if not sok then
+    t:close()
+    error("perfsh tail: " .. tostring(err):gsub("^.-:%d+: ", ""), 0)
+  end
+  local status
+  local runok, why = pcall(function()
+    if opts.seconds then
+      local st = t:run{seconds = num("--seconds", opts.seconds)}
+      if not st and opts.pid then t:detach() end
+      status = st
+    else
+      status = t:run()
+    end
+  end)
+  local st = r:stats()
+  io.stderr:write(("perfsh tail: %s: %d hits%s, %d logged as slow\n"):format(r.name, st.hits,
+    st.sampled and (" sampled of " .. st.entries) or "", #t.slow[r.id][1].lines))
+  t:close()
+  if not runok then
+    io.stderr:write("perfsh tail: ", tostring(why):gsub("^.-:%d+: ", ""), "\n")
+    return 1
+  end
+  if not status then return 0 end
+  return cli.status(status.exited, status.code, status.signo)
+end
+
+cli.main(main, arg)

@@ -1,0 +1,232 @@
+-- Snapshot analytics: files, tail logging, attribution, exports, per-CPU breakdowns, formulas.
+local perfsh = require "perfsh"
+local core = require "perfsh.core"
+local json = require "dkjson"
+local support = dofile("tests/support.lua")
+local P = support.perfsh
+
+local function events()
+  if core.pmu_present() then return {"instructions", "cycles"} end
+  return {"task-clock", "page-faults"}
+end
+
+describe(".psnap files", function()
+  local path = os.tmpname() .. ".psnap"
+
+  it("round-trip every field of every record", function()
+    local t <close> = perfsh.spawn{"examples/recursive", "3", "4", events = events(), stdout = "/dev/null"}
+    local r = t:region{func = "walk", every_level = true, args = {"n"}}
+    t:run()
+    assert.are.equal(15, t:save(path))
+    local live = r:list()
+    local f <close> = perfsh.load(path)
+    assert.are.same(t:events(), f:events())
+    assert.are.equal("walk", f.regions[1].name)
+    assert.are.equal("examples/recursive 3 4", f.meta.command)
+    local back = f.regions[1]:list()
+    assert.are.equal(#live, #back)
+    for i = 1, #live do assert.are.same(live[i], back[i]) end
+    assert.are.same(r:stats(), f.regions[1]:stats())
+    assert.is_true(back[1].n >= 0) -- the argument by name
+  end)
+
+  it("read a truncated file up to its last whole record, with a warning", function()
+    local f = assert(io.open(path, "rb"))
+    local data = f:read("a")
+    f:close()
+    local cut = path .. ".cut"
+    local w = assert(io.open(cut, "wb"))
+    w:write(data:sub(1, #data - 200)) -- past the trailer, into the records
+    w:close()
+    local out, err, rc = support.sh(P .. " report --csv " .. cut)
+    assert.are.equal(0, rc)
+    assert.truthy(err:find("is truncated: read %d+ whole records, ignored %d+ bytes"))
+    local n = tonumber(out:match("\nwalk,[^,]+,(%d+),"))
+    assert.is_true(n >= 1 and n < 15)
+    local g <close> = perfsh.load(cut, {quiet = true})
+    assert.is_true(g.info.truncated)
+    os.remove(cut)
+  end)
+
+  it("refuse a foreign file with a one-line reason", function()
+    local bad = os.tmpname()
+    local w = assert(io.open(bad, "w"))
+    w:write("not a snapshot at all\n")
+    w:close()
+    assert.has.error(function() perfsh.load(bad) end, bad .. ": not a perfsh snapshot file (bad magic)")
+    local _, err, rc = support.sh(P .. " report " .. bad)
+    assert.are.equal(2, rc)
+    assert.are.equal("perfsh report: " .. bad .. ": not a perfsh snapshot file (bad magic)\n", err)
+    os.remove(bad)
+    os.remove(path)
+  end)
+end)
+
+describe("perfsh tail", function()
+  it("logs exactly the injected slow iterations, with counters against the median", function()
+    local out, err, rc = support.sh(P .. " tail -r iteration --threshold-us 3000 examples/slow 1500")
+    assert.are.equal(0, rc, err)
+    local logged = {}
+    for line in out:gmatch("[^\n]+") do
+      local n = line:match("^hit=(%d+) ")
+      if n then
+        logged[#logged + 1] = tonumber(n)
+        assert.truthy(line:find("x median)", 1, true), line)
+      end
+    end
+    local want = {}
+    for i = 99, 1499, 100 do want[#want + 1] = i end
+    assert.are.same(want, logged)
+    assert.truthy(err:find("perfsh tail: iteration: 1500 hits, 15 logged as slow", 1, true))
+  end)
+
+  it("lets a Lua callback decide, and logs to a function", function()
+    local t <close> = perfsh.spawn{"examples/slow", "400", events = events(), stdout = "/dev/null"}
+    local r = t:region{func = "iteration", args = {"i"}}
+    local lines, asked = {}, 0
+    r:on_slow{threshold_us = 3000, log = function(line, hit) lines[#lines + 1] = hit.i end,
+      decide = function(hit) asked = asked + 1 return hit.i ~= 199 end}
+    t:run()
+    assert.are.equal(4, asked)
+    assert.are.same({99, 299, 399}, lines)
+  end)
+end)
+
+describe("least-squares attribution", function()
+  it("recovers known per-unit costs from recorded arguments (synthetic counter) within 2%", function()
+    local t <close> = perfsh.spawn{"examples/attribute", "120", events = events(), stdout = "/dev/null"}
+    local r = t:region{func = "do_work", args = {"A", "B", "C"}}
+    t:run()
+    local hits = r:list()
+    assert.are.equal(120, #hits)
+    for _, h in ipairs(hits) do h.work = 10 * h.A + 25 * h.B + 100 * h.C + 15 + (h.hit % 3) - 1 end
+    local res = perfsh.attribute(hits, {"A", "B", "C"}, "work")
+    assert.is_true(math.abs(res.costs.A - 10) < 0.2)
+    assert.is_true(math.abs(res.costs.B - 25) < 0.5)
+    assert.is_true(math.abs(res.costs.C - 100) < 2)
+    assert.is_true(res.cond > 1)
+  end)
+
+  it("recovers the instruction costs of the example within 2%", function()
+    if not support.need_pmu(pending) then return end
+    local out, err, rc = support.sh(P .. " attribute --csv -r do_work --args A,B,C -e instructions examples/attribute 200")
+    assert.are.equal(0, rc, err)
+    local costs = {}
+    for name, v in out:gmatch("\n(%w+),([-%d.e+]+)") do costs[name] = tonumber(v) end
+    for name, want in pairs{A = 10, B = 25, C = 100} do
+      assert.is_true(math.abs(costs[name] - want) <= 0.02 * want, name .. " " .. tostring(costs[name]))
+    end
+  end)
+
+  it("refuses too few hits and a rank-deficient design", function()
+    assert.has.error(function() perfsh.attribute({{A = 1, B = 2, x = 3}}, {"A", "B"}, "x") end,
+      "too few hits: 1 for 3 unknowns; run more calls")
+    local hs = {}
+    for i = 1, 10 do hs[i] = {A = i, B = 2 * i, x = 3 * i} end
+    local ok, err = pcall(perfsh.attribute, hs, {"A", "B"}, "x")
+    assert.is_false(ok)
+    assert.truthy(err:find("rank deficient", 1, true), err)
+  end)
+
+  it("prints name,cost rows with --csv", function()
+    local out, err, rc = support.sh(P .. " attribute --csv -r do_work --args A,B,C examples/attribute 60")
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:match("\nname,cost\nA,[-%d.e+]+\nB,[-%d.e+]+\nC,[-%d.e+]+\nconst,[-%d.e+]+\n$"), out)
+  end)
+end)
+
+describe("exports", function()
+  it("writes a Chrome/Perfetto trace that parses back with one slice per hit", function()
+    local trace = os.tmpname()
+    local _, err, rc = support.sh(P .. " stat -e task-clock -r work --trace " .. trace .. " examples/threads 40 100")
+    assert.are.equal(0, rc, err)
+    local f = assert(io.open(trace))
+    local doc = json.decode(f:read("a"))
+    f:close()
+    os.remove(trace)
+    local slices, tids = 0, {}
+    for _, e in ipairs(doc.traceEvents) do
+      if e.ph == "X" then
+        slices = slices + 1
+        assert.are.equal("work", e.name)
+        assert.is_true(e.dur >= 0 and e.ts >= 0)
+        assert.is_number(e.args["task-clock"])
+        tids[e.tid] = true
+      end
+    end
+    assert.are.equal(80, slices)
+    local n = 0
+    for _ in pairs(tids) do n = n + 1 end
+    assert.are.equal(2, n)
+  end)
+
+  it("writes JSON lines and CSV of every hit", function()
+    local path = os.tmpname() .. ".psnap"
+    support.sh(P .. " stat -e task-clock -r walk --save " .. path .. " examples/recursive 2 2")
+    local out = support.sh(P .. " report --jsonl " .. path)
+    local n = 0
+    for line in out:gmatch("[^\n]+") do
+      local o = json.decode(line)
+      assert.are.equal("walk", o.region)
+      assert.is_number(o.events["task-clock"])
+      n = n + 1
+    end
+    assert.are.equal(2, n)
+    out = support.sh(P .. " report --hits-csv " .. path)
+    assert.truthy(out:match("^region,hit,tid,cpu_start,cpu_end,t_start,t_end,time_ns,wall_ns,depth,flags,task%-clock\n"))
+    os.remove(path)
+  end)
+
+  it("draws a log-scale histogram with p50, p99 and max marked", function()
+    local out = support.sh(P .. " stat --hist -e task-clock -r iteration examples/slow 300")
+    assert.truthy(out:find("on-CPU time per hit: 300 hits, p50 ", 1, true))
+    assert.truthy(out:find("<- p50", 1, true))
+    assert.truthy(out:find("p99", 1, true))
+    assert.truthy(out:find("max\n", 1, true))
+  end)
+end)
+
+describe("per-CPU attribution", function()
+  it("breaks hits down by CPU, core and L3 and counts migrations", function()
+    local topo = require("perfsh.topology")
+    local t <close> = perfsh.spawn{"examples/threads", "100", "100", events = events(), stdout = "/dev/null"}
+    local r = t:region{func = "work"}
+    t:run()
+    local b = topo.breakdown(r:list())
+    assert.are.equal(200, b.total)
+    local sum = 0
+    for _, hs in pairs(b.cpu) do sum = sum + #hs end
+    assert.are.equal(200, sum)
+    local m = 0
+    for h in r:hits() do if h.cpu_start ~= h.cpu_end then m = m + 1 end end
+    assert.are.equal(m, b.migrated)
+    local out = support.sh(P .. " stat --per-cpu -e task-clock -r work examples/threads 20 100")
+    assert.truthy(out:find("region work by CPU", 1, true))
+    assert.truthy(out:find("L3 domain", 1, true))
+  end)
+end)
+
+describe("formulas and intervals", function()
+  it("derive metrics from formulas kept as data and reject unknown fields", function()
+    assert.are.equal(2.5, perfsh.derive({instructions = 250, cycles = 100}, "ipc"))
+    assert.are.equal("instructions / cycles", perfsh.metrics.ipc)
+    assert.are.equal(0.25, perfsh.derive({["cache-misses"] = 1, ["cache-references"] = 4}, "cache-miss-ratio"))
+    assert.has.error(function() perfsh.derive({cycles = 1}, "stalls / cycles") end,
+      "unknown field 'stalls' in formula 'stalls / cycles'")
+  end)
+
+  it("compute intervals between any two fields, across hits too", function()
+    local t <close> = perfsh.spawn{"examples/recursive", "3", "2", events = events(), stdout = "/dev/null"}
+    local r = t:region{func = "walk"}
+    t:run()
+    local hs = r:list()
+    local d = perfsh.interval(hs, "t_start", "t_end")
+    for i, h in ipairs(hs) do assert.are.equal(h.wall_ns, d[i]) end
+    local gaps = perfsh.interval(hs, "t_end", "next.t_start")
+    assert.are.equal(2, #gaps)
+    for _, g in ipairs(gaps) do assert.is_true(g > 0) end
+    local ev = t:events()[1]
+    local own = perfsh.interval(hs, "start." .. ev, "end." .. ev, t:events())
+    for i, h in ipairs(hs) do assert.are.equal(h["end"][1] - h.start[1], own[i]) end
+  end)
+end)
