@@ -113,13 +113,32 @@ static void slot_free(struct thr *th, int i)
 
 /* ---- records ---- */
 
-/* Move what the ring holds into the store, which grows and loses nothing. */
+/* Region names the spill file does not have yet. */
+static int spill_names(struct ps_session *s, struct ps_error *err)
+{
+	while (s->spill_nreg < s->nreg) {
+		if (ps_psnap_add_region(s->spill, s->reg[s->spill_nreg].name, err) < 0)
+			return -1;
+		s->spill_nreg++;
+	}
+	return 0;
+}
+
+/* Move what the ring holds into the store, which grows and loses nothing, or to the spill
+   file. */
 static int drain(struct ps_session *s)
 {
 	size_t n = ps_ring_count(s->ring);
 
 	if (n == 0)
 		return 0;
+	if (s->spill) {
+		ssize_t w = ps_ring_drain_to(s->ring, s->spill, &s->fail);
+		if (w < 0)
+			return -1;
+		s->spilled += (uint64_t)w;
+		return 0;
+	}
 	if (s->nstore + n > s->capstore) {
 		uint64_t cap = s->capstore ? s->capstore : 4096;
 		while (cap < s->nstore + n)
@@ -451,7 +470,73 @@ static int make_ring(struct ps_session *s, struct ps_error *err)
 		return 0;
 	s->recsize = ps_snap_size((unsigned)ps_session_nvals(s), (unsigned)s->nargs);
 	s->ring = ps_ring_new(s->recsize, RING_CAPACITY, err);
-	return s->ring ? 0 : -1;
+	if (!s->ring)
+		return -1;
+	if (s->spill_path[0]) {
+		const char *events[PS_MAX_EVENTS];
+		char groups[64] = "";
+		struct ps_psnap_meta meta = {"groups", groups};
+		struct ps_psnap_info info = {0};
+
+		for (int k = 0; k < s->nev; k++)
+			events[k] = s->ev[k].name;
+		for (int g = 0; g < s->ngroups; g++)
+			snprintf(groups + strlen(groups), sizeof groups - strlen(groups), "%s%d", g ? "," : "", s->gsize[g]);
+		info.nvals = (unsigned)ps_session_nvals(s);
+		info.nargs = (unsigned)s->nargs;
+		info.nevents = (size_t)s->nev;
+		info.events = events;
+		info.nmeta = 1;
+		info.meta = &meta;
+		s->spill = ps_psnap_create(s->spill_path, &info, err);
+		if (!s->spill)
+			return -1;
+		s->spill_nreg = 0;
+		return spill_names(s, err);
+	}
+	return 0;
+}
+
+int ps_session_spill(struct ps_session *s, const char *path, struct ps_error *err)
+{
+	if (s->started || s->ring)
+		return ps_error_set(err, PS_EUSAGE, "spill to a file before the first run");
+	if (strlen(path) >= sizeof s->spill_path)
+		return ps_error_set(err, PS_EUSAGE, "path too long: %.40s...", path);
+	snprintf(s->spill_path, sizeof s->spill_path, "%s", path);
+	return 0;
+}
+
+int ps_session_spill_flush(struct ps_session *s, struct ps_error *err)
+{
+	if (!s->spill)
+		return 0;
+	if (drain(s)) {
+		if (err)
+			*err = s->fail;
+		return -1;
+	}
+	return spill_names(s, err) || ps_psnap_flush(s->spill, err) ? -1 : 0;
+}
+
+int ps_session_spill_meta(struct ps_session *s, const char *key, const char *value, struct ps_error *err)
+{
+	if (!s->spill)
+		return ps_error_set(err, PS_EUSAGE, "not spilling to a file");
+	return ps_psnap_add_meta(s->spill, key, value, err);
+}
+
+int ps_session_spill_close(struct ps_session *s, struct ps_error *err)
+{
+	int rc;
+
+	if (!s->spill)
+		return 0;
+	rc = ps_session_spill_flush(s, err);
+	if (ps_psnap_close(s->spill, err))
+		rc = -1;
+	s->spill = NULL;
+	return rc;
 }
 
 /* Open the main thread's group at once, so a bad event fails before anything runs. */
@@ -638,8 +723,13 @@ int ps_session_run(struct ps_session *s, uint64_t max_records, uint64_t deadline
 	s->written_at_run_start = s->seq;
 	s->failed = 0;
 	rc = ps__hw_windows(s) ? run_windows(s, err) : ps_tracer_run(s->t, err);
-	if (drain(s))
-		return ps_error_set(err, ENOMEM, "out of memory for %llu records", (unsigned long long)s->seq);
+	if (drain(s)) {
+		if (s->spill && err)
+			*err = s->fail;
+		else
+			ps_error_set(err, ENOMEM, "out of memory for %llu records", (unsigned long long)s->seq);
+		return -1;
+	}
 	if (rc < 0 && s->failed && err)
 		*err = s->fail;
 	return rc;
@@ -676,6 +766,10 @@ void ps_session_free(struct ps_session *s)
 			s->threads[b] = th->next;
 			thr_free(th);
 		}
+	if (s->spill) {
+		struct ps_error e;
+		ps_session_spill_close(s, &e);
+	}
 	ps_ring_free(s->ring);
 	free(s->store);
 	free(s->bps);
@@ -722,6 +816,8 @@ const struct ps_region_info *ps_session_region(const struct ps_session *s, int i
 
 uint64_t ps_session_nrecords(const struct ps_session *s)
 {
+	if (s->spill_path[0])
+		return s->spilled + (s->ring ? ps_ring_count(s->ring) : 0);
 	return s->nstore;
 }
 

@@ -96,6 +96,17 @@ int ps_session_region_sample(struct ps_session *s, int id, const struct ps_sampl
  */
 int ps_session_region_args(struct ps_session *s, int id, int n, struct ps_error *err);
 
+/**
+ * ps_session_spill() - send the records to a .psnap file at @path as the ring fills, instead
+ * of keeping them in memory (memory stays bounded by the ring). Before the first run. The
+ * file is readable (ps_psnap_open) after each ps_session_spill_flush(), complete after
+ * ps_session_spill_close(), which may add metadata pairs first (ps_session_spill_meta).
+ */
+int ps_session_spill(struct ps_session *s, const char *path, struct ps_error *err);
+int ps_session_spill_flush(struct ps_session *s, struct ps_error *err);
+int ps_session_spill_meta(struct ps_session *s, const char *key, const char *value, struct ps_error *err);
+int ps_session_spill_close(struct ps_session *s, struct ps_error *err);
+
 /* Entries of region @id so far (for a sampled region: the hardware count). */
 uint64_t ps_session_entries(struct ps_session *s, int id);
 
@@ -140,7 +151,7 @@ int ps_session_nevents(const struct ps_session *s);
 const struct ps_event *ps_session_event(const struct ps_session *s, int i);
 int ps_session_nregions(const struct ps_session *s);
 const struct ps_region_info *ps_session_region(const struct ps_session *s, int id);
-uint64_t ps_session_nrecords(const struct ps_session *s);
+uint64_t ps_session_nrecords(const struct ps_session *s); /* written so far, spilled ones too */
 const struct ps_snap *ps_session_record(const struct ps_session *s, uint64_t i);
 size_t ps_session_recsize(const struct ps_session *s);
 uint64_t ps_session_dropped(const struct ps_session *s); /* records lost (none unless a limit is set) */

@@ -7,6 +7,7 @@
 
 #include "group.h"
 #include "lines.h"
+#include "psnap.h"
 #include "ring.h"
 #include "session.h"
 #include "symbols.h"
@@ -83,6 +84,10 @@ struct ps_session {
 	int nsampled;
 	uint64_t rng;           /* xorshift64 state for sampling gaps */
 	int in_window;          /* window sampling: inside a window now */
+	struct ps_psnap_writer *spill; /* records go to this file instead of memory */
+	char spill_path[PATH_MAX];
+	int spill_nreg;                /* region names already in the file */
+	uint64_t spilled;
 };
 
 /* sampling.c */

@@ -307,6 +307,43 @@ static int l_detach(lua_State *L)
 	return 1;
 }
 
+/* t:spill(path) / t:spill_flush() / t:spill_meta(k, v) / t:spill_close() -> true | nil, msg */
+static int l_spill(lua_State *L)
+{
+	struct ps_error err;
+	if (ps_session_spill(check(L), luaL_checkstring(L, 2), &err))
+		return ps_l_fail(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+static int l_spill_flush(lua_State *L)
+{
+	struct ps_error err;
+	if (ps_session_spill_flush(check(L), &err))
+		return ps_l_fail(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+static int l_spill_meta(lua_State *L)
+{
+	struct ps_error err;
+	if (ps_session_spill_meta(check(L), luaL_checkstring(L, 2), luaL_checkstring(L, 3), &err))
+		return ps_l_fail(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+static int l_spill_close(lua_State *L)
+{
+	struct ps_error err;
+	if (ps_session_spill_close(check(L), &err))
+		return ps_l_fail(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
 static int l_nrecords(lua_State *L)
 {
 	lua_pushinteger(L, (lua_Integer)ps_session_nrecords(check(L)));
@@ -527,7 +564,8 @@ static int l_save(lua_State *L)
 }
 
 static const luaL_Reg methods[] = {
-	{"add_events", l_add_events}, {"follow_fork", l_follow_fork}, {"region_func", l_region_func}, {"region_range", l_region_range}, {"region_sample", l_region_sample}, {"region_args", l_region_args}, {"save", l_save}, {"nrecords", l_nrecords},
+	{"add_events", l_add_events}, {"follow_fork", l_follow_fork}, {"region_func", l_region_func}, {"region_range", l_region_range}, {"region_sample", l_region_sample}, {"region_args", l_region_args}, {"save", l_save}, {"nrecords", l_nrecords}, {"spill", l_spill}, {"spill_flush", l_spill_flush},
+	{"spill_meta", l_spill_meta}, {"spill_close", l_spill_close},
 	{"run", l_run},               {"status", l_status},           {"detach", l_detach},
 	{"close", l_close},           {"info", l_info},               {"region_info", l_region_info},
 	{"record", l_record},         {"stats", l_stats},             {"series", l_series},             {NULL, NULL}};

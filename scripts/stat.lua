@@ -40,7 +40,8 @@ output:
   --per-thread        one table per region and thread
   --every-call        one row per hit (as Perforator prints)
   -o, --output FILE   write the report to FILE instead of stdout
-  --save FILE         also write every hit to FILE (.psnap; perfsh report FILE reads it)
+  --save FILE         write every hit to FILE as the run goes (.psnap; memory stays bounded;
+                      perfsh report FILE reads it)
   --trace FILE        also write a Chrome/Perfetto trace (JSON; open it in ui.perfetto.dev)
   --hist              also draw a histogram of each region's hit times
   --per-cpu           also break each region down by CPU, core and L3 domain
@@ -113,7 +114,7 @@ local function main(argv)
       if not pid then error(("perfsh stat: -p needs a process id, not '%s'"):format(opts.pid), 0) end
       return perfsh.attach(pid, {events = events, groups = groups, follow_fork = opts.follow_fork})
     end
-    local spec = {events = events, groups = groups, follow_fork = opts.follow_fork}
+    local spec = {events = events, groups = groups, follow_fork = opts.follow_fork, spill = opts.save}
     for i, a in ipairs(cmd) do spec[i] = a end
     return perfsh.spawn(spec)
   end)
@@ -155,7 +156,7 @@ local function main(argv)
   end
 
   -- files first: what was measured is kept even if the report fails
-  if opts.save then
+  if opts.save and opts.pid then
     local sok, why = pcall(t.save, t, opts.save)
     if not sok then io.stderr:write("perfsh stat: ", tostring(why):gsub("^.-:%d+: ", ""), "\n") end
   end

@@ -48,6 +48,28 @@ describe(".psnap files", function()
     os.remove(cut)
   end)
 
+  it("take records spilled as the ring fills, beyond the ring's capacity", function()
+    local spill = os.tmpname() .. ".psnap"
+    local t <close> = perfsh.spawn{"examples/loop", "1", "10000", events = events(), stdout = "/dev/null",
+      spill = spill}
+    local r = t:region{func = "spin"}
+    local _, how = t:run{hits = 5000}
+    assert.are.equal("paused", how)
+    assert.are.equal(5000, r:stats().hits) -- readable mid-run
+    assert.are.equal(0, t:run().code)
+    assert.are.equal(10000, r:stats().hits)
+    local seq = -1
+    for h in t:hits() do
+      assert.are.equal(seq + 1, h.seq)
+      seq = h.seq
+    end
+    local f <close> = perfsh.load(spill)
+    assert.is_true(f.info.complete)
+    assert.are.equal(10000, f.info.records)
+    assert.are.equal("10000", f.meta["entries.0"])
+    os.remove(spill)
+  end)
+
   it("refuse a foreign file with a one-line reason", function()
     local bad = os.tmpname()
     local w = assert(io.open(bad, "w"))

@@ -1,6 +1,6 @@
 --- perfsh.region: a region's hits and their statistics, from a live tracee or a loaded file.
 -- A region belongs to a source (src) that has:
---   src.ud            userdata with :record(i), :stats(id), :series(id, k)
+--   src:record(i), src:stats_of(id), src:series_of(id, k)   the records and their statistics
 --   src:events()      the event names, in record order
 --   src:region_meta(id) -> {name, kind, entries, sampled, args = {names}, dropped, why, ...}
 local Region = {}
@@ -16,12 +16,12 @@ end
 -- time_ns (on-CPU), wall_ns, tid, cpu_start, cpu_end, hit (0-based), depth, unwound, exited,
 -- sampled, args (and each argument by the name given in region{args = {...}}).
 function Region:hits()
-  local i, ud, id = 0, self.src.ud, self.id
-  local names = self.src:region_meta(id).args
+  local i, src, id = 0, self.src, self.id
+  local names = src:region_meta(id).args
   return function()
     while true do
       i = i + 1
-      local rec = ud:record(i)
+      local rec = src:record(i)
       if not rec then return nil end
       if rec.region == id then
         if names then
@@ -56,7 +56,7 @@ function Region:series(field)
     error(("unknown field '%s' for series (events: %s, time_ns, wall_ns)"):format(tostring(field),
       table.concat(self.src:events(), ", ")), 2)
   end
-  return self.src.ud:series(self.id, k)
+  return self.src:series_of(self.id, k)
 end
 
 --- r:stats(): over the region's complete hits, for each event and for time_ns (on-CPU time
@@ -64,7 +64,7 @@ end
 -- Also hits, incomplete, ratio_min (multiplexing), entries, ipc where instructions and cycles
 -- are both counted, and for a sampled region scale and each event's estimated_total.
 function Region:stats()
-  local st = self.src.ud:stats(self.id)
+  local st = self.src:stats_of(self.id)
   local meta = self.src:region_meta(self.id)
   if st.instructions and st.cycles and st.cycles.sum > 0 then
     st.ipc = st.instructions.sum / st.cycles.sum

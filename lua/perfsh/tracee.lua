@@ -13,6 +13,7 @@ Tracee.__name = "perfsh.tracee"
 
 local Region = require "perfsh.region"
 local tail = require "perfsh.tail"
+local snapfile = require "perfsh.snapfile"
 
 --- r:on_slow{...}: log this region's slow hits while the program runs (see perfsh.tail).
 function Region:on_slow(opts)
@@ -48,8 +49,10 @@ local function wrap(ud, argv)
 end
 
 --- perfsh.spawn{"cmd", args..., events = {...}, groups = {{...}, ...}, stdout = FILE,
--- stderr = FILE, stdin = FILE, follow_fork = true}: start a program traced, stopped before it
--- runs any code of its own. events form one group; each list in groups another.
+-- stderr = FILE, stdin = FILE, follow_fork = true, spill = "run.psnap"}: start a program
+-- traced, stopped before it runs any code of its own. events form one group; each list in
+-- groups another. With spill, records go to the file as the ring fills (memory stays
+-- bounded) and are read back from it.
 -- Forked children are released (their breakpoints removed) unless follow_fork is set.
 function tracee.spawn(spec)
   if type(spec) ~= "table" or type(spec[1]) ~= "string" then
@@ -66,7 +69,16 @@ function tracee.spawn(spec)
     group_sizes = sizes})
   if not ud then fail(msg, 2) end
   if spec.follow_fork then ud:follow_fork(true) end
-  return wrap(ud, argv)
+  local t = wrap(ud, argv)
+  if spec.spill then
+    local ok, why = ud:spill(spec.spill)
+    if not ok then
+      ud:close()
+      fail(why, 2)
+    end
+    t.spill = spec.spill
+  end
+  return t
 end
 
 --- perfsh.attach(pid, {events = {...}}): trace a running process (every thread).
@@ -147,8 +159,8 @@ end
 function Tracee:feed_loggers()
   local n = self.ud:nrecords()
   for i = self.fed + 1, n do
-    local rec = self.ud:record(i)
-    local loggers = self.slow[rec.region]
+    local rec = self:record(i)
+    local loggers = rec and self.slow[rec.region]
     if loggers then
       local names = self.args_by_id[rec.region]
       if names then for k, name in ipairs(names) do rec[name] = rec.args[k] end end
@@ -168,6 +180,7 @@ local function run_feeding(self, max_hits, deadline)
     local before = self.ud:nrecords()
     local how, msg = self.ud:run(chunk, deadline)
     if not how then return nil, msg end
+    if self.spill then self:reload_spill(false) end
     self:feed_loggers()
     local got = self.ud:nrecords() - before
     done = done + got
@@ -194,6 +207,7 @@ function Tracee:run(opts)
   if not how then fail(msg, 2) end
   local info = self.ud:info()
   if info.notice then io.stderr:write("perfsh: ", (info.notice:gsub("\n", "\nperfsh: ")), "\n") end
+  if self.spill then self:reload_spill(how == "exited") end
   if how == "paused" then return nil, "paused" end
   for _, loggers in pairs(self.slow) do
     for _, lg in ipairs(loggers) do lg:finish() end
@@ -214,16 +228,19 @@ function Tracee:detach()
   return true
 end
 
-function Tracee:close() self.ud:close() end
+function Tracee:close()
+  if self.file then self.file:close() self.file = nil end
+  self.ud:close()
+end
 Tracee.__close = Tracee.close
 function Tracee:__tostring() return tostring(self.ud) end
 
 --- Iterate over every record of the session (all regions), in the order they ended.
 function Tracee:hits()
-  local i, ud = 0, self.ud
+  local i = 0
   return function()
     i = i + 1
-    return ud:record(i)
+    return self:record(i)
   end
 end
 
@@ -236,10 +253,41 @@ end
 
 function Tracee:events() return self.ud:info().events end
 
+-- Records come from memory, or from the spill file (reloaded after each run).
+function Tracee:record(i)
+  if self.spill then return self.file and self.file.ud:record(i) end
+  return self.ud:record(i)
+end
+function Tracee:stats_of(id)
+  if self.spill then
+    if self.file then return self.file.ud:stats(id) end
+    return self.ud:stats(id) -- nothing spilled yet: empty statistics
+  end
+  return self.ud:stats(id)
+end
+function Tracee:series_of(id, k)
+  if self.spill then return self.file and self.file.ud:series(id, k) or {} end
+  return self.ud:series(id, k)
+end
+
+-- After a run: make what was spilled readable (complete once the program has ended).
+function Tracee:reload_spill(final)
+  if self.file then self.file:close() self.file = nil end
+  local ok, why
+  if final then
+    for k, v in pairs(self:region_metadata()) do self.ud:spill_meta(k, v) end
+    ok, why = self.ud:spill_close()
+  else
+    ok, why = self.ud:spill_flush()
+  end
+  if not ok then fail(why, 3) end
+  self.file = snapfile.load(self.spill, {quiet = true})
+end
+
 --- t:save(path): write every record so far to a .psnap file (perfsh.load and perfsh report
 -- read it). Returns the number of records.
-function Tracee:save(path)
-  local meta = {command = table.concat(self.argv, " ")}
+function Tracee:region_metadata()
+  local meta = {command = table.concat(self.argv, " "), pid = tostring(self.ud:info().pid)}
   for _, r in ipairs(self.regions) do
     local info = self:region_meta(r.id)
     meta["entries." .. r.id] = tostring(info.entries)
@@ -247,7 +295,12 @@ function Tracee:save(path)
     if info.sampled then meta["sampled." .. r.id] = "1" end
     if info.args then meta["args." .. r.id] = table.concat(info.args, ",") end
   end
-  local n, msg = self.ud:save(path, meta)
+  return meta
+end
+
+function Tracee:save(path)
+  if self.spill then fail("the records are in the spill file " .. self.spill .. " already", 2) end
+  local n, msg = self.ud:save(path, self:region_metadata())
   if not n then fail(msg, 2) end
   return n
 end
