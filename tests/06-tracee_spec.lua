@@ -104,6 +104,21 @@ describe("a function region", function()
     assert.are.equal(1000, r:info().entries)
   end)
 
+  it("makes each inlined copy of a function a region of its own", function()
+    local t <close> = perfsh.spawn{"examples/inlined", "30", "50", events = events(), stdout = "/dev/null"}
+    local first = t:region{func = "mix"}
+    assert.are.equal(0, t:run().code)
+    assert.are.equal(2, #t.regions)
+    assert.are.equal(first, t.regions[1])
+    local hits = {}
+    for _, r in ipairs(t.regions) do
+      assert.truthy(r.name:match("^mix@inline#%d+ in main$"), r.name)
+      hits[#hits + 1] = r:stats().hits
+    end
+    table.sort(hits)
+    assert.are.same({30, 50}, hits)
+  end)
+
   it("arms a C++ method by its demangled name", function()
     local t <close> = perfsh.spawn{"examples/cxx", "25", events = events(), stdout = "/dev/null"}
     local r = t:region{func = "geo::Shape::area"}

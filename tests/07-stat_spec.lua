@@ -119,6 +119,17 @@ describe("perfsh stat", function()
     assert.truthy(out:find("\nspin,instructions:u,3,", 1, true), out)
   end)
 
+  it("writes the report to a file with -o", function()
+    local path = os.tmpname()
+    local out, err, rc = support.sh(P .. " stat -o " .. path .. " -r sum -e task-clock examples/sum")
+    assert.are.equal(0, rc, err)
+    assert.are.equal("sum = 10736046639121121\n", out) -- only the target's own output
+    local f = assert(io.open(path))
+    assert.truthy(f:read("a"):find("region sum (func, 1 hit)", 1, true))
+    f:close()
+    os.remove(path)
+  end)
+
   it("lists events with --list", function()
     local out, _, rc = support.sh(P .. " stat --list sw")
     assert.are.equal(0, rc)
