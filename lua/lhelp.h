@@ -8,6 +8,7 @@
 #include "error.h"
 #include "events.h"
 #include "group.h"
+#include "stats.h"
 
 /* Push nil, message, code (the luaL_fileresult convention) and return 3. */
 int ps_l_fail(lua_State *L, const struct ps_error *err);
@@ -23,6 +24,9 @@ int ps_l_check_events(lua_State *L, int idx, struct ps_event *ev, int max);
 
 /* Push a group reading as a table (see group:read() in README.md). */
 void ps_l_push_reading(lua_State *L, const struct ps_event *ev, const struct ps_reading *r);
+
+/* Push statistics as {count, sum, mean, stddev, min, p50, p90, p99, max}. */
+void ps_l_push_stats(lua_State *L, const struct ps_stats *st);
 
 /* Optional integer field of the table at @idx. */
 lua_Integer ps_l_optfield_int(lua_State *L, int idx, const char *k, lua_Integer def);

@@ -4,6 +4,25 @@
 #include "lhelp.h"
 #include "stats.h"
 
+void ps_l_push_stats(lua_State *L, const struct ps_stats *st)
+{
+	lua_createtable(L, 0, 9);
+	lua_pushinteger(L, (lua_Integer)st->n);
+	lua_setfield(L, -2, "count");
+#define F(k)                      \
+	lua_pushnumber(L, st->k); \
+	lua_setfield(L, -2, #k)
+	F(sum);
+	F(mean);
+	F(stddev);
+	F(min);
+	F(p50);
+	F(p90);
+	F(p99);
+	F(max);
+#undef F
+}
+
 /* core.stats({numbers}) -> {count, sum, mean, stddev, min, p50, p90, p99, max} */
 static int l_stats(lua_State *L)
 {
@@ -28,21 +47,7 @@ static int l_stats(lua_State *L)
 	}
 	ps_stats_of(v, (size_t)n, &st);
 	free(v);
-	lua_createtable(L, 0, 9);
-	lua_pushinteger(L, (lua_Integer)st.n);
-	lua_setfield(L, -2, "count");
-#define F(k)                     \
-	lua_pushnumber(L, st.k); \
-	lua_setfield(L, -2, #k)
-	F(sum);
-	F(mean);
-	F(stddev);
-	F(min);
-	F(p50);
-	F(p90);
-	F(p99);
-	F(max);
-#undef F
+	ps_l_push_stats(L, &st);
 	return 1;
 }
 

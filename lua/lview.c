@@ -2,6 +2,7 @@
 #include <lauxlib.h>
 #include <stdlib.h>
 
+#include "lhelp.h"
 #include "lview.h"
 #include "stats.h"
 
@@ -161,21 +162,7 @@ static void push_stats(lua_State *L, double *val, size_t n)
 {
 	struct ps_stats st;
 	ps_stats_of(val, n, &st);
-	lua_createtable(L, 0, 9);
-#define F(k)                       \
-	lua_pushnumber(L, st.k);   \
-	lua_setfield(L, -2, #k)
-	F(sum);
-	F(mean);
-	F(stddev);
-	F(min);
-	F(max);
-	F(p50);
-	F(p90);
-	F(p99);
-#undef F
-	lua_pushinteger(L, (lua_Integer)st.n);
-	lua_setfield(L, -2, "count");
+	ps_l_push_stats(L, &st);
 }
 
 int ps_l_push_region_stats(lua_State *L, const struct ps_view *v, int region)

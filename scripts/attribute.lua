@@ -24,12 +24,7 @@ local function main(argv)
     {"-e", "--event", "--events", arg = true, key = "event"},
     {"--csv", key = "csv"},
     {"--no-const", key = "no_const"},
-    {"-h", "--help", key = "help"},
-  }, argv)
-  if opts.help then
-    io.write(usage)
-    return 0
-  end
+  }, argv, usage)
   if not opts.func then error("perfsh attribute: no function given (-r FUNC)", 0) end
   if not opts.args then error("perfsh attribute: name the arguments with --args A,B,C", 0) end
   if #cmd == 0 then error("perfsh attribute: no command given", 0) end
@@ -37,23 +32,15 @@ local function main(argv)
   local event = opts.event or (core.pmu_present() and "instructions" or "task-clock")
   local events = {}
   if event ~= "time_ns" then
-    local ok, why = core.resolve(event)
-    if not ok then error("perfsh attribute: " .. why, 0) end
     events = {event}
+    cli.check_events("attribute", events)
   end
-  local spec = {events = events}
-  for i, a in ipairs(cmd) do spec[i] = a end
-  local ok, t = pcall(perfsh.spawn, spec)
-  if not ok then error("perfsh attribute: " .. tostring(t):gsub("^.-:%d+: ", ""), 0) end
-  local rok, r = pcall(t.region, t, {func = opts.func, args = names, inline = false})
-  if not rok then
-    t:close()
-    error(("perfsh attribute: region '%s': %s"):format(opts.func, tostring(r):gsub("^.-:%d+: ", "")), 0)
-  end
+  local t = cli.start("attribute", cmd, nil, {events = events})
+  local r = cli.arm("attribute", t, opts.func, {func = opts.func, args = names, inline = false})
   local status = t:run()
   local sok, res = pcall(perfsh.attribute, r:list(), names, event, {const = not opts.no_const})
   t:close()
-  if not sok then error("perfsh attribute: " .. tostring(res):gsub("^.-:%d+: ", ""), 0) end
+  if not sok then error("perfsh attribute: " .. cli.reason(res), 0) end
   if opts.csv then
     print("name,cost")
     for _, n in ipairs(names) do print(("%s,%.6g"):format(n, res.costs[n])) end

@@ -1,6 +1,7 @@
 -- count a whole command like perf stat: perfsh count [-e EVENTS] [--csv] [--] CMD ARGS...
 local perfsh = require "perfsh"
 local cli = require "perfsh.cli"
+local report = require "perfsh.report"
 
 local usage = [[
 usage: perfsh count [-e EVENT,...] [--csv] [--] COMMAND [ARGS...]
@@ -15,27 +16,17 @@ event group (user space only unless an event says :k). Exits with COMMAND's stat
   --csv               print event,value,scaling rows instead of the table
 ]]
 
-local function human(n)
-  local s = ("%d"):format(math.floor(n + 0.5))
-  return s:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", "")
-end
-
 local function main(argv)
   local opts, cmd = cli.parse("count", {
     {"-e", "--events", arg = true, repeatable = true, key = "events"},
     {"--csv", key = "csv"},
-    {"-h", "--help", key = "help"},
-  }, argv)
-  if opts.help then
-    io.write(usage)
-    return 0
-  end
+  }, argv, usage)
   if #cmd == 0 then error("perfsh count: no command given (perfsh count --help)", 0) end
   local events = opts.events and cli.split(opts.events) or perfsh.default_events()
   local spec = {events = events}
   for i, a in ipairs(cmd) do spec[i] = a end
   local ok, r = pcall(perfsh.run, spec)
-  if not ok then error("perfsh count: " .. tostring(r):gsub("^.-:%d+: ", ""), 0) end
+  if not ok then error("perfsh count: " .. cli.reason(r), 0) end
   local scaling = r.ratio < 1 and ("%.1f%%"):format(100 * r.ratio) or "100%"
   if opts.csv then
     print("event,value,scaling")
@@ -43,7 +34,7 @@ local function main(argv)
   else
     io.stderr:write(("\n Performance counter stats for '%s':\n\n"):format(table.concat(cmd, " ")))
     for _, name in ipairs(r.events) do
-      io.stderr:write(("%20s  %s\n"):format(human(r[name]), name))
+      io.stderr:write(("%20s  %s\n"):format(report.human(r[name]), name))
     end
     if r.instructions and r.cycles and r.cycles > 0 then
       io.stderr:write(("%20.2f  instructions per cycle\n"):format(r.instructions / r.cycles))

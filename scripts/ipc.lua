@@ -1,5 +1,4 @@
 -- instructions per cycle of a region, per hit: perfsh ipc -r REGION [--csv] CMD...
-local perfsh = require "perfsh"
 local cli = require "perfsh.cli"
 local core = require "perfsh.core"
 local metrics = require "perfsh.metrics"
@@ -15,28 +14,15 @@ whole region (sum of instructions / sum of cycles) and the distribution of the p
 local function main(argv)
   local opts, cmd = cli.parse("ipc", {
     {"-r", "--region", "-f", "--function", arg = true, repeatable = true, key = "regions"},
-    {"--csv", key = "csv"}, {"-h", "--help", key = "help"},
-  }, argv)
-  if opts.help then
-    io.write(usage)
-    return 0
-  end
+    {"--csv", key = "csv"},
+  }, argv, usage)
   if not opts.regions then error("perfsh ipc: no region given (-r FUNCTION)", 0) end
   if #cmd == 0 then error("perfsh ipc: no command given", 0) end
   if not core.pmu_present() then
     error("perfsh ipc: needs the instructions and cycles counters, and this machine has no hardware PMU", 0)
   end
-  local spec = {events = {"instructions", "cycles"}}
-  for i, a in ipairs(cmd) do spec[i] = a end
-  local ok, t = pcall(perfsh.spawn, spec)
-  if not ok then error("perfsh ipc: " .. tostring(t):gsub("^.-:%d+: ", ""), 0) end
-  for _, r in ipairs(opts.regions) do
-    local rok, err = pcall(t.region, t, r:match("^[^:]+:%d+%-") and {range = r} or {func = r})
-    if not rok then
-      t:close()
-      error(("perfsh ipc: region '%s': %s"):format(r, tostring(err):gsub("^.-:%d+: ", "")), 0)
-    end
-  end
+  local t = cli.start("ipc", cmd, nil, {events = {"instructions", "cycles"}})
+  for _, r in ipairs(opts.regions) do cli.arm("ipc", t, r, cli.region_spec(r)) end
   local status = t:run()
   local ipc = metrics.compile("ipc")
   if opts.csv then print("region,hits,ipc,min,p50,p90,p99,max") end

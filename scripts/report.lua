@@ -27,15 +27,11 @@ local function main(argv)
     {"--csv", key = "csv"}, {"--per-thread", key = "per_thread"}, {"--every-call", key = "every_call"},
     {"--hist", key = "hist"}, {"--per-cpu", key = "per_cpu"}, {"--jsonl", key = "jsonl"},
     {"--hits-csv", key = "hits_csv"}, {"--trace", arg = true, key = "trace"},
-    {"-r", "--region", arg = true, repeatable = true, key = "regions"}, {"-h", "--help", key = "help"},
-  }, argv)
-  if opts.help then
-    io.write(usage)
-    return 0
-  end
+    {"-r", "--region", arg = true, repeatable = true, key = "regions"},
+  }, argv, usage)
   if #rest ~= 1 then error("perfsh report: give one .psnap file (perfsh report --help)", 0) end
   local ok, f = pcall(perfsh.load, rest[1])
-  if not ok then error("perfsh report: " .. tostring(f):gsub("^.-:%d+: ", ""), 0) end
+  if not ok then error("perfsh report: " .. cli.reason(f), 0) end
   local regions = f.regions
   if opts.regions then
     local want, picked = {}, {}

@@ -52,13 +52,6 @@ kernel's handling of the two traps is in it. perfsh exits with COMMAND's status 
 signal when a signal killed it).
 ]]
 
-local function region_spec(r)
-  -- FILE:L1-FILE:L2 or FILE:L1-L2 is a line range; anything else names a function
-  if r:match("^[^:]+:%d+%-") then return {range = r} end
-  if r:match("^0x%x+%-0x%x+$") then return {range = r} end
-  return {func = r}
-end
-
 local function main(argv)
   local opts, cmd = cli.parse("stat", {
     {"-r", "--region", "-f", "--function", arg = true, repeatable = true, key = "regions"},
@@ -79,12 +72,7 @@ local function main(argv)
     {"--hist", key = "hist"},
     {"--per-cpu", key = "per_cpu"},
     {"-o", "--output", arg = true, key = "output"},
-    {"-h", "--help", key = "help"},
-  }, argv)
-  if opts.help then
-    io.write(usage)
-    return 0
-  end
+  }, argv, usage)
   if opts.list then return perfsh.print_events(cmd[1]) end
   if not opts.regions then error("perfsh stat: no region given; name one with -r FUNCTION or -r FILE:L1-L2", 0) end
   if not opts.pid and #cmd == 0 then error("perfsh stat: no command given (or -p PID to attach)", 0) end
@@ -98,31 +86,19 @@ local function main(argv)
   local all = {}
   for _, e in ipairs(events) do all[#all + 1] = e end
   for _, g in ipairs(groups) do for _, e in ipairs(g) do all[#all + 1] = e end end
-  for _, e in ipairs(all) do
-    local ok, why = core.resolve(e)
-    if not ok then error("perfsh stat: " .. why, 0) end
-  end
+  cli.check_events("stat", all)
   local out = io.stdout
   if opts.output then
     out = io.open(opts.output, "w")
     if not out then error(("perfsh stat: cannot write %s"):format(opts.output), 0) end
   end
 
-  local ok, t = pcall(function()
-    if opts.pid then
-      local pid = math.tointeger(tonumber(opts.pid))
-      if not pid then error(("perfsh stat: -p needs a process id, not '%s'"):format(opts.pid), 0) end
-      return perfsh.attach(pid, {events = events, groups = groups, follow_fork = opts.follow_fork})
-    end
-    local spec = {events = events, groups = groups, follow_fork = opts.follow_fork, spill = opts.save}
-    for i, a in ipairs(cmd) do spec[i] = a end
-    return perfsh.spawn(spec)
-  end)
-  if not ok then error("perfsh stat: " .. tostring(t):gsub("^.-:%d+: ", ""), 0) end
+  local t = cli.start("stat", cmd, opts.pid, {events = events, groups = groups, follow_fork = opts.follow_fork,
+    spill = not opts.pid and opts.save or nil})
 
   -- Arm every region before the program runs; a bad name ends here, with nothing lost.
   for _, r in ipairs(opts.regions) do
-    local spec = region_spec(r)
+    local spec = cli.region_spec(r)
     spec.every_level = opts.every_level
     if opts.sample then
       local p = tonumber(opts.sample)
@@ -133,11 +109,7 @@ local function main(argv)
       if not n or n < 1 then error(("perfsh stat: --every needs a positive count, not '%s'"):format(opts.every), 0) end
       spec.sample = {every = n}
     end
-    local rok, err = pcall(t.region, t, spec)
-    if not rok then
-      t:close()
-      error(("perfsh stat: region '%s': %s"):format(r, tostring(err):gsub("^.-:%d+: ", "")), 0)
-    end
+    cli.arm("stat", t, r, spec)
   end
 
   local status
@@ -152,13 +124,13 @@ local function main(argv)
   end)
   local info = t:info()
   if not rok then
-    io.stderr:write("perfsh stat: ", tostring(err):gsub("^.-:%d+: ", ""), " (the hits recorded so far follow)\n")
+    io.stderr:write("perfsh stat: ", cli.reason(err), " (the hits recorded so far follow)\n")
   end
 
   -- files first: what was measured is kept even if the report fails
   if opts.save and opts.pid then
     local sok, why = pcall(t.save, t, opts.save)
-    if not sok then io.stderr:write("perfsh stat: ", tostring(why):gsub("^.-:%d+: ", ""), "\n") end
+    if not sok then io.stderr:write("perfsh stat: ", cli.reason(why), "\n") end
   end
   if opts.trace then
     local f, why = io.open(opts.trace, "w")

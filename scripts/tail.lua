@@ -1,5 +1,4 @@
 -- log the slow hits of a region while a program runs: perfsh tail -r REGION [options] CMD...
-local perfsh = require "perfsh"
 local cli = require "perfsh.cli"
 local core = require "perfsh.core"
 
@@ -39,12 +38,7 @@ local function main(argv)
     {"--log", arg = true, key = "log"},
     {"-p", "--pid", arg = true, key = "pid"},
     {"--seconds", arg = true, key = "seconds"},
-    {"-h", "--help", key = "help"},
-  }, argv)
-  if opts.help then
-    io.write(usage)
-    return 0
-  end
+  }, argv, usage)
   if not opts.region then error("perfsh tail: no region given; name one with -r FUNCTION", 0) end
   if not opts.pid and #cmd == 0 then error("perfsh tail: no command given (or -p PID to attach)", 0) end
   local function num(name, v)
@@ -58,29 +52,12 @@ local function main(argv)
   local events = opts.events and cli.split(opts.events)
     or (core.pmu_present() and {"instructions", "cycles", "cache-misses"}
       or {"task-clock", "page-faults", "context-switches"})
-  for _, e in ipairs(events) do
-    local ok, why = core.resolve(e)
-    if not ok then error("perfsh tail: " .. why, 0) end
-  end
-  local ok, t = pcall(function()
-    if opts.pid then
-      local pid = math.tointeger(tonumber(opts.pid))
-      if not pid then error(("perfsh tail: -p needs a process id, not '%s'"):format(opts.pid), 0) end
-      return perfsh.attach(pid, {events = events})
-    end
-    local spec = {events = events}
-    for i, a in ipairs(cmd) do spec[i] = a end
-    return perfsh.spawn(spec)
-  end)
-  if not ok then error("perfsh tail: " .. tostring(t):gsub("^.-:%d+: ", ""), 0) end
-  local rspec = opts.region:match("^[^:]+:%d+%-") and {range = opts.region} or {func = opts.region}
+  cli.check_events("tail", events)
+  local t = cli.start("tail", cmd, opts.pid, {events = events})
+  local rspec = cli.region_spec(opts.region)
   if opts.sample then rspec.sample = {p = num("--sample", opts.sample)} end
   if opts.every then rspec.sample = {every = math.tointeger(num("--every", opts.every))} end
-  local rok, r = pcall(t.region, t, rspec)
-  if not rok then
-    t:close()
-    error(("perfsh tail: region '%s': %s"):format(opts.region, tostring(r):gsub("^.-:%d+: ", "")), 0)
-  end
+  local r = cli.arm("tail", t, opts.region, rspec)
   local sok, err = pcall(r.on_slow, r, {
     threshold_us = opts.threshold and num("--threshold-us", opts.threshold),
     quantile = not opts.threshold and (opts.quantile and num("--quantile", opts.quantile) or 0.99) or nil,
@@ -90,7 +67,7 @@ local function main(argv)
   })
   if not sok then
     t:close()
-    error("perfsh tail: " .. tostring(err):gsub("^.-:%d+: ", ""), 0)
+    error("perfsh tail: " .. cli.reason(err), 0)
   end
   local status
   local runok, why = pcall(function()
@@ -107,7 +84,7 @@ local function main(argv)
     st.sampled and (" sampled of " .. st.entries) or "", #t.slow[r.id][1].lines))
   t:close()
   if not runok then
-    io.stderr:write("perfsh tail: ", tostring(why):gsub("^.-:%d+: ", ""), "\n")
+    io.stderr:write("perfsh tail: ", cli.reason(why), "\n")
     return 1
   end
   if not status then return 0 end

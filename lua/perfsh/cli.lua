@@ -5,7 +5,10 @@ local cli = {}
 -- spec = { {"-e", "--events", arg = true, repeatable = true, key = "events"}, {"--csv", key = "csv"}, ... }
 -- Options stop at "--" or at the first word that is not an option; the rest is the command.
 -- Returns opts, rest; raises "perfsh NAME: ..." for unknown options or missing values.
-function cli.parse(name, spec, argv)
+function cli.parse(name, spec, argv, usage)
+  if usage then
+    spec[#spec + 1] = {"-h", "--help", key = "help"}
+  end
   local by_flag = {}
   for _, o in ipairs(spec) do
     for _, flag in ipairs(o) do by_flag[flag] = o end
@@ -45,7 +48,61 @@ function cli.parse(name, spec, argv)
     i = i + 1
   end
   for j = i, #argv do rest[#rest + 1] = argv[j] end
+  if usage and opts.help then
+    io.write(usage)
+    os.exit(0)
+  end
   return opts, rest
+end
+
+--- The reason in an error message, without the "file:line: " a Lua error puts first.
+function cli.reason(err)
+  return (tostring(err):gsub("^[^\n]-:%d+: ", ""))
+end
+
+--- Every name must resolve; else "perfsh NAME: unknown event ...".
+function cli.check_events(name, events)
+  local core = require "perfsh.core"
+  for _, e in ipairs(events) do
+    local ok, why = core.resolve(e)
+    if not ok then error(("perfsh %s: %s"):format(name, why), 0) end
+  end
+end
+
+--- A region named on a command line: FILE:L1-FILE:L2, FILE:L1-L2 or 0xA-0xB is a line or
+-- address range, anything else a function.
+function cli.region_spec(r)
+  if r:match("^[^:]+:%d+%-") or r:match("^0x%x+%-0x%x+$") then return {range = r} end
+  return {func = r}
+end
+
+--- Start the target of a recipe: spawn cmd, or attach to pid (a string from -p). spec holds
+-- the other perfsh.spawn/attach options (events, groups, spill, follow_fork, ...).
+function cli.start(name, cmd, pid, spec)
+  local perfsh = require "perfsh"
+  local ok, t = pcall(function()
+    if pid then
+      local n = math.tointeger(tonumber(pid))
+      if not n then error(("-p needs a process id, not '%s'"):format(pid), 0) end
+      return perfsh.attach(n, spec)
+    end
+    local s = {}
+    for k, v in pairs(spec) do s[k] = v end
+    for i, a in ipairs(cmd) do s[i] = a end
+    return perfsh.spawn(s)
+  end)
+  if not ok then error(("perfsh %s: %s"):format(name, cli.reason(t)), 0) end
+  return t
+end
+
+--- Arm a region on tracee t; a bad name ends the recipe with one line, nothing started.
+function cli.arm(name, t, label, spec)
+  local ok, r = pcall(t.region, t, spec)
+  if not ok then
+    t:close()
+    error(("perfsh %s: region '%s': %s"):format(name, label, cli.reason(r)), 0)
+  end
+  return r
 end
 
 --- Split "a,b,c" lists (repeatable options give several) into one flat array.

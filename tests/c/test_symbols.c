@@ -4,6 +4,7 @@
  * directory (removed at exit); the truths come from nm and readelf through popen.
  */
 #include "ctest.h"
+#include "fixtures.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -28,33 +29,9 @@ static void remove_tmpdir(void)
 
 #define FIXTURE_PROBE "symbols.c"
 
-/* The fixtures directory: $PS_FIXTURES, or tests/fixtures found from this file's
- * path (the tests run from the top directory) or above the test executable. */
 static const char *fixtures(void)
 {
-	static char dir[600];
-	const char *env = getenv("PS_FIXTURES"), *slash = strrchr(__FILE__, '/');
-	char exe[512], probe[700], *p;
-	ssize_t n;
-
-	if (env)
-		return env;
-	if (dir[0])
-		return dir;
-	snprintf(dir, sizeof dir, "%.*s/../fixtures", slash ? (int)(slash - __FILE__) : 1, slash ? __FILE__ : ".");
-	snprintf(probe, sizeof probe, "%s/%s", dir, FIXTURE_PROBE);
-	if (access(probe, R_OK) == 0 || (n = readlink("/proc/self/exe", exe, sizeof exe - 1)) < 0)
-		return dir;
-	exe[n] = '\0';
-	while ((p = strrchr(exe, '/')) && p != exe) {
-		*p = '\0';
-		snprintf(probe, sizeof probe, "%s/tests/fixtures/%s", exe, FIXTURE_PROBE);
-		if (access(probe, R_OK) == 0) {
-			snprintf(dir, sizeof dir, "%s/tests/fixtures", exe);
-			break;
-		}
-	}
-	return dir;
+	return fixtures_dir(FIXTURE_PROBE);
 }
 
 /* Build @out (in the temporary directory) with the shell command @fmt; it gets the

@@ -4,6 +4,7 @@
  * temporary directory; function addresses come from nm plus ps_tracer_load_bias().
  */
 #include "ctest.h"
+#include "fixtures.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,33 +33,9 @@ static void remove_tmpdir(void)
 		fprintf(stderr, "cannot remove %s\n", tmpdir);
 }
 
-/* $PS_FIXTURES, or tests/fixtures next to this file, or above the test executable. */
 static const char *fixtures(void)
 {
-	static char dir[600];
-	const char *env = getenv("PS_FIXTURES"), *slash = strrchr(__FILE__, '/');
-	char exe[512], probe[700], *p;
-	ssize_t n;
-
-	if (env)
-		return env;
-	if (dir[0])
-		return dir;
-	snprintf(dir, sizeof dir, "%.*s/../fixtures", slash ? (int)(slash - __FILE__) : 1,
-		 slash ? __FILE__ : ".");
-	snprintf(probe, sizeof probe, "%s/%s", dir, FX_SRC);
-	if (access(probe, R_OK) == 0 || (n = readlink("/proc/self/exe", exe, sizeof exe - 1)) < 0)
-		return dir;
-	exe[n] = '\0';
-	while ((p = strrchr(exe, '/')) && p != exe) {
-		*p = '\0';
-		snprintf(probe, sizeof probe, "%s/tests/fixtures/%s", exe, FX_SRC);
-		if (access(probe, R_OK) == 0) {
-			snprintf(dir, sizeof dir, "%s/tests/fixtures", exe);
-			break;
-		}
-	}
-	return dir;
+	return fixtures_dir(FX_SRC);
 }
 
 /* The fixture binary, built once: PIE (@pie=1) or -no-pie. NULL if cc fails. */

@@ -1,0 +1,34 @@
+/* tests/c/fixtures.c - where the C tests find tests/fixtures/. */
+#include "fixtures.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *fixtures_dir(const char *probe_name)
+{
+	static char dir[600];
+	const char *env = getenv("PS_FIXTURES"), *slash = strrchr(__FILE__, '/');
+	char exe[512], probe[700], *p;
+	ssize_t n;
+
+	if (env)
+		return env;
+	if (dir[0])
+		return dir;
+	snprintf(dir, sizeof dir, "%.*s/../fixtures", slash ? (int)(slash - __FILE__) : 1, slash ? __FILE__ : ".");
+	snprintf(probe, sizeof probe, "%s/%s", dir, probe_name);
+	if (access(probe, R_OK) == 0 || (n = readlink("/proc/self/exe", exe, sizeof exe - 1)) < 0)
+		return dir;
+	exe[n] = '\0';
+	while ((p = strrchr(exe, '/')) && p != exe) {
+		*p = '\0';
+		snprintf(probe, sizeof probe, "%s/tests/fixtures/%s", exe, probe_name);
+		if (access(probe, R_OK) == 0) {
+			snprintf(dir, sizeof dir, "%s/tests/fixtures", exe);
+			break;
+		}
+	}
+	return dir;
+}

@@ -1,0 +1,10 @@
+/* tests/c/fixtures.h - where the C tests find tests/fixtures/. */
+#ifndef CTEST_FIXTURES_H
+#define CTEST_FIXTURES_H
+
+/* The fixtures directory: $PS_FIXTURES, or tests/fixtures found from this source file's path
+   (the tests run from the top directory) or above the test executable; @probe is a file that
+   must be in it. */
+const char *fixtures_dir(const char *probe);
+
+#endif
