@@ -214,15 +214,7 @@ describe("the target's end", function()
     local u = io.popen("examples/threads 20000 20000")
     local untraced = u:read("a")
     u:close()
-    local p = io.popen("sh -c 'echo $$; exec examples/threads 20000 20000'")
-    local pid = math.tointeger(tonumber(p:read("l")))
-    for _ = 1, 500 do -- wait for the exec, or we would attach to the shell
-      local f = io.popen("readlink /proc/" .. pid .. "/exe")
-      local exe = f:read("l") or ""
-      f:close()
-      if exe:match("/threads$") then break end
-      os.execute("sleep 0.01")
-    end
+    local p, pid = support.background("examples/threads", "20000 20000")
     local t <close> = perfsh.attach(pid, {events = events(), stdout = "/dev/null"})
     local r = t:region{func = "work"}
     local _, how = t:run{hits = 50}

@@ -137,15 +137,7 @@ describe("perfsh stat", function()
   end)
 
   it("counts a region of an attached process for a time, then lets it go", function()
-    local p = io.popen("sh -c 'echo $$; exec examples/threads 20000 50000'")
-    local pid = p:read("l")
-    for _ = 1, 500 do
-      local f = io.popen("readlink /proc/" .. pid .. "/exe")
-      local exe = f:read("l") or ""
-      f:close()
-      if exe:match("/threads$") then break end
-      os.execute("sleep 0.01")
-    end
+    local p, pid = support.background("examples/threads", "20000 50000")
     local out, err, rc = support.sh(P .. " stat --csv -r work -e task-clock --seconds 0.3 -p " .. pid)
     local rest = p:read("a")
     p:close()

@@ -1,5 +1,6 @@
 -- Sampled regions: hardware breakpoints count every entry, only sampled ones stop the program.
 local perfsh = require "perfsh"
+local support = dofile("tests/support.lua")
 
 local function spawn_loop(calls)
   -- examples/loop N REPS: spin(N) called REPS times
@@ -64,16 +65,8 @@ describe("region sampling", function()
   end)
 
   it("detaches a sampled region and leaves the program unharmed", function()
-    local p = io.popen("sh -c 'echo $$; exec examples/loop 20000 20000'")
-    local pid = p:read("l")
-    for _ = 1, 500 do
-      local f = io.popen("readlink /proc/" .. pid .. "/exe")
-      local exe = f:read("l") or ""
-      f:close()
-      if exe:match("/loop$") then break end
-      os.execute("sleep 0.01")
-    end
-    local t <close> = perfsh.attach(math.tointeger(tonumber(pid)), {events = {"task-clock"}})
+    local p, pid = support.background("examples/loop", "20000 20000")
+    local t <close> = perfsh.attach(pid, {events = {"task-clock"}})
     local r = t:region{func = "spin", sample = {every = 3}}
     t:run{hits = 20}
     t:detach()

@@ -46,6 +46,22 @@ function support.abspath(rel)
   return cwd .. "/" .. rel
 end
 
+--- Start a program in the background, its stdout readable from the returned pipe; wait until
+-- it has exec'd (else an attach would catch the shell). Returns the pipe and the pid.
+function support.background(prog, args)
+  local p = io.popen(("sh -c 'echo $$; exec %s %s'"):format(prog, args or ""))
+  local pid = math.tointeger(tonumber(p:read("l")))
+  local base = prog:match("[^/]+$")
+  for _ = 1, 500 do
+    local f = io.popen("readlink /proc/" .. pid .. "/exe")
+    local exe = f:read("l") or ""
+    f:close()
+    if exe:match("/" .. base:gsub("%p", "%%%0") .. "$") then break end
+    os.execute("sleep 0.01")
+  end
+  return p, pid
+end
+
 --- Quote a string for sh.
 function support.q(s)
   return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
