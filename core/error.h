@@ -16,13 +16,12 @@ struct ps_error {
 
 /* Codes for failures that are the caller's mistake rather than the OS's. */
 enum {
-	PS_EUSAGE = -1,   /* bad input: unknown event, bad syntax, unknown symbol */
+	PS_EUSAGE = -1,	  /* bad input: unknown event, bad syntax, unknown symbol */
 	PS_ENOTFOUND = -2 /* a name that does not resolve */
 };
 
 /* Fill @err (if not NULL) and return -1; printf-style. */
-int ps_error_set(struct ps_error *err, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+int ps_error_set(struct ps_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Reset @err to "no error". */
 void ps_error_clear(struct ps_error *err);

@@ -25,38 +25,38 @@ static const struct {
 	enum ps_event_kind kind;
 	const char *desc;
 } perf_names[] = {
-	{"cycles", PS_KIND_HW, "CPU cycles (cpu-cycles)"},
-	{"instructions", PS_KIND_HW, "instructions retired"},
-	{"branches", PS_KIND_HW, "branch instructions retired (branch-instructions)"},
-	{"branch-misses", PS_KIND_HW, "mispredicted branches"},
-	{"cache-references", PS_KIND_HW, "last-level cache accesses"},
-	{"cache-misses", PS_KIND_HW, "last-level cache misses"},
-	{"bus-cycles", PS_KIND_HW, "bus cycles"},
-	{"ref-cycles", PS_KIND_HW, "reference cycles, not scaled by frequency"},
-	{"stalled-cycles-frontend", PS_KIND_HW, "cycles the front end stalled"},
-	{"stalled-cycles-backend", PS_KIND_HW, "cycles the back end stalled"},
-	{"task-clock", PS_KIND_SW, "ns the task ran (per-task clock)"},
-	{"cpu-clock", PS_KIND_SW, "ns of the CPU clock while the task ran"},
-	{"page-faults", PS_KIND_SW, "page faults (faults)"},
-	{"minor-faults", PS_KIND_SW, "page faults served without I/O"},
-	{"major-faults", PS_KIND_SW, "page faults that needed I/O"},
-	{"context-switches", PS_KIND_SW, "context switches (cs)"},
-	{"cpu-migrations", PS_KIND_SW, "moves to another CPU (migrations)"},
-	{"L1-dcache-loads", PS_KIND_CACHE, "L1 data cache loads"},
-	{"L1-dcache-load-misses", PS_KIND_CACHE, "L1 data cache load misses"},
-	{"L1-dcache-stores", PS_KIND_CACHE, "L1 data cache stores"},
-	{"L1-icache-loads", PS_KIND_CACHE, "L1 instruction cache loads"},
-	{"L1-icache-load-misses", PS_KIND_CACHE, "L1 instruction cache misses"},
-	{"LLC-loads", PS_KIND_CACHE, "last-level cache loads"},
-	{"LLC-load-misses", PS_KIND_CACHE, "last-level cache load misses"},
-	{"LLC-stores", PS_KIND_CACHE, "last-level cache stores"},
-	{"LLC-store-misses", PS_KIND_CACHE, "last-level cache store misses"},
-	{"dTLB-loads", PS_KIND_CACHE, "data TLB loads"},
-	{"dTLB-load-misses", PS_KIND_CACHE, "data TLB load misses"},
-	{"iTLB-loads", PS_KIND_CACHE, "instruction TLB loads"},
-	{"iTLB-load-misses", PS_KIND_CACHE, "instruction TLB misses"},
-	{"branch-loads", PS_KIND_CACHE, "branch predictor unit accesses"},
-	{"branch-load-misses", PS_KIND_CACHE, "branch predictor unit misses"},
+    {"cycles", PS_KIND_HW, "CPU cycles (cpu-cycles)"},
+    {"instructions", PS_KIND_HW, "instructions retired"},
+    {"branches", PS_KIND_HW, "branch instructions retired (branch-instructions)"},
+    {"branch-misses", PS_KIND_HW, "mispredicted branches"},
+    {"cache-references", PS_KIND_HW, "last-level cache accesses"},
+    {"cache-misses", PS_KIND_HW, "last-level cache misses"},
+    {"bus-cycles", PS_KIND_HW, "bus cycles"},
+    {"ref-cycles", PS_KIND_HW, "reference cycles, not scaled by frequency"},
+    {"stalled-cycles-frontend", PS_KIND_HW, "cycles the front end stalled"},
+    {"stalled-cycles-backend", PS_KIND_HW, "cycles the back end stalled"},
+    {"task-clock", PS_KIND_SW, "ns the task ran (per-task clock)"},
+    {"cpu-clock", PS_KIND_SW, "ns of the CPU clock while the task ran"},
+    {"page-faults", PS_KIND_SW, "page faults (faults)"},
+    {"minor-faults", PS_KIND_SW, "page faults served without I/O"},
+    {"major-faults", PS_KIND_SW, "page faults that needed I/O"},
+    {"context-switches", PS_KIND_SW, "context switches (cs)"},
+    {"cpu-migrations", PS_KIND_SW, "moves to another CPU (migrations)"},
+    {"L1-dcache-loads", PS_KIND_CACHE, "L1 data cache loads"},
+    {"L1-dcache-load-misses", PS_KIND_CACHE, "L1 data cache load misses"},
+    {"L1-dcache-stores", PS_KIND_CACHE, "L1 data cache stores"},
+    {"L1-icache-loads", PS_KIND_CACHE, "L1 instruction cache loads"},
+    {"L1-icache-load-misses", PS_KIND_CACHE, "L1 instruction cache misses"},
+    {"LLC-loads", PS_KIND_CACHE, "last-level cache loads"},
+    {"LLC-load-misses", PS_KIND_CACHE, "last-level cache load misses"},
+    {"LLC-stores", PS_KIND_CACHE, "last-level cache stores"},
+    {"LLC-store-misses", PS_KIND_CACHE, "last-level cache store misses"},
+    {"dTLB-loads", PS_KIND_CACHE, "data TLB loads"},
+    {"dTLB-load-misses", PS_KIND_CACHE, "data TLB load misses"},
+    {"iTLB-loads", PS_KIND_CACHE, "instruction TLB loads"},
+    {"iTLB-load-misses", PS_KIND_CACHE, "instruction TLB misses"},
+    {"branch-loads", PS_KIND_CACHE, "branch predictor unit accesses"},
+    {"branch-load-misses", PS_KIND_CACHE, "branch predictor unit misses"},
 };
 #define NPERF (sizeof perf_names / sizeof perf_names[0])
 
@@ -114,7 +114,8 @@ static int resolve_raw(const char *name, struct perf_event_attr *attr, struct ps
 			else if (*m == 'h')
 				attr->exclude_hv = 0;
 			else
-				return ps_error_set(err, PS_EUSAGE, "event '%s': unknown modifier '%c' (use u, k or h)", name, *m);
+				return ps_error_set(err, PS_EUSAGE, "event '%s': unknown modifier '%c' (use u, k or h)",
+						    name, *m);
 		}
 	}
 	return 0;
@@ -154,7 +155,8 @@ int ps_event_resolve(const char *name, struct ps_event *ev, struct ps_error *err
 		return ps_error_set(err, PS_ENOTFOUND, "unknown event '%s'; did you mean '%s', '%s' or '%s'?", name,
 				    sugg[0], sugg[1], sugg[2]);
 	if (n == 2)
-		return ps_error_set(err, PS_ENOTFOUND, "unknown event '%s'; did you mean '%s' or '%s'?", name, sugg[0], sugg[1]);
+		return ps_error_set(err, PS_ENOTFOUND, "unknown event '%s'; did you mean '%s' or '%s'?", name, sugg[0],
+				    sugg[1]);
 	if (n == 1)
 		return ps_error_set(err, PS_ENOTFOUND, "unknown event '%s'; did you mean '%s'?", name, sugg[0]);
 	return ps_error_set(err, PS_ENOTFOUND, "unknown event '%s' (perfsh --list shows the known ones)", name);
@@ -274,8 +276,11 @@ int ps_pmu_present(void)
 {
 	static int state = -1;
 	if (state < 0) {
-		struct perf_event_attr a = {.size = sizeof a, .type = PERF_TYPE_HARDWARE,
-					    .config = PERF_COUNT_HW_INSTRUCTIONS, .exclude_kernel = 1, .exclude_hv = 1};
+		struct perf_event_attr a = {.size = sizeof a,
+					    .type = PERF_TYPE_HARDWARE,
+					    .config = PERF_COUNT_HW_INSTRUCTIONS,
+					    .exclude_kernel = 1,
+					    .exclude_hv = 1};
 		state = try_open(&a);
 	}
 	return state;

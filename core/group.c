@@ -55,14 +55,16 @@ static int open_error(const struct ps_group *g, const struct ps_event *ev, int i
 				    "task-clock still work",
 				    ev[i].name);
 	if (e == ESRCH)
-		return ps_error_set(err, e, "perf_event_open(%s): no such process or thread %d", ev[i].name, (int)g->pid);
+		return ps_error_set(err, e, "perf_event_open(%s): no such process or thread %d", ev[i].name,
+				    (int)g->pid);
 	if (e == EINVAL && i > 0 && is_hw(&ev[i].attr)) {
 		int nc = ps_pmu_counters();
 		if (nc > 0 && nhw > nc)
-			return ps_error_set(err, e,
-					    "perf_event_open(%s): a group of %d hardware events does not fit the PMU, which "
-					    "has %d generic counters; split the events into several groups",
-					    ev[i].name, nhw, nc);
+			return ps_error_set(
+			    err, e,
+			    "perf_event_open(%s): a group of %d hardware events does not fit the PMU, which "
+			    "has %d generic counters; split the events into several groups",
+			    ev[i].name, nhw, nc);
 		return ps_error_set(err, e,
 				    "perf_event_open(%s): the group does not fit the PMU (%d hardware events; the CPU "
 				    "reports %d generic counters, some events need particular ones): split the group",
@@ -82,7 +84,8 @@ int ps_group_open(struct ps_group *g, const struct ps_event *ev, int n, pid_t pi
 	if (n < 1)
 		return ps_error_set(err, PS_EUSAGE, "a group needs at least one event");
 	if (n > PS_MAX_EVENTS)
-		return ps_error_set(err, PS_EUSAGE, "a group holds at most %d events (got %d); split them", PS_MAX_EVENTS, n);
+		return ps_error_set(err, PS_EUSAGE, "a group holds at most %d events (got %d); split them",
+				    PS_MAX_EVENTS, n);
 	for (int i = 0; i < n; i++) {
 		struct perf_event_attr attr = ev[i].attr;
 

@@ -11,9 +11,9 @@
 
 /* Options of ps_group_open(). */
 enum {
-	PS_GROUP_INHERIT = 1 << 0,        /* count the threads and children the task creates later */
+	PS_GROUP_INHERIT = 1 << 0,	  /* count the threads and children the task creates later */
 	PS_GROUP_ENABLE_ON_EXEC = 1 << 1, /* start counting at the task's next exec */
-	PS_GROUP_ENABLED = 1 << 2,        /* start counting at once */
+	PS_GROUP_ENABLED = 1 << 2,	  /* start counting at once */
 };
 
 /**

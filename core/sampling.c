@@ -76,8 +76,10 @@ static int hw_open(struct ps_session *s, int k, pid_t tid, struct ps_error *err)
 	if (fd < 0) {
 		int e = errno;
 		if (e == ENOSPC)
-			return ps_error_set(err, e, "region '%s': no free debug register on thread %d (at most %d "
-						    "sampled regions, fewer if a debugger uses some)", ri->name, (int)tid, PS_MAX_HW);
+			return ps_error_set(err, e,
+					    "region '%s': no free debug register on thread %d (at most %d "
+					    "sampled regions, fewer if a debugger uses some)",
+					    ri->name, (int)tid, PS_MAX_HW);
 		return ps_error_set(err, e, "region '%s': hardware breakpoint on thread %d: %s", ri->name, (int)tid,
 				    strerror(e));
 	}

@@ -7,10 +7,10 @@
  */
 #include <errno.h>
 #include <signal.h>
-#include <sys/time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 
 #include "run.h"
 #include "session_priv.h"
@@ -356,7 +356,8 @@ static int on_hit(void *ud, pid_t tid, int bp, const struct user_regs_struct *re
 			if (ri->dropped || ri->pending)
 				break;
 			ri->entries++;
-			if (th->active[id] >= 0 && !(ri->flags & PS_REGION_EVERY_LEVEL && s->bps[bp].roles[k].kind == ROLE_ENTRY))
+			if (th->active[id] >= 0 &&
+			    !(ri->flags & PS_REGION_EVERY_LEVEL && s->bps[bp].roles[k].kind == ROLE_ENTRY))
 				break; /* already inside: nested calls count only in every-level mode */
 			if ((sl = slot_alloc(th)) < 0) {
 				s->dropped++;
@@ -436,11 +437,11 @@ static int on_exec(void *ud, pid_t pid)
 }
 
 static const struct ps_tracer_ops ops = {
-	.thread_new = on_thread_new,
-	.thread_exit = on_thread_exit,
-	.hit = on_hit,
-	.ret = on_ret,
-	.exec = on_exec,
+    .thread_new = on_thread_new,
+    .thread_exit = on_thread_exit,
+    .hit = on_hit,
+    .ret = on_ret,
+    .exec = on_exec,
 };
 
 /* ---- lifecycle ---- */
@@ -481,7 +482,8 @@ static int make_ring(struct ps_session *s, struct ps_error *err)
 		for (int k = 0; k < s->nev; k++)
 			events[k] = s->ev[k].name;
 		for (int g = 0; g < s->ngroups; g++)
-			snprintf(groups + strlen(groups), sizeof groups - strlen(groups), "%s%d", g ? "," : "", s->gsize[g]);
+			snprintf(groups + strlen(groups), sizeof groups - strlen(groups), "%s%d", g ? "," : "",
+				 s->gsize[g]);
 		info.nvals = (unsigned)ps_session_nvals(s);
 		info.nargs = (unsigned)s->nargs;
 		info.nevents = (size_t)s->nev;
@@ -602,8 +604,8 @@ int ps_session_set_groups(struct ps_session *s, const int *sizes, int n, struct 
 	if (total != s->nev)
 		return ps_error_set(err, PS_EUSAGE, "the groups hold %d events, not %d", total, s->nev);
 	if (s->nev + 2 * (n - 1) > PS_MAX_EVENTS)
-		return ps_error_set(err, PS_EUSAGE, "%d events in %d groups need %d counter words; at most %d", s->nev, n,
-				    s->nev + 2 * (n - 1), PS_MAX_EVENTS);
+		return ps_error_set(err, PS_EUSAGE, "%d events in %d groups need %d counter words; at most %d", s->nev,
+				    n, s->nev + 2 * (n - 1), PS_MAX_EVENTS);
 	memcpy(s->gsize, sizes, (size_t)n * sizeof *sizes);
 	s->ngroups = n;
 	thr_remove(s, s->pid);
@@ -623,10 +625,12 @@ int ps_session_region_args(struct ps_session *s, int id, int n, struct ps_error 
 	if (id < 0 || id >= s->nreg)
 		return ps_error_set(err, PS_EUSAGE, "no region %d", id);
 	if (n < 0 || n > PS_MAX_ARGS)
-		return ps_error_set(err, PS_EUSAGE, "region '%s': between 0 and %d integer arguments (x86-64 registers)",
+		return ps_error_set(err, PS_EUSAGE,
+				    "region '%s': between 0 and %d integer arguments (x86-64 registers)",
 				    s->reg[id].name, PS_MAX_ARGS);
 	if (s->started || s->ring)
-		return ps_error_set(err, PS_EUSAGE, "region '%s': ask for arguments before the first run", s->reg[id].name);
+		return ps_error_set(err, PS_EUSAGE, "region '%s': ask for arguments before the first run",
+				    s->reg[id].name);
 	if (n > s->nargs)
 		s->nargs = PS_MAX_ARGS; /* all six: the registers cost the same to copy */
 	return 0;

@@ -26,7 +26,7 @@ enum ps_region_kind { PS_REGION_FUNC = 1, PS_REGION_RANGE = 2 };
 /* Options of a region. */
 enum {
 	PS_REGION_EVERY_LEVEL = 1 << 0, /* record every level of a recursion, not only the outermost */
-	PS_REGION_NO_INLINE = 1 << 1,   /* do not add the function's inlined copies as regions */
+	PS_REGION_NO_INLINE = 1 << 1,	/* do not add the function's inlined copies as regions */
 };
 
 /**
@@ -50,10 +50,10 @@ struct ps_region_info {
 	int pending; /* a library region waiting for its library to be mapped */
 	char why[1024];
 	/* sampling (ps_session_region_sample): one of these is set */
-	uint64_t sample_every; /* every Nth entry */
-	double sample_p;       /* each entry with probability p */
+	uint64_t sample_every;	       /* every Nth entry */
+	double sample_p;	       /* each entry with probability p */
 	uint32_t window_ms, period_ms; /* every entry within window_ms of each period_ms */
-	uint64_t entries_gone; /* entries counted by threads that have ended */
+	uint64_t entries_gone;	       /* entries counted by threads that have ended */
 };
 
 /* How a sampled region was set up, for ps_session_region_sample(). */

@@ -46,7 +46,7 @@ struct thr {
 	struct ps_group g[PS_MAX_GROUPS];
 	struct slot *slots;
 	int nslots, cap, free_head;
-	int hwfd[PS_MAX_HW];            /* per sampled region: its breakpoint event on this thread */
+	int hwfd[PS_MAX_HW];		/* per sampled region: its breakpoint event on this thread */
 	int32_t active[PS_MAX_REGIONS]; /* open slot of a region on this thread, -1 */
 	uint32_t depth[PS_MAX_REGIONS]; /* recursion depth (every-level regions) */
 };
@@ -58,8 +58,8 @@ struct ps_session {
 	pid_t pid;
 	struct ps_event ev[PS_MAX_EVENTS];
 	int nev;
-	int ngroups;                /* the events form ngroups groups, in order */
-	int nargs;                  /* argument words in every record */
+	int ngroups; /* the events form ngroups groups, in order */
+	int nargs;   /* argument words in every record */
 	int gsize[PS_MAX_GROUPS];
 	int started;
 	struct thr *threads[THR_BUCKETS];
@@ -82,11 +82,11 @@ struct ps_session {
 	int failed;
 	int sampled[PS_MAX_HW]; /* region ids of the sampled regions */
 	int nsampled;
-	uint64_t rng;           /* xorshift64 state for sampling gaps */
-	int in_window;          /* window sampling: inside a window now */
+	uint64_t rng;		       /* xorshift64 state for sampling gaps */
+	int in_window;		       /* window sampling: inside a window now */
 	struct ps_psnap_writer *spill; /* records go to this file instead of memory */
 	char spill_path[PATH_MAX];
-	int spill_nreg;                /* region names already in the file */
+	int spill_nreg; /* region names already in the file */
 	uint64_t spilled;
 };
 

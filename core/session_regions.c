@@ -93,7 +93,8 @@ int ps__bp_role(struct ps_session *s, uint64_t addr, int kind, int region, enum 
 		if (e->roles[k].region == region && e->roles[k].kind == role)
 			return id;
 	if (e->nroles == ROLES_PER_BP)
-		return ps_error_set(err, PS_EUSAGE, "more than %d regions start or end at 0x%" PRIx64, ROLES_PER_BP, addr);
+		return ps_error_set(err, PS_EUSAGE, "more than %d regions start or end at 0x%" PRIx64, ROLES_PER_BP,
+				    addr);
 	e->roles[e->nroles].region = region;
 	e->roles[e->nroles].kind = role;
 	e->nroles++;
@@ -383,7 +384,8 @@ int ps__rearm_after_exec(struct ps_session *s)
 		}
 		if (rc < 0) {
 			ri->dropped = 1;
-			snprintf(ri->why, sizeof ri->why, "after exec of %.300s: %s", s->exe[0] ? s->exe : "a new image", err.msg);
+			snprintf(ri->why, sizeof ri->why, "after exec of %.300s: %s",
+				 s->exe[0] ? s->exe : "a new image", err.msg);
 			ps__notice(s, "region '%s' dropped %s", ri->name, ri->why);
 		}
 	}

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #define PS_MAX_EVENTS 16 /* counters in one group, software ones included */
-#define PS_MAX_ARGS 6    /* x86-64 SysV integer argument registers */
+#define PS_MAX_ARGS 6	 /* x86-64 SysV integer argument registers */
 
 /* flags of a record */
 enum {
@@ -27,18 +27,18 @@ enum {
 };
 
 struct ps_snap {
-	uint32_t region;   /* region id */
-	uint32_t tid;      /* thread id */
-	uint64_t seq;      /* per-ring sequence number, from 0 */
-	uint64_t hit;      /* 0-based index of this hit among its region's hits */
-	uint64_t t_start;  /* CLOCK_MONOTONIC ns at the start stop */
-	uint64_t t_end;    /* CLOCK_MONOTONIC ns at the end stop */
+	uint32_t region;		       /* region id */
+	uint32_t tid;			       /* thread id */
+	uint64_t seq;			       /* per-ring sequence number, from 0 */
+	uint64_t hit;			       /* 0-based index of this hit among its region's hits */
+	uint64_t t_start;		       /* CLOCK_MONOTONIC ns at the start stop */
+	uint64_t t_end;			       /* CLOCK_MONOTONIC ns at the end stop */
 	uint64_t enabled_start, running_start; /* group times at start, ns */
 	uint64_t enabled_end, running_end;     /* group times at end, ns */
-	int16_t cpu_start, cpu_end; /* CPU the thread last ran on; -1 if unknown */
+	int16_t cpu_start, cpu_end;	       /* CPU the thread last ran on; -1 if unknown */
 	uint16_t flags;
-	uint8_t nvals; /* counter values in each of start and end */
-	uint8_t nargs; /* argument words recorded at entry */
+	uint8_t nvals;	/* counter values in each of start and end */
+	uint8_t nargs;	/* argument words recorded at entry */
 	uint32_t depth; /* recursion depth of this hit (0 = outermost) */
 	uint32_t pad;
 	/* followed by: uint64_t args[nargs]; uint64_t start[nvals]; uint64_t end[nvals]; */

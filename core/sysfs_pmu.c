@@ -66,8 +66,8 @@ static int apply_format(const char *fmt, uint64_t val, struct perf_event_attr *a
 }
 
 /* Apply a comma-separated term list to @attr. */
-static int apply_terms(const char *root, const char *pmu, const char *terms,
-		       struct perf_event_attr *attr, const char *spec, struct ps_error *err)
+static int apply_terms(const char *root, const char *pmu, const char *terms, struct perf_event_attr *attr,
+		       const char *spec, struct ps_error *err)
 {
 	char buf[512], path[1024], fmt[256];
 
@@ -81,7 +81,8 @@ static int apply_terms(const char *root, const char *pmu, const char *terms,
 			errno = 0;
 			val = strtoull(eq + 1, &end, 0);
 			if (errno || end == eq + 1 || *end)
-				return ps_error_set(err, PS_EUSAGE, "event '%s': bad value '%s' for '%s'", spec, eq + 1, tok);
+				return ps_error_set(err, PS_EUSAGE, "event '%s': bad value '%s' for '%s'", spec, eq + 1,
+						    tok);
 		}
 		/* An event name inside the slashes ("cpu/cycles/"). */
 		snprintf(path, sizeof path, "%s/%s/events/%s", root, pmu, tok);
@@ -92,10 +93,13 @@ static int apply_terms(const char *root, const char *pmu, const char *terms,
 		}
 		snprintf(path, sizeof path, "%s/%s/format/%s", root, pmu, tok);
 		if (read_line(path, fmt, sizeof fmt))
-			return ps_error_set(err, PS_EUSAGE, "event '%s': PMU '%s' has no term or event '%s' (see %s/%s/format and events)",
-					    spec, pmu, tok, root, pmu);
+			return ps_error_set(
+			    err, PS_EUSAGE,
+			    "event '%s': PMU '%s' has no term or event '%s' (see %s/%s/format and events)", spec, pmu,
+			    tok, root, pmu);
 		if (apply_format(fmt, val, attr))
-			return ps_error_set(err, PS_EUSAGE, "event '%s': cannot read format '%s' of term '%s'", spec, fmt, tok);
+			return ps_error_set(err, PS_EUSAGE, "event '%s': cannot read format '%s' of term '%s'", spec,
+					    fmt, tok);
 	}
 	return 0;
 }
@@ -137,11 +141,18 @@ int ps_sysfs_parse(const char *root, const char *spec, struct perf_event_attr *a
 	attr->exclude_user = attr->exclude_kernel = attr->exclude_hv = 1;
 	for (; *mods; mods++) {
 		switch (*mods) {
-		case 'u': attr->exclude_user = 0; break;
-		case 'k': attr->exclude_kernel = 0; break;
-		case 'h': attr->exclude_hv = 0; break;
+		case 'u':
+			attr->exclude_user = 0;
+			break;
+		case 'k':
+			attr->exclude_kernel = 0;
+			break;
+		case 'h':
+			attr->exclude_hv = 0;
+			break;
 		default:
-			return ps_error_set(err, PS_EUSAGE, "event '%s': unknown modifier '%c' (use u, k or h)", spec, *mods);
+			return ps_error_set(err, PS_EUSAGE, "event '%s': unknown modifier '%c' (use u, k or h)", spec,
+					    *mods);
 		}
 	}
 	return 0;

@@ -13,8 +13,7 @@
  * Returns 0, or -1 with PS_ENOTFOUND when @spec is not of this syntax or names no PMU, and
  * PS_EUSAGE (with a message) when it does but a term or value is wrong.
  */
-int ps_sysfs_parse(const char *root, const char *spec, struct perf_event_attr *attr,
-		   struct ps_error *err);
+int ps_sysfs_parse(const char *root, const char *spec, struct perf_event_attr *attr, struct ps_error *err);
 
 typedef int (*ps_sysfs_cb)(const char *pmu, const char *event, const char *terms, void *ud);
 

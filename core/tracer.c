@@ -58,15 +58,15 @@
 #define SLOT_TOUCH (NSLOT - 3) /* "push %rax; pop %rax; int3": grows the stack */
 #define SLOT_USER (NSLOT - 3)
 
-#define PTRACE_OPTS                                                                   \
-	(PTRACE_O_EXITKILL | PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK |                \
-	 PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC | PTRACE_O_TRACESYSGOOD)
+#define PTRACE_OPTS                                                                                                    \
+	(PTRACE_O_EXITKILL | PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC |     \
+	 PTRACE_O_TRACESYSGOOD)
 
 enum emu {
-	EMU_XOL,    /* run out of line, int3 after it */
-	EMU_STEP,   /* run out of line, single-step (indirect branches) */
-	EMU_SKIP,   /* no effect: endbr64, nop */
-	EMU_PUSH,   /* push %reg (cc = register number) */
+	EMU_XOL,  /* run out of line, int3 after it */
+	EMU_STEP, /* run out of line, single-step (indirect branches) */
+	EMU_SKIP, /* no effect: endbr64, nop */
+	EMU_PUSH, /* push %reg (cc = register number) */
 	EMU_PUSHF,
 	EMU_MOVRBP, /* mov %rsp,%rbp */
 	EMU_SUBRSP, /* sub $arg,%rsp */
@@ -81,7 +81,7 @@ struct bp {
 	uint64_t addr;
 	int kind, enabled;
 	uint8_t orig, len, emu, cc;
-	int8_t xreg;     /* register replacing rip in the out-of-line copy, -1 none */
+	int8_t xreg;	 /* register replacing rip in the out-of-line copy, -1 none */
 	uint8_t fixcall; /* indirect call: fix the pushed return address */
 	uint8_t xol_len;
 	int64_t arg;
@@ -99,11 +99,11 @@ struct proc {
 	pid_t pid;
 	int memfd;
 	int writes_bps; /* breakpoints are written into its memory */
-	int sees_bps;   /* its memory holds our int3s (itself or shared with a parent) */
-	int silent;     /* released vfork child: handled, never reported */
+	int sees_bps;	/* its memory holds our int3s (itself or shared with a parent) */
+	int silent;	/* released vfork child: handled, never reported */
 	int nthreads;
 	uint64_t entry; /* AT_ENTRY, 0 until read */
-	int tramp_on;   /* int3 written at entry */
+	int tramp_on;	/* int3 written at entry */
 	struct bp tramp;
 	uint64_t scratch;
 	int *slot; /* per slot: bp index + 1 held there, -1 fixed content written */
@@ -162,22 +162,38 @@ static int mem_wr(struct proc *p, uint64_t a, const void *buf, size_t n)
 static unsigned long long *regp(struct user_regs_struct *r, int n)
 {
 	switch (n) {
-	case 0: return &r->rax;
-	case 1: return &r->rcx;
-	case 2: return &r->rdx;
-	case 3: return &r->rbx;
-	case 4: return &r->rsp;
-	case 5: return &r->rbp;
-	case 6: return &r->rsi;
-	case 7: return &r->rdi;
-	case 8: return &r->r8;
-	case 9: return &r->r9;
-	case 10: return &r->r10;
-	case 11: return &r->r11;
-	case 12: return &r->r12;
-	case 13: return &r->r13;
-	case 14: return &r->r14;
-	default: return &r->r15;
+	case 0:
+		return &r->rax;
+	case 1:
+		return &r->rcx;
+	case 2:
+		return &r->rdx;
+	case 3:
+		return &r->rbx;
+	case 4:
+		return &r->rsp;
+	case 5:
+		return &r->rbp;
+	case 6:
+		return &r->rsi;
+	case 7:
+		return &r->rdi;
+	case 8:
+		return &r->r8;
+	case 9:
+		return &r->r9;
+	case 10:
+		return &r->r10;
+	case 11:
+		return &r->r11;
+	case 12:
+		return &r->r12;
+	case 13:
+		return &r->r13;
+	case 14:
+		return &r->r14;
+	default:
+		return &r->r15;
 	}
 }
 
@@ -464,8 +480,7 @@ static int bp_prepare(struct bp *b, const uint8_t *code, size_t n, struct ps_err
 		rel = (int8_t)code[in.imm_off];
 	else if (in.imm_len == 4)
 		rel = (int32_t)((uint32_t)code[in.imm_off] | (uint32_t)code[in.imm_off + 1] << 8 |
-				(uint32_t)code[in.imm_off + 2] << 16 |
-				(uint32_t)code[in.imm_off + 3] << 24);
+				(uint32_t)code[in.imm_off + 2] << 16 | (uint32_t)code[in.imm_off + 3] << 24);
 
 	if (in.vex) {
 		/* out of line */
@@ -485,8 +500,7 @@ static int bp_prepare(struct bp *b, const uint8_t *code, size_t n, struct ps_err
 			b->cc = (uint8_t)((op & 7) + (rex ? 8 : 0));
 		} else if (op == 0x9c && plain && !rex)
 			b->emu = EMU_PUSHF;
-		else if (plain && rex == 0x48 && ((op == 0x89 && in.modrm == 0xe5) ||
-						  (op == 0x8b && in.modrm == 0xec)))
+		else if (plain && rex == 0x48 && ((op == 0x89 && in.modrm == 0xe5) || (op == 0x8b && in.modrm == 0xec)))
 			b->emu = EMU_MOVRBP;
 		else if (plain && rex == 0x48 && (op == 0x83 || op == 0x81) && in.modrm == 0xec) {
 			b->emu = EMU_SUBRSP;
@@ -496,9 +510,10 @@ static int bp_prepare(struct bp *b, const uint8_t *code, size_t n, struct ps_err
 			if (brpfx)
 				bad = "a relative branch with an operand- or address-size prefix";
 			b->arg = (int64_t)next + rel;
-			b->emu = op == 0xe8 ? EMU_CALL
+			b->emu = op == 0xe8		    ? EMU_CALL
 				 : op == 0xe9 || op == 0xeb ? EMU_JMP
-				 : op <= 0x7f ? EMU_JCC : EMU_LOOP;
+				 : op <= 0x7f		    ? EMU_JCC
+							    : EMU_LOOP;
 			b->cc = op <= 0x7f ? (op & 15) : (op & 3);
 		} else if (op == 0xc3 && !brpfx && !rex)
 			b->emu = EMU_RET;
@@ -612,24 +627,21 @@ static void unwind_below(struct ps_tracer *t, struct thread *th, uint64_t sp)
  * signals that arrive meanwhile are stashed for the next resume.
  * Return: 0 done (*r updated), 1 the thread is gone, 2 the instruction faulted (*fsig),
  * -1 error. */
-static int run_insn(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r,
-		    uint64_t start, uint64_t end, int step, int *fsig)
+static int run_insn(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r, uint64_t start, uint64_t end,
+		    int step, int *fsig)
 {
 	int st;
 
 	if (ptrace(PTRACE_SETREGS, th->tid, 0, r))
-		return ps_error_set(t->err, errno, "ptrace(SETREGS, %d): %s", (int)th->tid,
-				    strerror(errno));
+		return ps_error_set(t->err, errno, "ptrace(SETREGS, %d): %s", (int)th->tid, strerror(errno));
 	for (;;) {
 		if (ptrace(step ? PTRACE_SINGLESTEP : PTRACE_CONT, th->tid, 0, 0) && errno != ESRCH)
-			return ps_error_set(t->err, errno, "ptrace(resume, %d): %s", (int)th->tid,
-					    strerror(errno));
+			return ps_error_set(t->err, errno, "ptrace(resume, %d): %s", (int)th->tid, strerror(errno));
 		pid_t w;
 		while ((w = waitpid(th->tid, &st, __WALL)) < 0 && errno == EINTR)
 			;
 		if (w < 0)
-			return ps_error_set(t->err, errno, "waitpid(%d): %s", (int)th->tid,
-					    strerror(errno));
+			return ps_error_set(t->err, errno, "waitpid(%d): %s", (int)th->tid, strerror(errno));
 		t->stops++;
 		if (WIFEXITED(st) || WIFSIGNALED(st)) {
 			thread_gone(t, th, st);
@@ -639,14 +651,13 @@ static int run_insn(struct ps_tracer *t, struct thread *th, struct user_regs_str
 			continue; /* group-stop or interrupt: finish the instruction first */
 		int sig = WSTOPSIG(st);
 		if (ptrace(PTRACE_GETREGS, th->tid, 0, r))
-			return ps_error_set(t->err, errno, "ptrace(GETREGS, %d): %s", (int)th->tid,
-					    strerror(errno));
+			return ps_error_set(t->err, errno, "ptrace(GETREGS, %d): %s", (int)th->tid, strerror(errno));
 		if (sig == SIGTRAP && (step ? r->rip != start : r->rip == end))
 			return 0;
 		if (sig == SIGTRAP && step && r->rip == start)
 			continue;
-		if (r->rip == start && (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL ||
-					sig == SIGFPE || sig == SIGTRAP)) {
+		if (r->rip == start &&
+		    (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP)) {
 			siginfo_t si;
 			if (!ptrace(PTRACE_GETSIGINFO, th->tid, 0, &si) && si.si_code > 0) {
 				*fsig = sig;
@@ -672,8 +683,8 @@ static int scratch_map(struct ps_tracer *t, struct thread *th, struct user_regs_
 		return ps_error_set(t->err, ENOMEM, "out of memory");
 	uint64_t a = p->entry + 1;
 	if (mem_rd(p, a, save, 2) || mem_wr(p, a, sc, 2))
-		return ps_error_set(t->err, errno, "cannot write the code of process %d: %s",
-				    (int)p->pid, strerror(errno));
+		return ps_error_set(t->err, errno, "cannot write the code of process %d: %s", (int)p->pid,
+				    strerror(errno));
 	s.rip = a;
 	s.rax = SYS_mmap;
 	s.orig_rax = (unsigned long long)-1;
@@ -689,8 +700,8 @@ static int scratch_map(struct ps_tracer *t, struct thread *th, struct user_regs_
 	mem_wr(p, a, save, 2);
 	if (rc)
 		return rc < 0 ? -1
-			      : ps_error_set(t->err, EFAULT, "mmap injected in %d faulted (signal %d)",
-					     (int)th->tid, fsig);
+			      : ps_error_set(t->err, EFAULT, "mmap injected in %d faulted (signal %d)", (int)th->tid,
+					     fsig);
 	if (s.rax > (unsigned long long)-4096)
 		return ps_error_set(t->err, (int)-s.rax, "mmap injected in %d: %s", (int)th->tid,
 				    strerror((int)-s.rax));
@@ -706,8 +717,8 @@ static int slot_fill(struct ps_tracer *t, struct proc *p, const struct bp *b, in
 	if (key && p->slot[slot] == key)
 		return 0;
 	if (mem_wr(p, p->scratch + (uint64_t)slot * SLOT_SIZE, b->xol, b->xol_len))
-		return ps_error_set(t->err, errno, "cannot write the scratch page of %d: %s",
-				    (int)p->pid, strerror(errno));
+		return ps_error_set(t->err, errno, "cannot write the scratch page of %d: %s", (int)p->pid,
+				    strerror(errno));
 	p->slot[slot] = key;
 	return 0;
 }
@@ -759,18 +770,33 @@ static int xol(struct ps_tracer *t, struct thread *th, const struct bp *b, int s
 
 static int cond(unsigned cc, unsigned long long fl)
 {
-	int cf = fl & 1, pf = (fl >> 2) & 1, zf = (fl >> 6) & 1, sf = (fl >> 7) & 1,
-	    of = (fl >> 11) & 1, v;
+	int cf = fl & 1, pf = (fl >> 2) & 1, zf = (fl >> 6) & 1, sf = (fl >> 7) & 1, of = (fl >> 11) & 1, v;
 
 	switch (cc >> 1) {
-	case 0: v = of; break;
-	case 1: v = cf; break;
-	case 2: v = zf; break;
-	case 3: v = cf || zf; break;
-	case 4: v = sf; break;
-	case 5: v = pf; break;
-	case 6: v = sf != of; break;
-	default: v = zf || sf != of; break;
+	case 0:
+		v = of;
+		break;
+	case 1:
+		v = cf;
+		break;
+	case 2:
+		v = zf;
+		break;
+	case 3:
+		v = cf || zf;
+		break;
+	case 4:
+		v = sf;
+		break;
+	case 5:
+		v = pf;
+		break;
+	case 6:
+		v = sf != of;
+		break;
+	default:
+		v = zf || sf != of;
+		break;
 	}
 	return (cc & 1) ? !v : v;
 }
@@ -790,11 +816,9 @@ static unsigned long long sub_flags(unsigned long long fl, uint64_t a, uint64_t 
 }
 
 /* Write 8 bytes just below rsp; when the stack must grow first, let the thread push. */
-static int push8(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r, uint64_t v,
-		 int *fsig)
+static int push8(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r, uint64_t v, int *fsig)
 {
-	static const struct bp touch = {.xol = {0x50, 0x58, 0xcc}, .xol_len = 3, .len = 2,
-					.xreg = -1, .emu = EMU_XOL};
+	static const struct bp touch = {.xol = {0x50, 0x58, 0xcc}, .xol_len = 3, .len = 2, .xreg = -1, .emu = EMU_XOL};
 	struct proc *p = th->proc;
 
 	if (!mem_wr(p, r->rsp - 8, &v, 8))
@@ -806,15 +830,15 @@ static int push8(struct ps_tracer *t, struct thread *th, struct user_regs_struct
 	if (rc)
 		return rc;
 	if (mem_wr(p, r->rsp - 8, &v, 8))
-		return ps_error_set(t->err, errno, "cannot write the stack of %d at 0x%llx: %s",
-				    (int)th->tid, r->rsp - 8, strerror(errno));
+		return ps_error_set(t->err, errno, "cannot write the stack of %d at 0x%llx: %s", (int)th->tid,
+				    r->rsp - 8, strerror(errno));
 	return 0;
 }
 
 /* Carry out the instruction displaced by @b for @th (regs *r, rip = b->addr).
  * Return: 0 (set *r, resume), 1 (gone, or *fsig to deliver with *r), -1 error. */
-static int displaced(struct ps_tracer *t, struct thread *th, const struct bp *b, int slot,
-		     int key, struct user_regs_struct *r, int *fsig)
+static int displaced(struct ps_tracer *t, struct thread *th, const struct bp *b, int slot, int key,
+		     struct user_regs_struct *r, int *fsig)
 {
 	uint64_t next = b->addr + b->len, v;
 	int rc;
@@ -901,15 +925,15 @@ static int tramp_on(struct ps_tracer *t, struct proc *p)
 		return -1;
 	p->tramp.orig = code[0];
 	if (mem_wr(p, p->entry, &cc, 1))
-		return ps_error_set(t->err, errno, "cannot write the entry point of %d: %s",
-				    (int)p->pid, strerror(errno));
+		return ps_error_set(t->err, errno, "cannot write the entry point of %d: %s", (int)p->pid,
+				    strerror(errno));
 	p->tramp_on = 1;
 	return 0;
 }
 
 /* Swap the return address at [rsp] for the trampoline and push a frame. */
-static int catch_return(struct ps_tracer *t, struct thread *th, const struct user_regs_struct *r,
-			int id, uint64_t cookie)
+static int catch_return(struct ps_tracer *t, struct thread *th, const struct user_regs_struct *r, int id,
+			uint64_t cookie)
 {
 	struct proc *p = th->proc;
 	struct frame f = {0, r->rsp, cookie, id};
@@ -963,8 +987,7 @@ static int on_tramp(struct ps_tracer *t, struct thread *th, struct user_regs_str
 			return -1;
 	}
 	if (ptrace(PTRACE_SETREGS, th->tid, 0, r) && errno != ESRCH)
-		return ps_error_set(t->err, errno, "ptrace(SETREGS, %d): %s", (int)th->tid,
-				    strerror(errno));
+		return ps_error_set(t->err, errno, "ptrace(SETREGS, %d): %s", (int)th->tid, strerror(errno));
 	resume(t, th, fsig);
 	return 0;
 }
@@ -1023,8 +1046,7 @@ static int on_trap(struct ps_tracer *t, struct thread *th)
 	int id, rc, fsig = 0, caught = 0;
 
 	if (ptrace(PTRACE_GETREGS, th->tid, 0, &r))
-		return errno == ESRCH ? 0 : ps_error_set(t->err, errno, "ptrace(GETREGS): %s",
-							 strerror(errno));
+		return errno == ESRCH ? 0 : ps_error_set(t->err, errno, "ptrace(GETREGS): %s", strerror(errno));
 	uint64_t a = r.rip - 1;
 	if (p->tramp_on && a == p->entry)
 		return on_tramp(t, th, &r);
@@ -1065,8 +1087,7 @@ static int on_trap(struct ps_tracer *t, struct thread *th)
 	if (!b->enabled) {
 		rc = 0; /* disarmed while this thread was trapping: run the original byte */
 	} else {
-		rc = displaced(t, th, b, id < SLOT_USER ? id : SLOT_SPARE,
-			       id < SLOT_USER ? id + 1 : 0, &r, &fsig);
+		rc = displaced(t, th, b, id < SLOT_USER ? id : SLOT_SPARE, id < SLOT_USER ? id + 1 : 0, &r, &fsig);
 	}
 	if (rc == 1 && !fsig)
 		return 0; /* gone */
@@ -1093,8 +1114,7 @@ static int on_trap(struct ps_tracer *t, struct thread *th)
 			cbres(t, t->ops.ret(t->ud, th->tid, f.bp, f.cookie, 1), "ret");
 	}
 	if (ptrace(PTRACE_SETREGS, th->tid, 0, &r) && errno != ESRCH)
-		return ps_error_set(t->err, errno, "ptrace(SETREGS, %d): %s", (int)th->tid,
-				    strerror(errno));
+		return ps_error_set(t->err, errno, "ptrace(SETREGS, %d): %s", (int)th->tid, strerror(errno));
 	resume(t, th, fsig);
 	return 0;
 }
@@ -1341,8 +1361,7 @@ static int handle(struct ps_tracer *t, pid_t pid, int st)
 		return 0;
 	if (!th) {
 		/* a new tracee whose parent's event has not been seen yet: hold it */
-		return th_new(t, pid, NULL, TH_EARLY) ? 0
-						       : ps_error_set(t->err, ENOMEM, "out of memory");
+		return th_new(t, pid, NULL, TH_EARLY) ? 0 : ps_error_set(t->err, ENOMEM, "out of memory");
 	}
 	int sig = WSTOPSIG(st), ev = st >> 16;
 	if (th->state == TH_AWAIT)
@@ -1435,8 +1454,8 @@ static struct ps_tracer *tracer_new(const struct ps_tracer_ops *ops, void *ud)
 	return t;
 }
 
-int ps_tracer_spawn(struct ps_tracer **tp, char *const argv[], const struct ps_tracer_ops *ops,
-		    void *ud, struct ps_error *err)
+int ps_tracer_spawn(struct ps_tracer **tp, char *const argv[], const struct ps_tracer_ops *ops, void *ud,
+		    struct ps_error *err)
 {
 	struct ps_tracer *t;
 	int fds[2], st = 0, e = 0;
@@ -1482,8 +1501,7 @@ int ps_tracer_spawn(struct ps_tracer **tp, char *const argv[], const struct ps_t
 	if (!WIFSTOPPED(st)) {
 		close(fds[0]);
 		ps_tracer_free(t);
-		return ps_error_set(err, ECHILD, "cannot run '%s': the child died before exec",
-				    argv[0]);
+		return ps_error_set(err, ECHILD, "cannot run '%s': the child died before exec", argv[0]);
 	}
 	if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_OPTS)) {
 		e = errno;
@@ -1508,8 +1526,7 @@ int ps_tracer_spawn(struct ps_tracer **tp, char *const argv[], const struct ps_t
 			free(t);
 			if (n == (ssize_t)sizeof e)
 				return ps_error_set(err, e, "cannot run '%s': %s", argv[0], strerror(e));
-			return ps_error_set(err, ECHILD, "cannot run '%s': it died before exec",
-					    argv[0]);
+			return ps_error_set(err, ECHILD, "cannot run '%s': it died before exec", argv[0]);
 		}
 		int ev = st >> 16, sig = WSTOPSIG(st);
 		if (ev == PTRACE_EVENT_EXEC)
@@ -1529,8 +1546,7 @@ int ps_tracer_spawn(struct ps_tracer **tp, char *const argv[], const struct ps_t
 	return 0;
 }
 
-int ps_tracer_attach(struct ps_tracer **tp, pid_t pid, const struct ps_tracer_ops *ops, void *ud,
-		     struct ps_error *err)
+int ps_tracer_attach(struct ps_tracer **tp, pid_t pid, const struct ps_tracer_ops *ops, void *ud, struct ps_error *err)
 {
 	struct ps_tracer *t;
 	struct proc *p = NULL;
@@ -1563,8 +1579,7 @@ int ps_tracer_attach(struct ps_tracer **tp, pid_t pid, const struct ps_tracer_op
 				int e = errno;
 				closedir(d);
 				ps_tracer_free(t);
-				return ps_error_set(err, e, "ptrace(SEIZE, %d): %s%s", (int)pid,
-						    strerror(e),
+				return ps_error_set(err, e, "ptrace(SEIZE, %d): %s%s", (int)pid, strerror(e),
 						    e == EPERM ? " (traced already, or see "
 								 "/proc/sys/kernel/yama/ptrace_scope)"
 							       : "");
@@ -1626,14 +1641,12 @@ int ps_tracer_bp_add(struct ps_tracer *t, uint64_t addr, int kind, struct ps_err
 	int k;
 
 	if (kind != PS_BP_FUNC && kind != PS_BP_ADDR)
-		return ps_error_set(err, PS_EUSAGE, "breakpoint kind %d is not PS_BP_FUNC or PS_BP_ADDR",
-				    kind);
+		return ps_error_set(err, PS_EUSAGE, "breakpoint kind %d is not PS_BP_FUNC or PS_BP_ADDR", kind);
 	if (!p || !t->attached)
 		return ps_error_set(err, ESRCH, "process %d is not traced any more", (int)t->pid);
 	if ((k = bp_find(t, addr)) >= 0) {
 		if (t->bp[k].kind != kind)
-			return ps_error_set(err, EEXIST,
-					    "a breakpoint of another kind is at 0x%llx already",
+			return ps_error_set(err, EEXIST, "a breakpoint of another kind is at 0x%llx already",
 					    (unsigned long long)addr);
 		return k;
 	}
@@ -1647,8 +1660,7 @@ int ps_tracer_bp_add(struct ps_tracer *t, uint64_t addr, int kind, struct ps_err
 	ssize_t n = code_read(t, p, addr, code, sizeof code);
 	if (n <= 0)
 		return ps_error_set(err, EFAULT, "cannot read code at 0x%llx in process %d: %s",
-				    (unsigned long long)addr, (int)p->pid,
-				    n < 0 ? strerror(errno) : "not mapped");
+				    (unsigned long long)addr, (int)p->pid, n < 0 ? strerror(errno) : "not mapped");
 	memset(&b, 0, sizeof b);
 	b.addr = addr;
 	b.kind = kind;
@@ -1723,8 +1735,7 @@ int ps_tracer_run(struct ps_tracer *t, struct ps_error *err)
 			resume(t, t->th[i], 0);
 	for (;;) {
 		if (t->abort)
-			return ps_error_set(err, PS_EUSAGE, "stopped: the %s callback returned -1",
-					    t->abort);
+			return ps_error_set(err, PS_EUSAGE, "stopped: the %s callback returned -1", t->abort);
 		if (t->pause)
 			return 0;
 		if (!t->nth)
@@ -1795,8 +1806,7 @@ int ps_tracer_detach(struct ps_tracer *t, struct ps_error *err)
 			for (int j = 0; j < th->nfr; j++) {
 				uint64_t v;
 				struct frame *f = &th->fr[j];
-				if (f->sp >= r.rsp && !mem_rd(th->proc, f->sp, &v, 8) &&
-				    v == th->proc->entry)
+				if (f->sp >= r.rsp && !mem_rd(th->proc, f->sp, &v, 8) && v == th->proc->entry)
 					mem_wr(th->proc, f->sp, &f->ret, 8);
 			}
 		th->nfr = 0;
@@ -1808,8 +1818,7 @@ int ps_tracer_detach(struct ps_tracer *t, struct ps_error *err)
 				continue;
 			int sig = th->nsig ? th->sig[0] : 0;
 			for (int j = 1; j < th->nsig; j++)
-				syscall(SYS_tgkill, th->proc ? th->proc->pid : th->tid, th->tid,
-					th->sig[j]);
+				syscall(SYS_tgkill, th->proc ? th->proc->pid : th->tid, th->tid, th->sig[j]);
 			ptrace(PTRACE_DETACH, th->tid, 0, (long)sig);
 			th_free(t, th);
 			break;
@@ -1887,8 +1896,8 @@ static uint64_t elf_bias(const char *path, uint64_t start)
 
 	if (fd < 0)
 		return bias;
-	if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
-	    !memcmp(eh.e_ident, ELFMAG, SELFMAG) && eh.e_ident[EI_CLASS] == ELFCLASS64)
+	if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
+	    eh.e_ident[EI_CLASS] == ELFCLASS64)
 		for (int i = 0; i < eh.e_phnum; i++) {
 			if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (uint64_t)i * eh.e_phentsize)) !=
 			    (ssize_t)sizeof ph)
@@ -1949,8 +1958,7 @@ int ps_tracer_cpu(struct ps_tracer *t, pid_t tid)
 	if (!th)
 		return -1;
 	if (th->statfd < 0) {
-		snprintf(path, sizeof path, "/proc/%d/task/%d/stat",
-			 (int)(th->proc ? th->proc->pid : tid), (int)tid);
+		snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)(th->proc ? th->proc->pid : tid), (int)tid);
 		if ((th->statfd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 			return -1;
 	}

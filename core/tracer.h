@@ -41,8 +41,7 @@ struct ps_tracer;
 struct ps_tracer_ops {
 	int (*thread_new)(void *ud, pid_t tid);
 	void (*thread_exit)(void *ud, pid_t tid);
-	int (*hit)(void *ud, pid_t tid, int bp_id, const struct user_regs_struct *regs,
-		   uint64_t *cookie);
+	int (*hit)(void *ud, pid_t tid, int bp_id, const struct user_regs_struct *regs, uint64_t *cookie);
 	int (*ret)(void *ud, pid_t tid, int bp_id, uint64_t cookie, int unwound);
 	int (*exec)(void *ud, pid_t pid);
 };
@@ -84,8 +83,8 @@ enum { PS_TRACER_CATCH_RETURN = 1, PS_TRACER_PAUSE = 2 };
  *
  * Return: 0 or -1.
  */
-int ps_tracer_spawn(struct ps_tracer **t, char *const argv[], const struct ps_tracer_ops *ops,
-		    void *ud, struct ps_error *err);
+int ps_tracer_spawn(struct ps_tracer **t, char *const argv[], const struct ps_tracer_ops *ops, void *ud,
+		    struct ps_error *err);
 
 /**
  * ps_tracer_attach() - seize every thread of running process @pid and stop them.
@@ -93,8 +92,7 @@ int ps_tracer_spawn(struct ps_tracer **t, char *const argv[], const struct ps_tr
  * Returns with all threads stopped; thread_new() for each is called by the first
  * ps_tracer_run(). Return: 0 or -1.
  */
-int ps_tracer_attach(struct ps_tracer **t, pid_t pid, const struct ps_tracer_ops *ops, void *ud,
-		     struct ps_error *err);
+int ps_tracer_attach(struct ps_tracer **t, pid_t pid, const struct ps_tracer_ops *ops, void *ud, struct ps_error *err);
 
 /* The main process id. */
 pid_t ps_tracer_pid(const struct ps_tracer *t);

@@ -39,7 +39,8 @@ int ps_l_check_events(lua_State *L, int idx, struct ps_event *ev, int max)
 	for (int i = 0; i < n; i++) {
 		lua_geti(L, idx, i + 1);
 		if (lua_type(L, -1) != LUA_TSTRING)
-			return luaL_argerror(L, idx, lua_pushfstring(L, "event #%d is a %s, not a name", i + 1, luaL_typename(L, -1)));
+			return luaL_argerror(
+			    L, idx, lua_pushfstring(L, "event #%d is a %s, not a name", i + 1, luaL_typename(L, -1)));
 		if (ps_event_resolve(lua_tostring(L, -1), &ev[i], &err))
 			return luaL_argerror(L, idx, err.msg);
 		lua_pop(L, 1);

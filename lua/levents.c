@@ -50,7 +50,8 @@ static unsigned parse_kinds(lua_State *L, int idx)
 static int push_info(const struct ps_event_info *e, void *ud)
 {
 	lua_State *L = ud;
-	static const char *kinds[] = {[PS_KIND_HW] = "hw", [PS_KIND_SW] = "sw", [PS_KIND_CACHE] = "cache", [PS_KIND_PMU] = "pmu"};
+	static const char *kinds[] = {
+	    [PS_KIND_HW] = "hw", [PS_KIND_SW] = "sw", [PS_KIND_CACHE] = "cache", [PS_KIND_PMU] = "pmu"};
 
 	lua_createtable(L, 0, 4);
 	lua_pushstring(L, e->name);
@@ -125,10 +126,9 @@ static int l_scale(lua_State *L)
 	return 2;
 }
 
-static const luaL_Reg funcs[] = {{"resolve", l_resolve},       {"events", l_events},
-				 {"suggest", l_suggest},       {"pmu_present", l_pmu_present},
-				 {"pmu_counters", l_pmu_counters}, {"paranoid", l_paranoid},
-				 {"scale", l_scale},           {NULL, NULL}};
+static const luaL_Reg funcs[] = {
+    {"resolve", l_resolve},	      {"events", l_events},	{"suggest", l_suggest}, {"pmu_present", l_pmu_present},
+    {"pmu_counters", l_pmu_counters}, {"paranoid", l_paranoid}, {"scale", l_scale},	{NULL, NULL}};
 
 void ps_l_open_events(lua_State *L)
 {

@@ -121,12 +121,11 @@ static int l_tostring(lua_State *L)
 	return 1;
 }
 
-static const luaL_Reg methods[] = {
-	{"enable", l_enable}, {"disable", l_disable}, {"reset", l_reset}, {"read", l_read},
-	{"events", l_events}, {"close", l_close},     {NULL, NULL}};
+static const luaL_Reg methods[] = {{"enable", l_enable}, {"disable", l_disable}, {"reset", l_reset}, {"read", l_read},
+				   {"events", l_events}, {"close", l_close},	 {NULL, NULL}};
 
 static const luaL_Reg metamethods[] = {
-	{"__gc", l_close}, {"__close", l_close}, {"__tostring", l_tostring}, {"__index", NULL}, {NULL, NULL}};
+    {"__gc", l_close}, {"__close", l_close}, {"__tostring", l_tostring}, {"__index", NULL}, {NULL, NULL}};
 
 void ps_l_open_group(lua_State *L)
 {

@@ -95,7 +95,8 @@ static int l_spin(lua_State *L)
 	return 0;
 }
 
-static const luaL_Reg funcs[] = {{"run", l_run}, {"now", l_now}, {"spin", l_spin}, {"signame", l_signame}, {NULL, NULL}};
+static const luaL_Reg funcs[] = {
+    {"run", l_run}, {"now", l_now}, {"spin", l_spin}, {"signame", l_signame}, {NULL, NULL}};
 
 void ps_l_open_run(lua_State *L)
 {

@@ -149,12 +149,11 @@ static int l_tostring(lua_State *L)
 	return 1;
 }
 
-static const luaL_Reg methods[] = {{"count", l_count}, {"record", l_record}, {"stats", l_stats},
-				   {"series", l_series}, {"info", l_info},     {"close", l_close},
-				   {NULL, NULL}};
+static const luaL_Reg methods[] = {{"count", l_count}, {"record", l_record}, {"stats", l_stats}, {"series", l_series},
+				   {"info", l_info},   {"close", l_close},   {NULL, NULL}};
 
 static const luaL_Reg metamethods[] = {
-	{"__gc", l_close}, {"__close", l_close}, {"__tostring", l_tostring}, {"__index", NULL}, {NULL, NULL}};
+    {"__gc", l_close}, {"__close", l_close}, {"__tostring", l_tostring}, {"__index", NULL}, {NULL, NULL}};
 
 void ps_l_open_snapset(lua_State *L)
 {

@@ -9,8 +9,8 @@ void ps_l_push_stats(lua_State *L, const struct ps_stats *st)
 	lua_createtable(L, 0, 9);
 	lua_pushinteger(L, (lua_Integer)st->n);
 	lua_setfield(L, -2, "count");
-#define F(k)                      \
-	lua_pushnumber(L, st->k); \
+#define F(k)                                                                                                           \
+	lua_pushnumber(L, st->k);                                                                                      \
 	lua_setfield(L, -2, #k)
 	F(sum);
 	F(mean);

@@ -4,9 +4,9 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
-#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lhelp.h"
 #include "lview.h"
@@ -197,7 +197,8 @@ static int l_region_func(lua_State *L)
 {
 	struct ps_session *s = check(L);
 	const char *name = luaL_checkstring(L, 2);
-	unsigned flags = (lua_toboolean(L, 3) ? PS_REGION_EVERY_LEVEL : 0) | (lua_toboolean(L, 4) ? PS_REGION_NO_INLINE : 0);
+	unsigned flags =
+	    (lua_toboolean(L, 3) ? PS_REGION_EVERY_LEVEL : 0) | (lua_toboolean(L, 4) ? PS_REGION_NO_INLINE : 0);
 	struct ps_error err;
 	int before = ps_session_nregions(s);
 	int id = ps_session_region_func(s, name, flags, &err);
@@ -247,7 +248,8 @@ static int l_region_range(lua_State *L)
 {
 	struct ps_session *s = check(L);
 	struct ps_error err;
-	int id = ps_session_region_range(s, luaL_checkstring(L, 2), lua_toboolean(L, 3) ? PS_REGION_EVERY_LEVEL : 0, &err);
+	int id =
+	    ps_session_region_range(s, luaL_checkstring(L, 2), lua_toboolean(L, 3) ? PS_REGION_EVERY_LEVEL : 0, &err);
 
 	if (id < 0)
 		return ps_l_fail(L, &err);
@@ -563,15 +565,31 @@ static int l_save(lua_State *L)
 	return 1;
 }
 
-static const luaL_Reg methods[] = {
-	{"add_events", l_add_events}, {"follow_fork", l_follow_fork}, {"region_func", l_region_func}, {"region_range", l_region_range}, {"region_sample", l_region_sample}, {"region_args", l_region_args}, {"save", l_save}, {"nrecords", l_nrecords}, {"spill", l_spill}, {"spill_flush", l_spill_flush},
-	{"spill_meta", l_spill_meta}, {"spill_close", l_spill_close},
-	{"run", l_run},               {"status", l_status},           {"detach", l_detach},
-	{"close", l_close},           {"info", l_info},               {"region_info", l_region_info},
-	{"record", l_record},         {"stats", l_stats},             {"series", l_series},             {NULL, NULL}};
+static const luaL_Reg methods[] = {{"add_events", l_add_events},
+				   {"follow_fork", l_follow_fork},
+				   {"region_func", l_region_func},
+				   {"region_range", l_region_range},
+				   {"region_sample", l_region_sample},
+				   {"region_args", l_region_args},
+				   {"save", l_save},
+				   {"nrecords", l_nrecords},
+				   {"spill", l_spill},
+				   {"spill_flush", l_spill_flush},
+				   {"spill_meta", l_spill_meta},
+				   {"spill_close", l_spill_close},
+				   {"run", l_run},
+				   {"status", l_status},
+				   {"detach", l_detach},
+				   {"close", l_close},
+				   {"info", l_info},
+				   {"region_info", l_region_info},
+				   {"record", l_record},
+				   {"stats", l_stats},
+				   {"series", l_series},
+				   {NULL, NULL}};
 
 static const luaL_Reg metamethods[] = {
-	{"__gc", l_close}, {"__close", l_close}, {"__tostring", l_tostring}, {"__index", NULL}, {NULL, NULL}};
+    {"__gc", l_close}, {"__close", l_close}, {"__tostring", l_tostring}, {"__index", NULL}, {NULL, NULL}};
 
 static const luaL_Reg funcs[] = {{"spawn", l_spawn}, {"attach", l_attach}, {NULL, NULL}};
 

@@ -28,33 +28,33 @@
 static lua_State *globalL;
 
 static const char usage[] =
-	"usage: perfsh [options] [script.lua | recipe] [args...]\n"
-	"\n"
-	"Hardware counters for exactly the code you care about: a Lua 5.4 shell over perf event\n"
-	"groups, ptrace breakpoints and snapshot buffers.\n"
-	"\n"
-	"  perfsh                      start the REPL (perfsh and perfsh.core are loaded)\n"
-	"  perfsh script.lua args...   run a Lua script; arg[1..] are its arguments\n"
-	"  perfsh RECIPE args...       run a recipe from the recipe folder:\n"
-	"      stat -r FUNC|FILE:L1-L2 CMD    count a function or line range per hit\n"
-	"      tail -r FUNC CMD               log the slow hits as they happen\n"
-	"      report FILE.psnap              tables from a saved run\n"
-	"      attribute -r FUNC --args A,B CMD   cost per unit of each argument\n"
-	"      ipc -r FUNC CMD, count CMD     IPC per hit; a whole command like perf stat\n"
-	"    (perfsh RECIPE --help for each)\n"
-	"  perfsh recipes              list the recipes\n"
-	"\n"
-	"options:\n"
-	"  -e CODE          run CODE (may be given more than once; before any script)\n"
-	"  -i               enter the REPL after running -e code or the script\n"
-	"  --list [KIND]    list the events that resolve and open on this machine;\n"
-	"                   KIND is hw, sw, cache, pmu or all (default)\n"
-	"  -h, --help       this text\n"
-	"  -v, --version    the version\n"
-	"\n"
-	"Events are named as perf and libpfm4 name them (instructions, cycles, task-clock,\n"
-	"perf::cycles:u), as sysfs PMU terms (cpu/event=0xc0,umask=0x0/), or as raw codes (r00c0).\n"
-	"Only user space is counted unless an event says :k.\n";
+    "usage: perfsh [options] [script.lua | recipe] [args...]\n"
+    "\n"
+    "Hardware counters for exactly the code you care about: a Lua 5.4 shell over perf event\n"
+    "groups, ptrace breakpoints and snapshot buffers.\n"
+    "\n"
+    "  perfsh                      start the REPL (perfsh and perfsh.core are loaded)\n"
+    "  perfsh script.lua args...   run a Lua script; arg[1..] are its arguments\n"
+    "  perfsh RECIPE args...       run a recipe from the recipe folder:\n"
+    "      stat -r FUNC|FILE:L1-L2 CMD    count a function or line range per hit\n"
+    "      tail -r FUNC CMD               log the slow hits as they happen\n"
+    "      report FILE.psnap              tables from a saved run\n"
+    "      attribute -r FUNC --args A,B CMD   cost per unit of each argument\n"
+    "      ipc -r FUNC CMD, count CMD     IPC per hit; a whole command like perf stat\n"
+    "    (perfsh RECIPE --help for each)\n"
+    "  perfsh recipes              list the recipes\n"
+    "\n"
+    "options:\n"
+    "  -e CODE          run CODE (may be given more than once; before any script)\n"
+    "  -i               enter the REPL after running -e code or the script\n"
+    "  --list [KIND]    list the events that resolve and open on this machine;\n"
+    "                   KIND is hw, sw, cache, pmu or all (default)\n"
+    "  -h, --help       this text\n"
+    "  -v, --version    the version\n"
+    "\n"
+    "Events are named as perf and libpfm4 name them (instructions, cycles, task-clock,\n"
+    "perf::cycles:u), as sysfs PMU terms (cpu/event=0xc0,umask=0x0/), or as raw codes (r00c0).\n"
+    "Only user space is counted unless an event says :k.\n";
 
 /* ---- paths ---- */
 
@@ -317,7 +317,8 @@ int main(int argc, char **argv)
 		} else if (is_file(target)) {
 			status = run_script(L, target, argv, argc, i);
 		} else {
-			fprintf(stderr, "perfsh: '%s' is neither a script nor a recipe (perfsh recipes lists the recipes)\n",
+			fprintf(stderr,
+				"perfsh: '%s' is neither a script nor a recipe (perfsh recipes lists the recipes)\n",
 				target);
 			status = 2;
 		}
