@@ -30,7 +30,7 @@ local function main(argv)
   local scaling = r.ratio < 1 and ("%.1f%%"):format(100 * r.ratio) or "100%"
   if opts.csv then
     print("event,value,scaling")
-    for i, name in ipairs(r.events) do print(("%s,%d,%.4f"):format(name, r[name], r.ratio)) end
+    for _, name in ipairs(r.events) do print(("%s,%d,%.4f"):format(name, r[name], r.ratio)) end
   else
     io.stderr:write(("\n Performance counter stats for '%s':\n\n"):format(table.concat(cmd, " ")))
     for _, name in ipairs(r.events) do

@@ -33,7 +33,8 @@ local function main(argv)
     end
     local st, d = r:stats(), core.stats(per)
     if opts.csv then
-      print(("%s,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f"):format(r.name, st.hits, st.ipc or 0, d.min, d.p50, d.p90, d.p99, d.max))
+      print(("%s,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f"):format(r.name, st.hits, st.ipc or 0, d.min, d.p50, d.p90, d.p99,
+        d.max))
     else
       print(("region %s: %d hits, IPC %.3f (per hit: min %.3f, p50 %.3f, p90 %.3f, p99 %.3f, max %.3f)")
         :format(r.name, st.hits, st.ipc or 0, d.min, d.p50, d.p90, d.p99, d.max))

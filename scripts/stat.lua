@@ -137,10 +137,10 @@ local function main(argv)
     if not f then
       io.stderr:write("perfsh stat: cannot write the trace: ", why, "\n")
     else
-      local all, names = {}, {}
+      local hits, names = {}, {}
       for _, r in ipairs(t.regions) do names[r.id] = r.name end
-      for h in t:hits() do all[#all + 1] = h end
-      export.trace(f, all, info.events, names, info.pid)
+      for h in t:hits() do hits[#hits + 1] = h end
+      export.trace(f, hits, info.events, names, info.pid)
       f:close()
     end
   end

@@ -157,6 +157,7 @@ describe("t:run()", function()
     assert.are.equal("paused", how)
     local n = r:stats().hits
     assert.is_true(n >= 10 and n < 400)
+    local _
     _, how = t:run{["until"] = function() return r:stats().hits >= 50 end}
     assert.are.equal("paused", how)
     n = r:stats().hits

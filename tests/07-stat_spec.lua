@@ -68,6 +68,7 @@ describe("perfsh stat", function()
     assert.truthy(err:find("step 4", 1, true))
     local out
     out, _, rc = support.sh(P .. " stat -r step -e task-clock examples/crash")
+    assert.are.equal(139, rc)
     assert.truthy(out:find("killed by SIGSEGV", 1, true))
     assert.truthy(out:find("region step (func, 4 hits, 1 incomplete", 1, true))
   end)
@@ -108,11 +109,11 @@ describe("perfsh stat", function()
   it("multiplexes more hardware events than counters and scales them", function()
     if not support.need_pmu(pending) then return end
     local n = math.max(core.pmu_counters(), 4)
-    local g1, g2 = {}, {}
+    local g1 = {}
     local pool = {"instructions", "cycles", "branches", "branch-misses", "cache-references", "cache-misses",
       "instructions:k", "cycles:k"}
     for i = 1, n do g1[#g1 + 1] = pool[(i - 1) % #pool + 1] .. (i > #pool and ":u" or "") end
-    g2 = {"instructions:u", "cycles:u"}
+    local g2 = {"instructions:u", "cycles:u"}
     local out, err, rc = support.sh(P .. " stat --csv -r spin -g " .. table.concat(g1, ",") .. " -g "
       .. table.concat(g2, ",") .. " examples/loop 3000000 3")
     assert.are.equal(0, rc, err)

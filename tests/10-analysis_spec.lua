@@ -106,7 +106,7 @@ describe("perfsh tail", function()
     local t <close> = perfsh.spawn{"examples/slow", "400", events = events(), stdout = "/dev/null"}
     local r = t:region{func = "iteration", args = {"i"}}
     local lines, asked = {}, 0
-    r:on_slow{threshold_us = 3000, log = function(line, hit) lines[#lines + 1] = hit.i end,
+    r:on_slow{threshold_us = 3000, log = function(_, hit) lines[#lines + 1] = hit.i end,
       decide = function(hit) asked = asked + 1 return hit.i ~= 199 end}
     t:run()
     assert.are.equal(4, asked)
@@ -131,7 +131,8 @@ describe("least-squares attribution", function()
 
   it("recovers the instruction costs of the example within 2%", function()
     if not support.need_pmu(pending) then return end
-    local out, err, rc = support.sh(P .. " attribute --csv -r do_work --args A,B,C -e instructions examples/attribute 200")
+    local out, err, rc = support.sh(P .. " attribute --csv -r do_work --args A,B,C -e instructions "
+      .. "examples/attribute 200")
     assert.are.equal(0, rc, err)
     local costs = {}
     for name, v in out:gmatch("\n(%w+),([-%d.e+]+)") do costs[name] = tonumber(v) end
@@ -195,7 +196,8 @@ describe("exports", function()
     end
     assert.are.equal(2, n)
     out = support.sh(P .. " report --hits-csv " .. path)
-    assert.truthy(out:match("^region,hit,tid,cpu_start,cpu_end,t_start,t_end,time_ns,wall_ns,depth,flags,task%-clock\n"))
+    assert.truthy(out:match("^region,hit,tid,cpu_start,cpu_end,t_start,t_end,time_ns,wall_ns,depth,flags,"
+      .. "task%-clock\n"))
     os.remove(path)
   end)
 

@@ -66,7 +66,9 @@ local function getter(ref, events)
   local function field(h, n, s)
     if s == "start" or s == "end" then
       local i = index[n]
-      if not i then error(("unknown field '%s' in '%s' (events: %s)"):format(n, ref, table.concat(events or {}, ", ")), 4) end
+      if not i then
+        error(("unknown field '%s' in '%s' (events: %s)"):format(n, ref, table.concat(events or {}, ", ")), 4)
+      end
       return h[s][i]
     end
     local v = h[n]
@@ -74,7 +76,7 @@ local function getter(ref, events)
     return v
   end
   if scope == "next" then
-    return function(h, nxt) return nxt and field(nxt, name, nil) end
+    return function(_, nxt) return nxt and field(nxt, name, nil) end
   elseif scope == "start" or scope == "end" then
     return function(h) return field(h, name, scope) end
   end

@@ -46,7 +46,9 @@ function report.print_table(out, title, events, st)
   if st.sampled then
     local est = {}
     for _, name in ipairs(events) do
-      if st[name] and st[name].estimated_total then est[#est + 1] = name .. " " .. report.human(st[name].estimated_total) end
+      if st[name] and st[name].estimated_total then
+        est[#est + 1] = name .. " " .. report.human(st[name].estimated_total)
+      end
     end
     est[#est + 1] = ("time %.3f ms"):format(st.time_ns.estimated_total / 1e6)
     out:write("  estimated totals over all calls: ", table.concat(est, ", "), "\n")
