@@ -1,5 +1,6 @@
 /* lua/repl.c - the interactive loop: libedit line editing and history, multi-line input,
  * results pretty-printed by perfsh.repl, errors with a traceback, Ctrl-C stops the chunk. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,12 +13,31 @@
 #include "host.h"
 
 static char history_file[1024];
+static volatile sig_atomic_t prompt_interrupted;
 
-/* Read one line; NULL at end of input. The result is malloc'd. */
+/* Ctrl-C at the prompt: not the end of the shell (see get_line); ps_host_docall() installs
+   its own handler while a chunk runs. */
+static void on_prompt_sigint(int sig)
+{
+	(void)sig;
+	prompt_interrupted = 1;
+}
+
+/* Read one line; NULL at end of input. The result is malloc'd. Ctrl-C at the prompt drops
+   the line being typed and asks again, as a shell does. */
 static char *get_line(int tty, const char *prompt)
 {
-	if (tty)
-		return readline(prompt);
+	if (tty) {
+		for (;;) {
+			char *l;
+			prompt_interrupted = 0;
+			l = readline(prompt);
+			if (l || !prompt_interrupted)
+				return l;
+			fputs("^C\n", stdout);
+			fflush(stdout);
+		}
+	}
 	char buf[4096];
 	if (!fgets(buf, sizeof buf, stdin))
 		return NULL;
@@ -106,6 +126,10 @@ int ps_host_repl(lua_State *L)
 		printf("perfsh %s - Lua %s.%s; perfsh is loaded. Ctrl-D leaves.\n", PS_VERSION, LUA_VERSION_MAJOR,
 		       LUA_VERSION_MINOR);
 	}
+	struct sigaction sa = {0}, old;
+	sa.sa_handler = on_prompt_sigint;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old);
 	while ((line = get_line(tty, "perfsh> "))) {
 		int top = lua_gettop(L), status;
 		if (!line[0]) {
@@ -122,6 +146,7 @@ int ps_host_repl(lua_State *L)
 			ps_host_report(L);
 		lua_settop(L, top);
 	}
+	sigaction(SIGINT, &old, NULL);
 	if (tty) {
 		putchar('\n');
 		if (history_file[0])
