@@ -22,7 +22,7 @@ local function main(argv)
     error("perfsh ipc: needs the instructions and cycles counters, and this machine has no hardware PMU", 0)
   end
   local t = cli.start("ipc", cmd, nil, {events = {"instructions", "cycles"}})
-  for _, r in ipairs(opts.regions) do cli.arm("ipc", t, r, cli.region_spec(r)) end
+  for _, r in ipairs(opts.regions) do cli.arm("ipc", t, r, cli.region_spec(r, "ipc")) end
   local status = t:run()
   local ipc = metrics.compile("ipc")
   if opts.csv then print("region,hits,ipc,min,p50,p90,p99,max") end

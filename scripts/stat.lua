@@ -98,7 +98,7 @@ local function main(argv)
 
   -- Arm every region before the program runs; a bad name ends here, with nothing lost.
   for _, r in ipairs(opts.regions) do
-    local spec = cli.region_spec(r)
+    local spec = cli.region_spec(r, "stat")
     spec.every_level = opts.every_level
     if opts.sample then
       local p = tonumber(opts.sample)

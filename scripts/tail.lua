@@ -54,7 +54,7 @@ local function main(argv)
       or {"task-clock", "page-faults", "context-switches"})
   cli.check_events("tail", events)
   local t = cli.start("tail", cmd, opts.pid, {events = events})
-  local rspec = cli.region_spec(opts.region)
+  local rspec = cli.region_spec(opts.region, "tail")
   if opts.sample then rspec.sample = {p = num("--sample", opts.sample)} end
   if opts.every then rspec.sample = {every = math.tointeger(num("--every", opts.every))} end
   local r = cli.arm("tail", t, opts.region, rspec)

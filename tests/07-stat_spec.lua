@@ -83,6 +83,8 @@ describe("perfsh stat", function()
       {"stat -r sum", "perfsh stat: no command given (or -p PID to attach)"},
       {"stat --bogus -r sum examples/sum", "perfsh stat: unknown option '--bogus' (perfsh stat --help lists them)"},
       {"stat -r sum -p 999999999", "perfsh stat: "},
+      {"stat -r loop.c:42 examples/loop", "perfsh stat: region 'loop.c:42' is one line; a line region is a range "
+        .. "FILE:L1-L2 (from L1 to L2, L2 excluded), e.g. loop.c:42-43"},
     }
     for _, row in ipairs(rows) do
       local _, err, rc = support.sh(P .. " " .. row[1])

@@ -71,8 +71,12 @@ end
 
 --- A region named on a command line: FILE:L1-FILE:L2, FILE:L1-L2 or 0xA-0xB is a line or
 -- address range, anything else a function.
-function cli.region_spec(r)
+function cli.region_spec(r, name)
   if r:match("^[^:]+:%d+%-") or r:match("^0x%x+%-0x%x+$") then return {range = r} end
+  if r:match("^[^:]+%.[%w+]+:%d+$") then
+    error(("perfsh %s: region '%s' is one line; a line region is a range FILE:L1-L2 (from L1 to L2, L2 "
+      .. "excluded), e.g. %s-%d"):format(name or "stat", r, r, tonumber(r:match(":(%d+)$")) + 1), 0)
+  end
   return {func = r}
 end
 
