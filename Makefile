@@ -19,7 +19,7 @@ EDIT_LIBS  := $(shell pkg-config --libs libedit 2>/dev/null)
 CORE_LIBS  := $(PKG_LIBS) -lpfm -liberty -llapacke -lm
 
 ifeq ($(SAN),1)
-CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -O1
+CFLAGS  += -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -O1
 LDFLAGS += -fsanitize=address,undefined
 B := build-san
 else

@@ -455,7 +455,8 @@ static int session_new(struct ps_session **sp, const struct ps_event *ev, int ne
 	s = calloc(1, sizeof *s);
 	if (!s)
 		return ps_error_set(err, ENOMEM, "out of memory");
-	memcpy(s->ev, ev, (size_t)nev * sizeof *ev);
+	if (nev > 0)
+		memcpy(s->ev, ev, (size_t)nev * sizeof *ev);
 	s->nev = nev;
 	s->ngroups = nev > 0;
 	s->gsize[0] = nev;
