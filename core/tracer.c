@@ -75,6 +75,10 @@ enum emu {
 	EMU_JCC,    /* jcc (cc = condition) to arg */
 	EMU_LOOP,   /* loopne/loope/loop/jrcxz (cc = opcode & 3) to arg */
 	EMU_RET,
+	EMU_MOVRR, /* mov %reg,%reg (64 or 32 bits) */
+	EMU_LEA,   /* lea disp(base,index,scale),%reg: no memory access */
+	EMU_MOVI,  /* mov $imm,%reg (arg = the value) */
+	EMU_ZERO,  /* xor %reg,%reg */
 };
 
 struct bp {
@@ -85,6 +89,8 @@ struct bp {
 	uint8_t fixcall; /* indirect call: fix the pushed return address */
 	uint8_t xol_len;
 	int64_t arg;
+	int8_t dst, src, base, index; /* registers of the register-only emulations, -1 none */
+	uint8_t scale, wide;          /* lea's scale; 64-bit operation (else 32, zero-extended) */
 	uint8_t xol[SLOT_SIZE];
 };
 
@@ -458,6 +464,66 @@ static void bp_drop_all(struct ps_tracer *t, struct proc *except)
 }
 
 /* Classify the instruction @code (n bytes) at @b->addr: emulation or out-of-line copy. */
+static int64_t le_signed(const uint8_t *p, int len)
+{
+	uint64_t v = 0;
+	for (int i = len - 1; i >= 0; i--)
+		v = v << 8 | p[i];
+	if (len < 8 && (v >> (8 * len - 1)) & 1)
+		v |= ~0ull << (8 * len);
+	return (int64_t)v;
+}
+
+/*
+ * Register-only instructions common at function entries (gcc without -fcf-protection starts
+ * many functions with one): mov between registers, lea, mov of an immediate, xor of a
+ * register with itself. They touch no memory, so they are done on the saved registers and
+ * cost no second stop. Anything else stays out of line.
+ */
+static void reg_only(struct bp *b, const struct ps_x86_insn *in, const uint8_t *code, uint64_t next)
+{
+	uint8_t op = in->opcode, mod = in->modrm >> 6, rex = in->rex;
+	int w = !!(rex & 8), r = ((in->modrm >> 3) & 7) | (rex & 4 ? 8 : 0), m = (in->modrm & 7) | (rex & 1 ? 8 : 0);
+
+	b->wide = (uint8_t)w;
+	b->base = b->index = -1;
+	if ((op == 0x89 || op == 0x8b) && in->has_modrm && mod == 3) {
+		b->emu = EMU_MOVRR;
+		b->dst = (int8_t)(op == 0x89 ? m : r);
+		b->src = (int8_t)(op == 0x89 ? r : m);
+	} else if ((op == 0x31 || op == 0x33) && in->has_modrm && mod == 3 && r == m) {
+		b->emu = EMU_ZERO;
+		b->dst = (int8_t)r;
+	} else if (op >= 0xb8 && op <= 0xbf && (in->imm_len == 4 || in->imm_len == 8)) {
+		b->emu = EMU_MOVI;
+		b->dst = (int8_t)((op & 7) | (rex & 1 ? 8 : 0));
+		b->arg = le_signed(code + in->imm_off, in->imm_len);
+		if (in->imm_len == 4)
+			b->arg = (int64_t)(uint32_t)b->arg;
+	} else if (op == 0xc7 && in->has_modrm && mod == 3 && ((in->modrm >> 3) & 7) == 0 && in->imm_len == 4) {
+		b->emu = EMU_MOVI;
+		b->dst = (int8_t)m;
+		b->arg = le_signed(code + in->imm_off, 4); /* sign-extended with REX.W */
+		if (!w)
+			b->arg = (int64_t)(uint32_t)b->arg;
+	} else if (op == 0x8d && in->has_modrm && mod != 3) {
+		b->emu = EMU_LEA;
+		b->dst = (int8_t)r;
+		b->arg = in->disp_len ? le_signed(code + in->disp_off, in->disp_len) : 0;
+		if (in->riprel) {
+			b->arg += (int64_t)next;
+		} else if ((in->modrm & 7) == 4) {
+			uint8_t sib = code[in->modrm_off + 1];
+			int idx = ((sib >> 3) & 7) | (rex & 2 ? 8 : 0), base = (sib & 7) | (rex & 1 ? 8 : 0);
+			b->scale = (uint8_t)(1 << (sib >> 6));
+			b->index = (int8_t)(idx == 4 ? -1 : idx);
+			b->base = (int8_t)((sib & 7) == 5 && mod == 0 ? -1 : base);
+		} else {
+			b->base = (int8_t)m;
+		}
+	}
+}
+
 static int bp_prepare(struct bp *b, const uint8_t *code, size_t n, struct ps_error *err)
 {
 	struct ps_x86_insn in;
@@ -520,7 +586,8 @@ static int bp_prepare(struct bp *b, const uint8_t *code, size_t n, struct ps_err
 		else if (op == 0xc2 || (op == 0xff && (reg == 2 || reg == 4))) {
 			b->emu = EMU_STEP;
 			b->fixcall = op == 0xff && reg == 2;
-		}
+		} else if (plain && !in.other_prefix)
+			reg_only(b, &in, code, next);
 	} else if (in.map == 1) {
 		if (op == 0x05 || op == 0x07 || op == 0x34 || op == 0x35)
 			bad = "a syscall instruction";
@@ -893,6 +960,30 @@ static int displaced(struct ps_tracer *t, struct thread *th, const struct bp *b,
 			break;
 		r->rsp += 8;
 		r->rip = v;
+		return 0;
+	case EMU_MOVRR:
+		v = *regp(r, b->src);
+		*regp(r, b->dst) = b->wide ? v : (uint32_t)v;
+		r->rip = next;
+		return 0;
+	case EMU_MOVI:
+		*regp(r, b->dst) = (uint64_t)b->arg;
+		r->rip = next;
+		return 0;
+	case EMU_ZERO:
+		*regp(r, b->dst) = 0;
+		/* CF OF SF AF clear, ZF PF set */
+		r->eflags = (r->eflags & ~0x8d5ull) | 0x44;
+		r->rip = next;
+		return 0;
+	case EMU_LEA:
+		v = (uint64_t)b->arg;
+		if (b->base >= 0)
+			v += *regp(r, b->base);
+		if (b->index >= 0)
+			v += *regp(r, b->index) * b->scale;
+		*regp(r, b->dst) = b->wide ? v : (uint32_t)v;
+		r->rip = next;
 		return 0;
 	default:
 		break;
