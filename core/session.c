@@ -310,6 +310,49 @@ static int sampled_entry(struct ps_session *s, struct thr *th, int id, const str
 	return PS_TRACER_CATCH_RETURN;
 }
 
+/* Whether this stop starts or ends a measurement, so that the counters, clock and CPU must
+   be read; most nested entries and unmatched ends need none of them. No system call here. */
+static int stop_measures(const struct ps_session *s, const struct thr *th, int bp)
+{
+	if (bp >= PS_BP_HW_BASE)
+		return 1;
+	if (bp < 0 || bp >= s->nbps)
+		return 0;
+	for (int k = 0; k < s->bps[bp].nroles; k++) {
+		int id = s->bps[bp].roles[k].region;
+		const struct ps_region_info *ri = id >= 0 ? &s->reg[id] : NULL;
+		switch (s->bps[bp].roles[k].kind) {
+		case ROLE_ENTRY:
+		case ROLE_START:
+			if (!ri->dropped && !ri->pending &&
+			    (th->active[id] < 0 ||
+			     (ri->flags & PS_REGION_EVERY_LEVEL && s->bps[bp].roles[k].kind == ROLE_ENTRY)))
+				return 1;
+			break;
+		case ROLE_END:
+			if (th->active[id] >= 0)
+				return 1;
+			break;
+		default:
+			return 1; /* ROLE_MAIN: rare, take the slow path */
+		}
+	}
+	return 0;
+}
+
+/* A stop that measures nothing: count the entries it makes, and nothing else. */
+static int plain_roles(struct ps_session *s, struct thr *th, int bp)
+{
+	(void)th;
+	for (int k = 0; k < s->bps[bp].nroles; k++) {
+		int id = s->bps[bp].roles[k].region;
+		enum role_kind kind = s->bps[bp].roles[k].kind;
+		if ((kind == ROLE_ENTRY || kind == ROLE_START) && !s->reg[id].dropped && !s->reg[id].pending)
+			s->reg[id].entries++;
+	}
+	return pause_wanted(s, s->deadline ? ps_now_ns() : 0);
+}
+
 static int on_hit(void *ud, pid_t tid, int bp, const struct user_regs_struct *regs, uint64_t *cookie)
 {
 	struct ps_session *s = ud;
@@ -322,6 +365,8 @@ static int on_hit(void *ud, pid_t tid, int bp, const struct user_regs_struct *re
 		s->failed = 1;
 		return -1;
 	}
+	if (!stop_measures(s, th, bp)) /* a nested entry, an end with no start, ... */
+		return bp >= 0 && bp < s->nbps ? plain_roles(s, th, bp) : 0;
 	read_now(s, th, &r); /* first: the less perfsh runs before the read, the less it counts */
 	now = ps_now_ns();
 	cpu = ps_tracer_cpu(s->t, tid);
