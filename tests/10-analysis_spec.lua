@@ -129,6 +129,17 @@ describe("least-squares attribution", function()
     assert.is_true(res.cond > 1)
   end)
 
+  it("recovers the page-fault costs of the example within 2% (a software event: any machine)", function()
+    local out, err, rc = support.sh(P .. " attribute --csv -r touch_pages --args A,B,C -e page-faults "
+      .. "examples/attribute 150 pages")
+    assert.are.equal(0, rc, err)
+    local costs = {}
+    for name, v in out:gmatch("\n(%w+),([-%d.e+]+)") do costs[name] = tonumber(v) end
+    for name, want in pairs{A = 1, B = 3, C = 7} do
+      assert.is_true(math.abs(costs[name] - want) <= 0.02 * want, name .. " " .. tostring(costs[name]))
+    end
+  end)
+
   it("recovers the instruction costs of the example within 2%", function()
     if not support.need_pmu(pending) then return end
     local out, err, rc = support.sh(P .. " attribute --csv -r do_work --args A,B,C -e instructions "
