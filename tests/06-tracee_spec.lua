@@ -64,6 +64,24 @@ describe("a function region", function()
     assert.are.equal(7, n)
   end)
 
+  it("attributes a counter to each hit exactly (page faults of touch_pages, any machine)", function()
+    local t <close> = perfsh.spawn{"examples/attribute", "60", "pages", events = {"page-faults"},
+      stdout = "/dev/null"}
+    local r = t:region{func = "touch_pages", args = {"a", "b", "c"}}
+    assert.are.equal(0, t:run().code)
+    local n = 0
+    for h in r:hits() do
+      n = n + 1
+      local want = h.a + 3 * h.b + 7 * h.c
+      if h.hit == 0 then -- the first call also faults in the code and data it runs for the first time
+        assert.is_true(h["page-faults"] >= want and h["page-faults"] <= want + 4, tostring(h["page-faults"]))
+      else
+        assert.are.equal(want, h["page-faults"], "hit " .. h.hit)
+      end
+    end
+    assert.are.equal(60, n)
+  end)
+
   it("keeps outermost calls of a recursion only, by default", function()
     local t <close> = perfsh.spawn{"examples/recursive", "5", "10", events = events(), stdout = "/dev/null"}
     local r = t:region{func = "walk"}
