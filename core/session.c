@@ -333,6 +333,9 @@ static int stop_measures(const struct ps_session *s, const struct thr *th, int b
 			if (th->active[id] >= 0)
 				return 1;
 			break;
+		case ROLE_UNWIND:
+		case ROLE_CATCH:
+			break;
 		default:
 			return 1; /* ROLE_MAIN: rare, take the slow path */
 		}
@@ -343,12 +346,15 @@ static int stop_measures(const struct ps_session *s, const struct thr *th, int b
 /* A stop that measures nothing: count the entries it makes, and nothing else. */
 static int plain_roles(struct ps_session *s, struct thr *th, int bp)
 {
-	(void)th;
 	for (int k = 0; k < s->bps[bp].nroles; k++) {
 		int id = s->bps[bp].roles[k].region;
 		enum role_kind kind = s->bps[bp].roles[k].kind;
 		if ((kind == ROLE_ENTRY || kind == ROLE_START) && !s->reg[id].dropped && !s->reg[id].pending)
 			s->reg[id].entries++;
+		else if (kind == ROLE_UNWIND)
+			ps_tracer_frames_restore(s->t, th->tid);
+		else if (kind == ROLE_CATCH)
+			ps_tracer_frames_reswap(s->t, th->tid);
 	}
 	return pause_wanted(s, s->deadline ? ps_now_ns() : 0);
 }
@@ -424,6 +430,12 @@ static int on_hit(void *ud, pid_t tid, int bp, const struct user_regs_struct *re
 			} else {
 				th->active[id] = sl;
 			}
+			break;
+		case ROLE_UNWIND:
+			ps_tracer_frames_restore(s->t, tid);
+			break;
+		case ROLE_CATCH:
+			ps_tracer_frames_reswap(s->t, tid);
 			break;
 		case ROLE_END:
 			if ((sl = th->active[id]) < 0)

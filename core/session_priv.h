@@ -14,7 +14,14 @@
 #include "tracer.h"
 
 /* What a breakpoint means to a region. */
-enum role_kind { ROLE_ENTRY = 1, ROLE_START, ROLE_END, ROLE_MAIN };
+enum role_kind {
+	ROLE_ENTRY = 1, /* a function region's entry */
+	ROLE_START,	/* a range region's start */
+	ROLE_END,	/* a range region's end */
+	ROLE_MAIN,	/* main(): the libraries are mapped */
+	ROLE_UNWIND,	/* the unwinder starts: put real return addresses back */
+	ROLE_CATCH,	/* an exception was caught: swap them again */
+};
 
 #define ROLES_PER_BP 8
 struct bpent {
@@ -67,7 +74,8 @@ struct ps_session {
 	int nreg;
 	struct bpent *bps;
 	int nbps;
-	int main_bp; /* where pending library regions get armed, -1 */
+	int main_bp;	  /* where pending library regions get armed, -1 */
+	int unwind_hooks; /* breakpoints on the unwinder are in place (or there is none) */
 	struct ps_ring *ring;
 	unsigned char *store;
 	uint64_t nstore, capstore;
@@ -102,6 +110,7 @@ int ps__hw_reopen_all(struct ps_session *s);
 /* session_regions.c */
 int ps__bp_role(struct ps_session *s, uint64_t addr, int kind, int region, enum role_kind role, struct ps_error *err);
 int ps__arm_pending(struct ps_session *s);
+void ps__arm_unwind_hooks(struct ps_session *s);
 int ps__rearm_after_exec(struct ps_session *s);
 void ps__forget_images(struct ps_session *s);
 void ps__notice(struct ps_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -186,8 +186,47 @@ static int want_main(struct ps_session *s, struct ps_error *err)
 	return s->main_bp < 0 ? -1 : 0;
 }
 
+/*
+ * Returns are caught by swapping the return address for a trampoline, which a C++ or Rust
+ * unwinder cannot read past. Breakpoints on the unwinder's entry points put the real
+ * addresses back before it walks the stack; one on __cxa_begin_catch swaps them again for the
+ * frames that are still alive. Armed once the libraries are mapped; a program without an
+ * unwinder gets none.
+ */
+void ps__arm_unwind_hooks(struct ps_session *s)
+{
+	static const struct {
+		const char *lib, *fn;
+		enum role_kind role;
+	} hooks[] = {
+	    {"libgcc_s", "_Unwind_RaiseException", ROLE_UNWIND},
+	    {"libgcc_s", "_Unwind_Resume_or_Rethrow", ROLE_UNWIND},
+	    {"libgcc_s", "_Unwind_ForcedUnwind", ROLE_UNWIND},
+	    {"libstdc++", "__cxa_begin_catch", ROLE_CATCH},
+	};
+	if (s->unwind_hooks)
+		return;
+	s->unwind_hooks = 1;
+	for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++) {
+		struct ps_error err;
+		uint64_t addr;
+		const struct ps_sym *sym;
+
+		/* linked in statically, or in the shared library */
+		if (symtab(s, &err) == 0 && ps_sym_lookup(s->sym, hooks[i].fn, &sym, NULL) == 0 &&
+		    !strcmp(sym->name, hooks[i].fn))
+			addr = sym->addr + main_bias(s);
+		else if (find_function(s, hooks[i].lib, hooks[i].fn, &addr, &err) != 1)
+			continue;
+		if (ps__bp_role(s, addr, PS_BP_ADDR, -1, hooks[i].role, &err) < 0)
+			ps__notice(s, "%s not watched (%s): an exception through a region may end the program",
+				   hooks[i].fn, err.msg);
+	}
+}
+
 int ps__arm_pending(struct ps_session *s)
 {
+	ps__arm_unwind_hooks(s);
 	for (int i = 0; i < s->nreg; i++) {
 		struct ps_region_info *ri = &s->reg[i];
 		char lib[256], fn[256];
@@ -248,6 +287,21 @@ static int add_inlined(struct ps_session *s, const char *fn, unsigned flags, str
 	return added;
 }
 
+/* Arm the unwinder hooks now if the libraries are mapped (attach), else at main(). */
+static void watch_unwinder(struct ps_session *s)
+{
+	char path[PATH_MAX];
+	uint64_t bias;
+	struct ps_error e;
+
+	if (s->unwind_hooks)
+		return;
+	if (ps_sym_find_mapping(s->pid, "libc.so.6", path, sizeof path, &bias, &e) == 0)
+		ps__arm_unwind_hooks(s);
+	else
+		want_main(s, &e); /* no main: the hooks wait for nothing; returns stay caught */
+}
+
 int ps_session_region_func(struct ps_session *s, const char *name, unsigned flags, struct ps_error *err)
 {
 	char lib[256], fn[256];
@@ -288,6 +342,7 @@ int ps_session_region_func(struct ps_session *s, const char *name, unsigned flag
 	s->nreg++;
 	if (!islib && !(flags & PS_REGION_NO_INLINE) && add_inlined(s, name, flags, err) < 0)
 		return -1;
+	watch_unwinder(s);
 	return first;
 }
 
@@ -358,6 +413,7 @@ int ps__rearm_after_exec(struct ps_session *s)
 	s->bps = NULL;
 	s->nbps = 0;
 	s->main_bp = -1;
+	s->unwind_hooks = 0;
 	for (int i = 0; i < s->nreg; i++) {
 		struct ps_region_info *ri = &s->reg[i];
 		struct ps_error err;

@@ -472,6 +472,17 @@ int ps_sym_lookup(const struct ps_symtab *st, const char *name, const struct ps_
 			*out = &st->syms[idx[0]];
 			return 0;
 		}
+		if (n > 1 && n <= MAX_LISTED) {
+			/* a function and the cold part gcc split off it ("f.cold"): the function */
+			size_t keep = 0, k = 0;
+			for (size_t j = 0; j < n; j++)
+				if (!strstr(st->syms[idx[j]].name, ".cold"))
+					keep = idx[j], k++;
+			if (k == 1) {
+				*out = &st->syms[keep];
+				return 0;
+			}
+		}
 		if (n > 1)
 			return ambiguous(st, name, idx, n, err);
 	}

@@ -90,13 +90,14 @@ struct bp {
 	uint8_t xol_len;
 	int64_t arg;
 	int8_t dst, src, base, index; /* registers of the register-only emulations, -1 none */
-	uint8_t scale, wide;          /* lea's scale; 64-bit operation (else 32, zero-extended) */
+	uint8_t scale, wide;	      /* lea's scale; 64-bit operation (else 32, zero-extended) */
 	uint8_t xol[SLOT_SIZE];
 };
 
 struct frame {
 	uint64_t ret, sp, cookie;
 	int bp;
+	int restored; /* the real return address is back in its slot (an exception unwinds) */
 };
 
 enum { TH_RUN, TH_HELD, TH_EARLY, TH_AWAIT };
@@ -1027,7 +1028,7 @@ static int catch_return(struct ps_tracer *t, struct thread *th, const struct use
 			uint64_t cookie)
 {
 	struct proc *p = th->proc;
-	struct frame f = {0, r->rsp, cookie, id};
+	struct frame f = {0, r->rsp, cookie, id, 0};
 	uint64_t cur;
 
 	if (tramp_on(t, p) || mem_rd(p, r->rsp, &cur, 8))
@@ -2067,6 +2068,38 @@ int ps_tracer_cpu(struct ps_tracer *t, pid_t tid)
 			return -1;
 	}
 	return atoi(s + 1);
+}
+
+int ps_tracer_frames_restore(struct ps_tracer *t, pid_t tid)
+{
+	struct thread *th = th_find(t, tid);
+
+	if (!th || !th->proc)
+		return -1;
+	for (int i = 0; i < th->nfr; i++) {
+		struct frame *f = &th->fr[i];
+		if (!f->restored && !mem_wr(th->proc, f->sp, &f->ret, 8))
+			f->restored = 1;
+	}
+	return 0;
+}
+
+int ps_tracer_frames_reswap(struct ps_tracer *t, pid_t tid)
+{
+	struct thread *th = th_find(t, tid);
+	struct user_regs_struct r;
+
+	if (!th || !th->proc || ptrace(PTRACE_GETREGS, tid, 0, &r))
+		return -1;
+	unwind_below(t, th, r.rsp); /* the frames the exception went through */
+	for (int i = 0; i < th->nfr; i++) {
+		struct frame *f = &th->fr[i];
+		uint64_t v;
+		if (f->restored && !mem_rd(th->proc, f->sp, &v, 8) && v == f->ret &&
+		    !mem_wr(th->proc, f->sp, &th->proc->entry, 8))
+			f->restored = 0;
+	}
+	return 0;
 }
 
 void ps_tracer_hw_traps(struct ps_tracer *t, int on)

@@ -61,6 +61,21 @@ enum { PS_BP_FUNC = 1, PS_BP_ADDR = 2 };
  * entry was not counted by the event and cannot be caught. */
 #define PS_BP_HW_STRAY (PS_BP_HW_BASE - 1)
 
+/**
+ * ps_tracer_frames_restore() - put the real return address back into the stack slot of every
+ * open frame of stopped thread @tid, because an exception is about to unwind its stack (the
+ * unwinder cannot read past the trampoline). Until ps_tracer_frames_reswap(), returns of those
+ * frames are not caught; frames that the exception unwinds are reported unwound.
+ */
+int ps_tracer_frames_restore(struct ps_tracer *t, pid_t tid);
+
+/**
+ * ps_tracer_frames_reswap() - the exception was caught (stopped thread @tid is in its
+ * handler): frames below the stack pointer are reported unwound, the others get the
+ * trampoline back in their slot and their returns are caught again.
+ */
+int ps_tracer_frames_reswap(struct ps_tracer *t, pid_t tid);
+
 /* ps_tracer_hw_traps() - the layer above uses hardware breakpoints (see PS_BP_HW_BASE): their
  * SIGTRAPs are taken as perfsh's, never the program's. */
 void ps_tracer_hw_traps(struct ps_tracer *t, int on);
