@@ -335,6 +335,7 @@ static int stop_measures(const struct ps_session *s, const struct thr *th, int b
 			break;
 		case ROLE_UNWIND:
 		case ROLE_CATCH:
+		case ROLE_LOAD:
 			break;
 		default:
 			return 1; /* ROLE_MAIN: rare, take the slow path */
@@ -355,6 +356,8 @@ static int plain_roles(struct ps_session *s, struct thr *th, int bp)
 			ps_tracer_frames_restore(s->t, th->tid);
 		else if (kind == ROLE_CATCH)
 			ps_tracer_frames_reswap(s->t, th->tid);
+		else if (kind == ROLE_LOAD)
+			ps__arm_pending(s, 0);
 	}
 	return pause_wanted(s, s->deadline ? ps_now_ns() : 0);
 }
@@ -399,7 +402,7 @@ static int on_hit(void *ud, pid_t tid, int bp, const struct user_regs_struct *re
 			if (s->bps[bp].nroles == 0)
 				ps_tracer_bp_enable(s->t, bp, 0, NULL);
 			s->main_bp = -1;
-			if (ps__arm_pending(s) < 0)
+			if (ps__arm_pending(s, 1) < 0)
 				return -1;
 			break;
 		case ROLE_ENTRY:
@@ -436,6 +439,9 @@ static int on_hit(void *ud, pid_t tid, int bp, const struct user_regs_struct *re
 			break;
 		case ROLE_CATCH:
 			ps_tracer_frames_reswap(s->t, tid);
+			break;
+		case ROLE_LOAD:
+			ps__arm_pending(s, 0);
 			break;
 		case ROLE_END:
 			if ((sl = th->active[id]) < 0)
@@ -518,6 +524,7 @@ static int session_new(struct ps_session **sp, const struct ps_event *ev, int ne
 	s->ngroups = nev > 0;
 	s->gsize[0] = nev;
 	s->main_bp = -1;
+	s->loader_bp = -1;
 	*sp = s;
 	return 0;
 }

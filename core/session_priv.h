@@ -21,6 +21,7 @@ enum role_kind {
 	ROLE_MAIN,	/* main(): the libraries are mapped */
 	ROLE_UNWIND,	/* the unwinder starts: put real return addresses back */
 	ROLE_CATCH,	/* an exception was caught: swap them again */
+	ROLE_LOAD,	/* the dynamic loader changed the link map (_dl_debug_state) */
 };
 
 #define ROLES_PER_BP 8
@@ -74,8 +75,9 @@ struct ps_session {
 	int nreg;
 	struct bpent *bps;
 	int nbps;
-	int main_bp;	  /* where pending library regions get armed, -1 */
-	int unwind_hooks; /* breakpoints on the unwinder are in place (or there is none) */
+	int main_bp;	       /* where pending library regions get armed, -1 */
+	int loader_bp;	       /* _dl_debug_state, -1 */
+	unsigned unwind_hooks; /* which breakpoints on the unwinder are in place */
 	struct ps_ring *ring;
 	unsigned char *store;
 	uint64_t nstore, capstore;
@@ -109,7 +111,7 @@ int ps__hw_reopen_all(struct ps_session *s);
 
 /* session_regions.c */
 int ps__bp_role(struct ps_session *s, uint64_t addr, int kind, int region, enum role_kind role, struct ps_error *err);
-int ps__arm_pending(struct ps_session *s);
+int ps__arm_pending(struct ps_session *s, int final);
 void ps__arm_unwind_hooks(struct ps_session *s);
 int ps__rearm_after_exec(struct ps_session *s);
 void ps__forget_images(struct ps_session *s);

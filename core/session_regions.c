@@ -204,27 +204,32 @@ void ps__arm_unwind_hooks(struct ps_session *s)
 	    {"libgcc_s", "_Unwind_ForcedUnwind", ROLE_UNWIND},
 	    {"libstdc++", "__cxa_begin_catch", ROLE_CATCH},
 	};
-	if (s->unwind_hooks)
-		return;
-	s->unwind_hooks = 1;
 	for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++) {
 		struct ps_error err;
 		uint64_t addr;
 		const struct ps_sym *sym;
 
+		if (s->unwind_hooks & (1u << i))
+			continue;
 		/* linked in statically, or in the shared library */
 		if (symtab(s, &err) == 0 && ps_sym_lookup(s->sym, hooks[i].fn, &sym, NULL) == 0 &&
 		    !strcmp(sym->name, hooks[i].fn))
 			addr = sym->addr + main_bias(s);
 		else if (find_function(s, hooks[i].lib, hooks[i].fn, &addr, &err) != 1)
 			continue;
+		s->unwind_hooks |= 1u << i;
 		if (ps__bp_role(s, addr, PS_BP_ADDR, -1, hooks[i].role, &err) < 0)
 			ps__notice(s, "%s not watched (%s): an exception through a region may end the program",
 				   hooks[i].fn, err.msg);
 	}
 }
 
-int ps__arm_pending(struct ps_session *s)
+/*
+ * Arm what the libraries mapped so far allow: unwinder hooks and library regions. Called at
+ * each change of the loaded libraries (the dynamic loader's _dl_debug_state, dlopen included),
+ * or once at main() where the loader cannot be watched; @final drops what is still missing.
+ */
+int ps__arm_pending(struct ps_session *s, int final)
 {
 	ps__arm_unwind_hooks(s);
 	for (int i = 0; i < s->nreg; i++) {
@@ -239,6 +244,8 @@ int ps__arm_pending(struct ps_session *s)
 		int rc = find_function(s, lib, fn, &addr, &err);
 		if (rc == 1 && arm_func(s, ri, addr, &err) == 0)
 			continue;
+		if (rc == 0 && !final)
+			continue; /* not loaded yet */
 		ri->pending = 0;
 		ri->dropped = 1;
 		snprintf(ri->why, sizeof ri->why, "%s", rc == 0 ? "its library was never mapped" : err.msg);
@@ -287,19 +294,30 @@ static int add_inlined(struct ps_session *s, const char *fn, unsigned flags, str
 	return added;
 }
 
-/* Arm the unwinder hooks now if the libraries are mapped (attach), else at main(). */
-static void watch_unwinder(struct ps_session *s)
+/*
+ * Watch the libraries the program loads: a breakpoint on the dynamic loader's
+ * _dl_debug_state, which it calls after each change of the link map (at start-up and at each
+ * dlopen). Without a dynamic loader (a static program) main() stands in. What is mapped now
+ * is armed at once.
+ */
+static int watch_loader(struct ps_session *s, struct ps_error *err)
 {
-	char path[PATH_MAX];
-	uint64_t bias;
+	uint64_t addr;
 	struct ps_error e;
 
-	if (s->unwind_hooks)
-		return;
-	if (ps_sym_find_mapping(s->pid, "libc.so.6", path, sizeof path, &bias, &e) == 0)
-		ps__arm_unwind_hooks(s);
-	else
-		want_main(s, &e); /* no main: the hooks wait for nothing; returns stay caught */
+	if (s->loader_bp < 0 && find_function(s, "ld-linux-x86-64.so.2", "_dl_debug_state", &addr, &e) == 1)
+		s->loader_bp = ps__bp_role(s, addr, PS_BP_ADDR, -1, ROLE_LOAD, &e);
+	ps__arm_pending(s, 0);
+	if (s->loader_bp >= 0)
+		return 0;
+	return want_main(s, err);
+}
+
+static void watch_unwinder(struct ps_session *s)
+{
+	struct ps_error e;
+	if (watch_loader(s, &e) < 0 && !s->unwind_hooks)
+		ps__notice(s, "no dynamic loader and no main to wait for: exceptions through regions are not watched");
 }
 
 int ps_session_region_func(struct ps_session *s, const char *name, unsigned flags, struct ps_error *err)
@@ -332,9 +350,11 @@ int ps_session_region_func(struct ps_session *s, const char *name, unsigned flag
 	if (rc == 0) {
 		ri->pending = 1;
 		ri->addr = 0;
-		if (want_main(s, err))
-			return -1;
 		s->nreg++;
+		if (watch_loader(s, err)) {
+			s->nreg--;
+			return -1;
+		}
 		return first;
 	}
 	if (arm_func(s, ri, addr, err))
@@ -413,6 +433,7 @@ int ps__rearm_after_exec(struct ps_session *s)
 	s->bps = NULL;
 	s->nbps = 0;
 	s->main_bp = -1;
+	s->loader_bp = -1;
 	s->unwind_hooks = 0;
 	for (int i = 0; i < s->nreg; i++) {
 		struct ps_region_info *ri = &s->reg[i];
@@ -433,7 +454,7 @@ int ps__rearm_after_exec(struct ps_session *s)
 				rc = arm_func(s, ri, addr, &err);
 			else if (rc == 0) {
 				ri->pending = 1;
-				rc = want_main(s, &err);
+				rc = watch_loader(s, &err);
 			}
 		} else {
 			rc = arm_range(s, ri, &err);

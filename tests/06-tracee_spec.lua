@@ -153,6 +153,19 @@ describe("a function region", function()
     assert.are.equal(2, r:stats().hits)
   end)
 
+  it("arms a function of a library loaded later with dlopen", function()
+    local exe = os.tmpname()
+    local _, err, rc = support.sh(("cc -O2 -o %s tests/fixtures/dl.c -ldl"):format(exe))
+    assert.are.equal(0, rc, err)
+    local t <close> = perfsh.spawn{exe, events = events(), stdout = "/dev/null"}
+    local r = t:region{func = "libm.so.6:frexp"}
+    assert.is_true(r:info().pending)
+    assert.are.equal(0, t:run().code)
+    assert.is_false(r:info().pending)
+    assert.are.equal(5, r:stats().hits)
+    os.remove(exe)
+  end)
+
   it("fails on an unknown function with the closest names", function()
     local t <close> = perfsh.spawn{"examples/sum", events = events(), stdout = "/dev/null"}
     assert.has.error(function() t:region{func = "summ"} end,
