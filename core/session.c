@@ -374,13 +374,6 @@ static int on_hit(void *ud, pid_t tid, int bp, const struct user_regs_struct *re
 		s->failed = 1;
 		return -1;
 	}
-	if (!stop_measures(s, th, bp)) /* a nested entry, an end with no start, ... */
-		return bp >= 0 && bp < s->nbps ? plain_roles(s, th, bp) : 0;
-	read_now(s, th, &r); /* first: the less perfsh runs before the read, the less it counts */
-	now = ps_now_ns();
-	cpu = ps_tracer_cpu(s->t, tid);
-	if (bp >= PS_BP_HW_BASE)
-		return sampled_entry(s, th, bp - PS_BP_HW_BASE, &r, now, cpu, regs, cookie) | pause_wanted(s, now);
 	if (bp == PS_BP_HW_STRAY) {
 		/* an entry the hardware breakpoint saw but its counter missed */
 		for (int k = 0; k < s->nsampled; k++)
@@ -388,6 +381,13 @@ static int on_hit(void *ud, pid_t tid, int bp, const struct user_regs_struct *re
 				s->reg[s->sampled[k]].entries_gone++;
 		return 0;
 	}
+	if (!stop_measures(s, th, bp)) /* a nested entry, an end with no start, ... */
+		return bp >= 0 && bp < s->nbps ? plain_roles(s, th, bp) : 0;
+	read_now(s, th, &r); /* first: the less perfsh runs before the read, the less it counts */
+	now = ps_now_ns();
+	cpu = ps_tracer_cpu(s->t, tid);
+	if (bp >= PS_BP_HW_BASE)
+		return sampled_entry(s, th, bp - PS_BP_HW_BASE, &r, now, cpu, regs, cookie) | pause_wanted(s, now);
 	if (bp < 0 || bp >= s->nbps)
 		return 0;
 	for (int k = 0; k < s->bps[bp].nroles; k++) {
