@@ -291,6 +291,12 @@ static int sampled_entry(struct ps_session *s, struct thr *th, int id, const str
 	if (k == s->nsampled)
 		return 0;
 	ps__hw_after_hit(s, th, k);
+	if (regs->rip != s->reg[id].addr) {
+		/* the signal came late (the kernel may deliver it asynchronously): the thread is no
+		   longer at the entry, so [rsp] is not the return address; this sample is lost */
+		s->reg[id].late++;
+		return 0;
+	}
 	if (th->active[id] >= 0 && !(s->reg[id].flags & PS_REGION_EVERY_LEVEL))
 		return 0; /* inside an outer call already */
 	if ((sl = slot_alloc(th)) < 0) {

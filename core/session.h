@@ -54,6 +54,7 @@ struct ps_region_info {
 	double sample_p;	       /* each entry with probability p */
 	uint32_t window_ms, period_ms; /* every entry within window_ms of each period_ms */
 	uint64_t entries_gone;	       /* entries counted by threads that have ended */
+	uint64_t late;		       /* samples whose signal came after the entry (not recorded) */
 };
 
 /* How a sampled region was set up, for ps_session_region_sample(). */

@@ -427,6 +427,8 @@ static int l_region_info(lua_State *L)
 	lua_setfield(L, -2, "entries");
 	lua_pushboolean(L, ri->sample_every || ri->sample_p > 0 || ri->period_ms);
 	lua_setfield(L, -2, "sampled");
+	lua_pushinteger(L, (lua_Integer)ri->late);
+	lua_setfield(L, -2, "late_samples");
 	lua_pushinteger(L, (lua_Integer)ri->hits);
 	lua_setfield(L, -2, "hits");
 	lua_pushinteger(L, (lua_Integer)ri->incomplete);

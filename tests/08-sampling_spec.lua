@@ -28,7 +28,8 @@ describe("region sampling", function()
     t:run()
     local st = r:stats()
     assert.are.equal(5000, st.entries)
-    assert.are.equal(50, st.hits)
+    -- a sample whose signal the kernel delivers late (after the entry) is counted, not recorded
+    assert.are.equal(50, st.hits + st.late)
   end)
 
   it("records in time windows only", function()
@@ -45,8 +46,9 @@ describe("region sampling", function()
     local r = t:region{func = "spin", sample = {every = 10}}
     t:run()
     local st = r:stats()
-    assert.are.equal(2000, st.hits)
-    assert.is_true(math.abs(st["task-clock"].estimated_total - 10 * st["task-clock"].sum) < 1e-6)
+    assert.are.equal(20000, st.entries)
+    assert.are.equal(2000, st.hits + st.late)
+    assert.is_true(math.abs(st["task-clock"].estimated_total - 20000 / st.hits * st["task-clock"].sum) < 1e-6)
   end)
 
   it("refuses what it cannot do", function()

@@ -70,6 +70,7 @@ function Region:stats()
     st.ipc = st.instructions.sum / st.cycles.sum
   end
   st.entries = meta.entries
+  st.late = meta.late_samples or 0
   if meta.sampled then
     -- every entry was counted; the sampled hits stand for all of them
     st.sampled = true
