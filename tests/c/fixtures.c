@@ -32,3 +32,26 @@ const char *fixtures_dir(const char *probe_name)
 	}
 	return dir;
 }
+
+static char tmpdir[] = "/tmp/perfsh-testXXXXXX";
+static int made; /* the name may contain an X, so a flag says it exists */
+
+static void remove_tmpdir(void)
+{
+	char cmd[64];
+
+	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", tmpdir);
+}
+
+const char *fixtures_tmpdir(void)
+{
+	if (!made) {
+		if (!mkdtemp(tmpdir))
+			return NULL;
+		made = 1;
+		atexit(remove_tmpdir);
+	}
+	return tmpdir;
+}

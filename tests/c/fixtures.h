@@ -7,4 +7,8 @@
    must be in it. */
 const char *fixtures_dir(const char *probe);
 
+/* A temporary directory for what the tests build, made once and removed at exit; NULL if it
+   cannot be made. */
+const char *fixtures_tmpdir(void);
+
 #endif

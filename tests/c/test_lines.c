@@ -14,18 +14,6 @@
 
 #include "lines.h"
 
-static char tmpdir[] = "/tmp/perfsh-linesXXXXXX";
-static int made; /* tmpdir exists (its name may contain an X) */
-
-static void remove_tmpdir(void)
-{
-	char cmd[64];
-
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "cannot remove %s\n", tmpdir);
-}
-
 #define FIXTURE_PROBE "lines.c"
 
 static const char *fixtures(void)
@@ -48,12 +36,9 @@ static const char *build(const char *name, const char *flags)
 	char cmd[1500];
 	int i = strcmp(name, "lines") == 0 ? 0 : 1;
 
-	if (!made) {
-		if (!mkdtemp(tmpdir))
-			return NULL;
-		made = 1;
-		atexit(remove_tmpdir);
-	}
+	const char *tmpdir = fixtures_tmpdir();
+	if (!tmpdir)
+		return NULL;
 	if (paths[i][0])
 		return paths[i];
 	snprintf(paths[i], sizeof paths[i], "%s/%s", tmpdir, name);

@@ -15,18 +15,6 @@
 
 #include "symbols.h"
 
-static char tmpdir[] = "/tmp/perfsh-symXXXXXX";
-static int made; /* tmpdir exists (its name may contain an X) */
-
-static void remove_tmpdir(void)
-{
-	char cmd[64];
-
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "cannot remove %s\n", tmpdir);
-}
-
 #define FIXTURE_PROBE "symbols.c"
 
 static const char *fixtures(void)
@@ -43,12 +31,9 @@ static const char *build(const char *out, const char *fmt, const char *src)
 	char cmd[2048], srcpath[600];
 	char *p;
 
-	if (!made) {
-		if (!mkdtemp(tmpdir))
-			return NULL;
-		made = 1;
-		atexit(remove_tmpdir);
-	}
+	const char *tmpdir = fixtures_tmpdir();
+	if (!tmpdir)
+		return NULL;
 	for (int i = 0; i < used; i++)
 		if (strcmp(strrchr(paths[i], '/') + 1, out) == 0)
 			return paths[i];

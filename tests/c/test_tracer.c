@@ -21,18 +21,6 @@
 
 #define FX_SRC "tracer_fx.c"
 
-static char tmpdir[] = "/tmp/perfsh-trXXXXXX";
-static int made;
-
-static void remove_tmpdir(void)
-{
-	char cmd[64];
-
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "cannot remove %s\n", tmpdir);
-}
-
 static const char *fixtures(void)
 {
 	return fixtures_dir(FX_SRC);
@@ -48,12 +36,9 @@ static const char *fx(int pie)
 	if (tried[pie])
 		return path[pie][0] ? path[pie] : NULL;
 	tried[pie] = 1;
-	if (!made) {
-		if (!mkdtemp(tmpdir))
-			return NULL;
-		made = 1;
-		atexit(remove_tmpdir);
-	}
+	const char *tmpdir = fixtures_tmpdir();
+	if (!tmpdir)
+		return NULL;
 	snprintf(path[pie], sizeof path[pie], "%s/fx%s", tmpdir, pie ? "" : "-nopie");
 	/* the -no-pie build also has endbr64 at function entries (emulated entry) */
 	snprintf(cmd, sizeof cmd, "cc -O2 -g %s -pthread %s/%s -o %s",
@@ -268,7 +253,7 @@ static double now(void)
 
 static int tmpfile_path(char *buf, size_t n, const char *name)
 {
-	return snprintf(buf, n, "%s/%s", tmpdir, name) < (int)n;
+	return snprintf(buf, n, "%s/%s", fixtures_tmpdir(), name) < (int)n;
 }
 
 /* ---- tests */
