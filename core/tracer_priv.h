@@ -1,0 +1,184 @@
+/* core/tracer_priv.h - the inside of the tracer, shared by tracer.c (processes, threads, stops)
+ * and tracer_xol.c (what runs in place of a displaced instruction). Not for use outside. */
+#ifndef PS_TRACER_PRIV_H
+#define PS_TRACER_PRIV_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+#include <unistd.h>
+
+#include "tracer.h"
+#include "x86insn.h"
+
+#define SLOT_SIZE 32
+#define NSLOT 2048
+#define SCRATCH_SIZE (NSLOT * SLOT_SIZE)
+#define SLOT_TRAMP (NSLOT - 1) /* _start's first instruction */
+#define SLOT_SPARE (NSLOT - 2) /* breakpoints with ids beyond the cached slots */
+#define SLOT_TOUCH (NSLOT - 3) /* "push %rax; pop %rax; int3": grows the stack */
+#define SLOT_USER (NSLOT - 3)
+
+#define PTRACE_OPTS                                                                                                    \
+	(PTRACE_O_EXITKILL | PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC |     \
+	 PTRACE_O_TRACESYSGOOD)
+
+enum emu {
+	EMU_XOL,  /* run out of line, int3 after it */
+	EMU_STEP, /* run out of line, single-step (indirect branches) */
+	EMU_SKIP, /* no effect: endbr64, nop */
+	EMU_PUSH, /* push %reg (cc = register number) */
+	EMU_PUSHF,
+	EMU_MOVRBP, /* mov %rsp,%rbp */
+	EMU_SUBRSP, /* sub $arg,%rsp */
+	EMU_CALL,   /* call rel32 to arg */
+	EMU_JMP,    /* jmp rel to arg */
+	EMU_JCC,    /* jcc (cc = condition) to arg */
+	EMU_LOOP,   /* loopne/loope/loop/jrcxz (cc = opcode & 3) to arg */
+	EMU_RET,
+	EMU_MOVRR, /* mov %reg,%reg (64 or 32 bits) */
+	EMU_LEA,   /* lea disp(base,index,scale),%reg: no memory access */
+	EMU_MOVI,  /* mov $imm,%reg (arg = the value) */
+	EMU_ZERO,  /* xor %reg,%reg */
+};
+
+struct bp {
+	uint64_t addr;
+	int kind, enabled;
+	uint8_t orig, len, emu, cc;
+	int8_t xreg;	 /* register replacing rip in the out-of-line copy, -1 none */
+	uint8_t fixcall; /* indirect call: fix the pushed return address */
+	uint8_t xol_len;
+	int64_t arg;
+	int8_t dst, src, base, index; /* registers of the register-only emulations, -1 none */
+	uint8_t scale, wide;	      /* lea's scale; 64-bit operation (else 32, zero-extended) */
+	uint8_t xol[SLOT_SIZE];
+};
+
+struct frame {
+	uint64_t ret, sp, cookie;
+	int bp;
+	int restored; /* the real return address is back in its slot (an exception unwinds) */
+};
+
+enum { TH_RUN, TH_HELD, TH_EARLY, TH_AWAIT };
+
+struct proc {
+	pid_t pid;
+	int memfd;
+	int writes_bps; /* breakpoints are written into its memory */
+	int sees_bps;	/* its memory holds our int3s (itself or shared with a parent) */
+	int silent;	/* released vfork child: handled, never reported */
+	int nthreads;
+	uint64_t entry; /* AT_ENTRY, 0 until read */
+	int tramp_on;	/* int3 written at entry */
+	struct bp tramp;
+	uint64_t scratch;
+	int *slot; /* per slot: bp index + 1 held there, -1 fixed content written */
+	struct proc *next;
+};
+
+struct thread {
+	pid_t tid;
+	int state;
+	int group;     /* held in a group-stop: resume with PTRACE_LISTEN */
+	int announced; /* thread_new() was called */
+	int release;   /* fork child to clean and detach at its first stop */
+	int newkind;   /* PTRACE_EVENT_* that created it, 0 if unknown yet */
+	struct proc *proc;
+	struct frame *fr;
+	int nfr, capfr;
+	int statfd;
+	int nsig;
+	int sig[4];
+};
+
+struct ps_tracer {
+	struct ps_tracer_ops ops;
+	void *ud;
+	pid_t pid;
+	int spawned, attached, follow, settling;
+	int hw_traps; /* hardware breakpoints of the layer above are in use */
+	struct thread **th;
+	unsigned thcap, nth;
+	struct proc *procs;
+	struct bp *bp;
+	int nbp, capbp;
+	int *bph; /* address hash: bp index, -1 empty */
+	unsigned bphcap;
+	volatile sig_atomic_t intr;
+	int pause;
+	const char *abort;
+	int ended, code, signo;
+	uint64_t stops;
+	struct ps_error *err; /* where handlers report: the caller's, or errbuf */
+	struct ps_error errbuf;
+};
+
+/* ---------------------------------------------------------------- small helpers */
+
+static inline int mem_rd(struct proc *p, uint64_t a, void *buf, size_t n)
+{
+	return pread(p->memfd, buf, n, (off_t)a) == (ssize_t)n ? 0 : -1;
+}
+
+static inline int mem_wr(struct proc *p, uint64_t a, const void *buf, size_t n)
+{
+	return pwrite(p->memfd, buf, n, (off_t)a) == (ssize_t)n ? 0 : -1;
+}
+
+static inline unsigned long long *regp(struct user_regs_struct *r, int n)
+{
+	switch (n) {
+	case 0:
+		return &r->rax;
+	case 1:
+		return &r->rcx;
+	case 2:
+		return &r->rdx;
+	case 3:
+		return &r->rbx;
+	case 4:
+		return &r->rsp;
+	case 5:
+		return &r->rbp;
+	case 6:
+		return &r->rsi;
+	case 7:
+		return &r->rdi;
+	case 8:
+		return &r->r8;
+	case 9:
+		return &r->r9;
+	case 10:
+		return &r->r10;
+	case 11:
+		return &r->r11;
+	case 12:
+		return &r->r12;
+	case 13:
+		return &r->r13;
+	case 14:
+		return &r->r14;
+	default:
+		return &r->r15;
+	}
+}
+
+static inline void stash(struct thread *th, int sig)
+{
+	if (th->nsig < (int)(sizeof th->sig / sizeof th->sig[0]))
+		th->sig[th->nsig++] = sig;
+}
+
+/* tracer.c */
+void ps__tr_thread_gone(struct ps_tracer *t, struct thread *th, int st);
+uint64_t ps__tr_read_auxv(pid_t pid, unsigned long type);
+
+/* tracer_xol.c */
+int ps__tr_bp_prepare(struct bp *b, const uint8_t *code, size_t n, struct ps_error *err);
+int ps__tr_displaced(struct ps_tracer *t, struct thread *th, const struct bp *b, int slot, int key,
+		     struct user_regs_struct *r, int *fsig);
+
+#endif

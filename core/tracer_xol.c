@@ -1,0 +1,488 @@
+/* core/tracer_xol.c - what runs in place of the instruction a breakpoint displaced: emulated
+ * on the saved registers when it is simple (no second stop), else executed out of line in a
+ * scratch page of the tracee (see the comment at the top of tracer.c). */
+#include "tracer_priv.h"
+
+#include "x86insn.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int64_t le_signed(const uint8_t *p, int len)
+{
+	uint64_t v = 0;
+	for (int i = len - 1; i >= 0; i--)
+		v = v << 8 | p[i];
+	if (len < 8 && (v >> (8 * len - 1)) & 1)
+		v |= ~0ull << (8 * len);
+	return (int64_t)v;
+}
+
+/*
+ * Register-only instructions common at function entries (gcc without -fcf-protection starts
+ * many functions with one): mov between registers, lea, mov of an immediate, xor of a
+ * register with itself. They touch no memory, so they are done on the saved registers and
+ * cost no second stop. Anything else stays out of line.
+ */
+static void reg_only(struct bp *b, const struct ps_x86_insn *in, const uint8_t *code, uint64_t next)
+{
+	uint8_t op = in->opcode, mod = in->modrm >> 6, rex = in->rex;
+	int w = !!(rex & 8), r = ((in->modrm >> 3) & 7) | (rex & 4 ? 8 : 0), m = (in->modrm & 7) | (rex & 1 ? 8 : 0);
+
+	b->wide = (uint8_t)w;
+	b->base = b->index = -1;
+	if ((op == 0x89 || op == 0x8b) && in->has_modrm && mod == 3) {
+		b->emu = EMU_MOVRR;
+		b->dst = (int8_t)(op == 0x89 ? m : r);
+		b->src = (int8_t)(op == 0x89 ? r : m);
+	} else if ((op == 0x31 || op == 0x33) && in->has_modrm && mod == 3 && r == m) {
+		b->emu = EMU_ZERO;
+		b->dst = (int8_t)r;
+	} else if (op >= 0xb8 && op <= 0xbf && (in->imm_len == 4 || in->imm_len == 8)) {
+		b->emu = EMU_MOVI;
+		b->dst = (int8_t)((op & 7) | (rex & 1 ? 8 : 0));
+		b->arg = le_signed(code + in->imm_off, in->imm_len);
+		if (in->imm_len == 4)
+			b->arg = (int64_t)(uint32_t)b->arg;
+	} else if (op == 0xc7 && in->has_modrm && mod == 3 && ((in->modrm >> 3) & 7) == 0 && in->imm_len == 4) {
+		b->emu = EMU_MOVI;
+		b->dst = (int8_t)m;
+		b->arg = le_signed(code + in->imm_off, 4); /* sign-extended with REX.W */
+		if (!w)
+			b->arg = (int64_t)(uint32_t)b->arg;
+	} else if (op == 0x8d && in->has_modrm && mod != 3) {
+		b->emu = EMU_LEA;
+		b->dst = (int8_t)r;
+		b->arg = in->disp_len ? le_signed(code + in->disp_off, in->disp_len) : 0;
+		if (in->riprel) {
+			b->arg += (int64_t)next;
+		} else if ((in->modrm & 7) == 4) {
+			uint8_t sib = code[in->modrm_off + 1];
+			int idx = ((sib >> 3) & 7) | (rex & 2 ? 8 : 0), base = (sib & 7) | (rex & 1 ? 8 : 0);
+			b->scale = (uint8_t)(1 << (sib >> 6));
+			b->index = (int8_t)(idx == 4 ? -1 : idx);
+			b->base = (int8_t)((sib & 7) == 5 && mod == 0 ? -1 : base);
+		} else {
+			b->base = (int8_t)m;
+		}
+	}
+}
+
+int ps__tr_bp_prepare(struct bp *b, const uint8_t *code, size_t n, struct ps_error *err)
+{
+	struct ps_x86_insn in;
+	const char *bad = NULL;
+
+	if (ps_x86_decode(code, n, &in))
+		return ps_error_set(err, PS_EUSAGE,
+				    "cannot decode the instruction at 0x%llx (not an instruction start?)",
+				    (unsigned long long)b->addr);
+	b->len = in.len;
+	b->emu = EMU_XOL;
+	b->xreg = -1;
+	b->fixcall = 0;
+	uint8_t op = in.opcode, reg = (in.modrm >> 3) & 7;
+	int plain = !in.nlegacy, rex = in.rex;
+	int brpfx = in.p66 || in.p67 || in.lock || in.pf3; /* prefixes a branch must not have */
+	uint64_t next = b->addr + in.len;
+	int64_t rel = 0;
+	if (in.imm_len == 1)
+		rel = (int8_t)code[in.imm_off];
+	else if (in.imm_len == 4)
+		rel = (int32_t)((uint32_t)code[in.imm_off] | (uint32_t)code[in.imm_off + 1] << 8 |
+				(uint32_t)code[in.imm_off + 2] << 16 | (uint32_t)code[in.imm_off + 3] << 24);
+
+	if (in.vex) {
+		/* out of line */
+	} else if (in.map == 0) {
+		if (op == 0xcc || op == 0xcd || op == 0xf1 || op == 0xcf)
+			bad = "an int/iret instruction";
+		else if (op == 0xca || op == 0xcb)
+			bad = "a far return";
+		else if (op == 0xff && (reg == 3 || reg == 5))
+			bad = "a far call or jump";
+		else if (op == 0xc7 && in.modrm == 0xf8)
+			bad = "xbegin";
+		else if (op == 0x90 && !(rex & 1) && !in.pf2)
+			b->emu = EMU_SKIP;
+		else if (op >= 0x50 && op <= 0x57 && plain && (!rex || rex == 0x41)) {
+			b->emu = EMU_PUSH;
+			b->cc = (uint8_t)((op & 7) + (rex ? 8 : 0));
+		} else if (op == 0x9c && plain && !rex)
+			b->emu = EMU_PUSHF;
+		else if (plain && rex == 0x48 && ((op == 0x89 && in.modrm == 0xe5) || (op == 0x8b && in.modrm == 0xec)))
+			b->emu = EMU_MOVRBP;
+		else if (plain && rex == 0x48 && (op == 0x83 || op == 0x81) && in.modrm == 0xec) {
+			b->emu = EMU_SUBRSP;
+			b->arg = rel;
+		} else if (op == 0xe8 || op == 0xe9 || op == 0xeb || (op >= 0x70 && op <= 0x7f) ||
+			   (op >= 0xe0 && op <= 0xe3)) {
+			if (brpfx)
+				bad = "a relative branch with an operand- or address-size prefix";
+			b->arg = (int64_t)next + rel;
+			b->emu = op == 0xe8		    ? EMU_CALL
+				 : op == 0xe9 || op == 0xeb ? EMU_JMP
+				 : op <= 0x7f		    ? EMU_JCC
+							    : EMU_LOOP;
+			b->cc = op <= 0x7f ? (op & 15) : (op & 3);
+		} else if (op == 0xc3 && !brpfx && !rex)
+			b->emu = EMU_RET;
+		else if (op == 0xc2 || (op == 0xff && (reg == 2 || reg == 4))) {
+			b->emu = EMU_STEP;
+			b->fixcall = op == 0xff && reg == 2;
+		} else if (plain && !in.other_prefix)
+			reg_only(b, &in, code, next);
+	} else if (in.map == 1) {
+		if (op == 0x05 || op == 0x07 || op == 0x34 || op == 0x35)
+			bad = "a syscall instruction";
+		else if (op == 0x1e && in.pf3 && (in.modrm == 0xfa || in.modrm == 0xfb))
+			b->emu = EMU_SKIP;
+		else if (op == 0x1f && !in.pf2 && !in.pf3)
+			b->emu = EMU_SKIP;
+		else if (op >= 0x80 && op <= 0x8f) {
+			if (brpfx)
+				bad = "a relative branch with an operand- or address-size prefix";
+			b->emu = EMU_JCC;
+			b->cc = op & 15;
+			b->arg = (int64_t)next + rel;
+		}
+	}
+	if (bad)
+		return ps_error_set(err, PS_EUSAGE, "cannot place a breakpoint at 0x%llx: %s",
+				    (unsigned long long)b->addr, bad);
+
+	/* the out-of-line copy: the instruction, rip-relative operand rewritten, then int3 */
+	memcpy(b->xol, code, in.len);
+	b->xol[in.len] = 0xcc;
+	b->xol_len = (uint8_t)(in.len + 1);
+	if (in.riprel) {
+		static const int8_t cand[3] = {6, 7, 3}; /* rsi, rdi, rbx */
+		for (int i = 0; i < 3 && b->xreg < 0; i++)
+			if (cand[i] != reg && (!in.vex || cand[i] != (in.vvvv & 7)))
+				b->xreg = cand[i];
+		b->xol[in.modrm_off] = (uint8_t)(0x80 | (reg << 3) | b->xreg);
+		if (in.rex)
+			b->xol[in.rex_off] &= (uint8_t)~1; /* REX.B = 0 */
+		if (in.vex == 3 || in.vex == 4)
+			b->xol[in.vex_off + 1] |= 0x20; /* inverted B = 1 */
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- out-of-line execution */
+
+/* Run thread @th from r->rip in the scratch page: single-step (@step) until rip leaves
+ * @start, or run until the int3 that ends the copy traps (rip == @end). Asynchronous
+ * signals that arrive meanwhile are stashed for the next resume.
+ * Return: 0 done (*r updated), 1 the thread is gone, 2 the instruction faulted (*fsig),
+ * -1 error. */
+static int run_insn(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r, uint64_t start, uint64_t end,
+		    int step, int *fsig)
+{
+	int st;
+
+	if (ptrace(PTRACE_SETREGS, th->tid, 0, r))
+		return ps_error_set(t->err, errno, "ptrace(SETREGS, %d): %s", (int)th->tid, strerror(errno));
+	for (;;) {
+		if (ptrace(step ? PTRACE_SINGLESTEP : PTRACE_CONT, th->tid, 0, 0) && errno != ESRCH)
+			return ps_error_set(t->err, errno, "ptrace(resume, %d): %s", (int)th->tid, strerror(errno));
+		pid_t w;
+		while ((w = waitpid(th->tid, &st, __WALL)) < 0 && errno == EINTR)
+			;
+		if (w < 0)
+			return ps_error_set(t->err, errno, "waitpid(%d): %s", (int)th->tid, strerror(errno));
+		t->stops++;
+		if (WIFEXITED(st) || WIFSIGNALED(st)) {
+			ps__tr_thread_gone(t, th, st);
+			return 1;
+		}
+		if (st >> 16)
+			continue; /* group-stop or interrupt: finish the instruction first */
+		int sig = WSTOPSIG(st);
+		if (ptrace(PTRACE_GETREGS, th->tid, 0, r))
+			return ps_error_set(t->err, errno, "ptrace(GETREGS, %d): %s", (int)th->tid, strerror(errno));
+		if (sig == SIGTRAP && (step ? r->rip != start : r->rip == end))
+			return 0;
+		if (sig == SIGTRAP && step && r->rip == start)
+			continue;
+		if (r->rip == start &&
+		    (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP)) {
+			siginfo_t si;
+			if (!ptrace(PTRACE_GETSIGINFO, th->tid, 0, &si) && si.si_code > 0) {
+				*fsig = sig;
+				return 2;
+			}
+		}
+		stash(th, sig);
+	}
+}
+
+/* Map the scratch page in the tracee: a mmap syscall run at entry+1 (never executed by
+ * the program after start-up; entry itself may hold the trampoline int3). */
+static int scratch_map(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r)
+{
+	struct proc *p = th->proc;
+	struct user_regs_struct s = *r;
+	uint8_t save[2], sc[2] = {0x0f, 0x05};
+	int fsig = 0, rc;
+
+	if (!p->entry && !(p->entry = ps__tr_read_auxv(p->pid, AT_ENTRY)))
+		return ps_error_set(t->err, ENOENT, "no AT_ENTRY in /proc/%d/auxv", (int)p->pid);
+	if (!p->slot && !(p->slot = calloc(NSLOT, sizeof *p->slot)))
+		return ps_error_set(t->err, ENOMEM, "out of memory");
+	uint64_t a = p->entry + 1;
+	if (mem_rd(p, a, save, 2) || mem_wr(p, a, sc, 2))
+		return ps_error_set(t->err, errno, "cannot write the code of process %d: %s", (int)p->pid,
+				    strerror(errno));
+	s.rip = a;
+	s.rax = SYS_mmap;
+	s.orig_rax = (unsigned long long)-1;
+	s.rdi = 0;
+	s.rsi = SCRATCH_SIZE;
+	s.rdx = PROT_READ | PROT_EXEC;
+	s.r10 = MAP_PRIVATE | MAP_ANONYMOUS;
+	s.r8 = (unsigned long long)-1;
+	s.r9 = 0;
+	rc = run_insn(t, th, &s, a, 0, 1, &fsig);
+	if (rc == 1)
+		return 1;
+	mem_wr(p, a, save, 2);
+	if (rc)
+		return rc < 0 ? -1
+			      : ps_error_set(t->err, EFAULT, "mmap injected in %d faulted (signal %d)", (int)th->tid,
+					     fsig);
+	if (s.rax > (unsigned long long)-4096)
+		return ps_error_set(t->err, (int)-s.rax, "mmap injected in %d: %s", (int)th->tid,
+				    strerror((int)-s.rax));
+	p->scratch = s.rax;
+	for (int i = 0; i < NSLOT; i++)
+		p->slot[i] = 0;
+	return 0;
+}
+
+/* Put the copy of @b in scratch slot @slot (skipped when it is there already). */
+static int slot_fill(struct ps_tracer *t, struct proc *p, const struct bp *b, int slot, int key)
+{
+	if (key && p->slot[slot] == key)
+		return 0;
+	if (mem_wr(p, p->scratch + (uint64_t)slot * SLOT_SIZE, b->xol, b->xol_len))
+		return ps_error_set(t->err, errno, "cannot write the scratch page of %d: %s", (int)p->pid,
+				    strerror(errno));
+	p->slot[slot] = key;
+	return 0;
+}
+
+/* Execute the instruction of @b for @th out of line; *r (rip = b->addr) is updated.
+ * Return: 0 (set *r and resume), 1 (thread gone, or resumed into its fault handler:
+ * *fsig set), -1. */
+static int xol(struct ps_tracer *t, struct thread *th, const struct bp *b, int slot, int key,
+	       struct user_regs_struct *r, int *fsig)
+{
+	struct proc *p = th->proc;
+	struct user_regs_struct s = *r;
+	int rc;
+
+	if (!p->scratch && (rc = scratch_map(t, th, r)) != 0)
+		return rc;
+	if (slot_fill(t, p, b, slot, key))
+		return -1;
+	uint64_t sa = p->scratch + (uint64_t)slot * SLOT_SIZE;
+	if (b->xreg >= 0)
+		*regp(&s, b->xreg) = b->addr + b->len;
+	s.rip = sa;
+	*fsig = 0;
+	rc = run_insn(t, th, &s, sa, sa + b->len + 1, b->emu == EMU_STEP, fsig);
+	if (rc == 1 || rc < 0)
+		return rc;
+	if (b->xreg >= 0)
+		*regp(&s, b->xreg) = *regp(r, b->xreg);
+	if (rc == 2) {
+		/* faulted before completing: back at the original address, deliver the signal */
+		s.rip = b->addr;
+		*r = s;
+		return 1;
+	}
+	if (b->emu == EMU_STEP) {
+		uint64_t v;
+		if (b->fixcall && !mem_rd(p, s.rsp, &v, 8) && v == sa + b->len) {
+			v = b->addr + b->len;
+			mem_wr(p, s.rsp, &v, 8);
+		}
+		if (s.rip == sa + b->len)
+			s.rip = b->addr + b->len;
+	} else {
+		s.rip = b->addr + b->len;
+	}
+	*r = s;
+	return 0;
+}
+
+static int cond(unsigned cc, unsigned long long fl)
+{
+	int cf = fl & 1, pf = (fl >> 2) & 1, zf = (fl >> 6) & 1, sf = (fl >> 7) & 1, of = (fl >> 11) & 1, v;
+
+	switch (cc >> 1) {
+	case 0:
+		v = of;
+		break;
+	case 1:
+		v = cf;
+		break;
+	case 2:
+		v = zf;
+		break;
+	case 3:
+		v = cf || zf;
+		break;
+	case 4:
+		v = sf;
+		break;
+	case 5:
+		v = pf;
+		break;
+	case 6:
+		v = sf != of;
+		break;
+	default:
+		v = zf || sf != of;
+		break;
+	}
+	return (cc & 1) ? !v : v;
+}
+
+static unsigned long long sub_flags(unsigned long long fl, uint64_t a, uint64_t b)
+{
+	uint64_t r = a - b;
+	unsigned long long f = fl & ~0x8d5ull; /* CF PF AF ZF SF OF */
+
+	f |= a < b ? 1 : 0;
+	f |= __builtin_parity((unsigned)(r & 0xff)) ? 0 : 4;
+	f |= ((a ^ b ^ r) & 0x10) ? 0x10 : 0;
+	f |= r == 0 ? 0x40 : 0;
+	f |= (r >> 63) ? 0x80 : 0;
+	f |= (((a ^ b) & (a ^ r)) >> 63) ? 0x800 : 0;
+	return f;
+}
+
+/* Write 8 bytes just below rsp; when the stack must grow first, let the thread push. */
+static int push8(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r, uint64_t v, int *fsig)
+{
+	static const struct bp touch = {.xol = {0x50, 0x58, 0xcc}, .xol_len = 3, .len = 2, .xreg = -1, .emu = EMU_XOL};
+	struct proc *p = th->proc;
+
+	if (!mem_wr(p, r->rsp - 8, &v, 8))
+		return 0;
+	struct user_regs_struct s = *r;
+	struct bp tb = touch;
+	tb.addr = r->rip;
+	int rc = xol(t, th, &tb, SLOT_TOUCH, -1, &s, fsig);
+	if (rc)
+		return rc;
+	if (mem_wr(p, r->rsp - 8, &v, 8))
+		return ps_error_set(t->err, errno, "cannot write the stack of %d at 0x%llx: %s", (int)th->tid,
+				    r->rsp - 8, strerror(errno));
+	return 0;
+}
+
+/* Carry out the instruction displaced by @b for @th (regs *r, rip = b->addr).
+ * Return: 0 (set *r, resume), 1 (gone, or *fsig to deliver with *r), -1 error. */
+int ps__tr_displaced(struct ps_tracer *t, struct thread *th, const struct bp *b, int slot, int key,
+		     struct user_regs_struct *r, int *fsig)
+{
+	uint64_t next = b->addr + b->len, v;
+	int rc;
+
+	*fsig = 0;
+	switch (b->emu) {
+	case EMU_SKIP:
+		r->rip = next;
+		return 0;
+	case EMU_PUSH:
+	case EMU_PUSHF:
+		v = b->emu == EMU_PUSH ? *regp(r, b->cc) : (r->eflags & ~0x30100ull);
+		if (mem_wr(th->proc, r->rsp - 8, &v, 8))
+			break; /* stack must grow: run it out of line */
+		r->rsp -= 8;
+		r->rip = next;
+		return 0;
+	case EMU_MOVRBP:
+		r->rbp = r->rsp;
+		r->rip = next;
+		return 0;
+	case EMU_SUBRSP:
+		r->eflags = sub_flags(r->eflags, r->rsp, (uint64_t)b->arg);
+		r->rsp -= (uint64_t)b->arg;
+		r->rip = next;
+		return 0;
+	case EMU_CALL:
+		if ((rc = push8(t, th, r, next, fsig)) != 0)
+			return rc;
+		r->rsp -= 8;
+		r->rip = (uint64_t)b->arg;
+		return 0;
+	case EMU_JMP:
+		r->rip = (uint64_t)b->arg;
+		return 0;
+	case EMU_JCC:
+		r->rip = cond(b->cc, r->eflags) ? (uint64_t)b->arg : next;
+		return 0;
+	case EMU_LOOP: {
+		int take;
+		if (b->cc == 3) {
+			take = r->rcx == 0;
+		} else {
+			r->rcx--;
+			take = r->rcx != 0 && (b->cc == 2 || (b->cc == 1) == !!(r->eflags & 0x40));
+		}
+		r->rip = take ? (uint64_t)b->arg : next;
+		return 0;
+	}
+	case EMU_RET:
+		if (mem_rd(th->proc, r->rsp, &v, 8))
+			break;
+		r->rsp += 8;
+		r->rip = v;
+		return 0;
+	case EMU_MOVRR:
+		v = *regp(r, b->src);
+		*regp(r, b->dst) = b->wide ? v : (uint32_t)v;
+		r->rip = next;
+		return 0;
+	case EMU_MOVI:
+		*regp(r, b->dst) = (uint64_t)b->arg;
+		r->rip = next;
+		return 0;
+	case EMU_ZERO:
+		*regp(r, b->dst) = 0;
+		/* CF OF SF AF clear, ZF PF set */
+		r->eflags = (r->eflags & ~0x8d5ull) | 0x44;
+		r->rip = next;
+		return 0;
+	case EMU_LEA:
+		v = (uint64_t)b->arg;
+		if (b->base >= 0)
+			v += *regp(r, b->base);
+		if (b->index >= 0)
+			v += *regp(r, b->index) * b->scale;
+		*regp(r, b->dst) = b->wide ? v : (uint32_t)v;
+		r->rip = next;
+		return 0;
+	default:
+		break;
+	}
+	if (b->emu == EMU_PUSH || b->emu == EMU_PUSHF || b->emu == EMU_RET) {
+		struct bp c = *b;
+		c.emu = EMU_XOL;
+		return xol(t, th, &c, SLOT_SPARE, 0, r, fsig);
+	}
+	return xol(t, th, b, slot, key, r, fsig);
+}
