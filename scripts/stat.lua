@@ -15,7 +15,7 @@ Counts hardware (or software) events over each hit of a function or a source-lin
 of an unmodified binary, per thread, and prints one aggregated table per region.
 
 regions:
-  -r, --region R      a function (sum, ns::Klass::method, libc.so.6:memcpy, 0x401136) or
+  -r, --region R      a function (sum, ns::Klass::method, libm.so.6:frexp, 0x401136) or
                       a line range FILE:L1-FILE:L2 / FILE:L1-L2 (L1 inclusive, L2 exclusive);
                       may be repeated. Inlined copies of a function are reported too.
   -f, --function R    the same as -r
