@@ -121,6 +121,34 @@ static struct ps_region_info *new_region(struct ps_session *s, enum ps_region_ki
 	return ri;
 }
 
+/* An IFUNC's symbol is its resolver: say so, with implementations the loader may pick. */
+static int ifunc_error(const struct ps_symtab *st, const struct ps_sym *ifunc, const char *lib, struct ps_error *err)
+{
+	char list[300] = "";
+	size_t len = strlen(ifunc->name);
+	int n = 0;
+
+	for (size_t i = 0; i < ps_sym_count(st) && n < 3; i++) {
+		const struct ps_sym *c = ps_sym_at(st, i);
+		/* glibc's naming: __memcpy_avx_unaligned_erms implements memcpy */
+		if (!c->ifunc && !strncmp(c->name, "__", 2) && !strncmp(c->name + 2, ifunc->name, len) &&
+		    c->name[2 + len] == '_') {
+			snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s:%s", n ? ", " : "", lib,
+				 c->name);
+			n++;
+		}
+	}
+	if (!n)
+		return ps_error_set(err, PS_EUSAGE,
+				    "%s is an IFUNC: the loader picks one of its implementations at run time, and %s "
+				    "names none of them; measure the function that calls it instead",
+				    ifunc->name, lib);
+	return ps_error_set(err, PS_EUSAGE,
+			    "%s is an IFUNC: the loader picks one of its implementations at run time; name that one, "
+			    "e.g. %s",
+			    ifunc->name, list);
+}
+
 /* The run-time entry of function @fn in the main executable or in library @lib. 1 = found,
    0 = the library is not mapped yet, -1 = error. */
 static int find_function(struct ps_session *s, const char *lib, const char *fn, uint64_t *addr, struct ps_error *err)
@@ -139,6 +167,8 @@ static int find_function(struct ps_session *s, const char *lib, const char *fn, 
 		if (ps_sym_open(&st, path, err))
 			return -1;
 		rc = ps_sym_lookup(st, fn, &sym, err);
+		if (rc == 0 && sym->ifunc)
+			rc = ifunc_error(st, sym, lib, err);
 		if (rc == 0)
 			*addr = sym->addr + bias;
 		ps_sym_close(st);

@@ -240,6 +240,7 @@ static int read_symbols(struct ps_symtab *st, Elf *elf, Elf_Scn *scn, const GElf
 		st->syms[st->n].addr = sym.st_value;
 		st->syms[st->n].size = sym.st_size;
 		st->syms[st->n].demangled = NULL;
+		st->syms[st->n].ifunc = type == STT_GNU_IFUNC;
 		if (!(st->syms[st->n].name = strdup(name)))
 			return -1;
 		st->n++;

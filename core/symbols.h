@@ -28,6 +28,7 @@ struct ps_sym {
 	uint64_t size;
 	const char *name;
 	const char *demangled;
+	int ifunc; /* STT_GNU_IFUNC: addr is the resolver; the loader picks an implementation */
 };
 
 /**
