@@ -166,6 +166,15 @@ describe("a function region", function()
     os.remove(exe)
   end)
 
+  it("refuses an IFUNC (its symbol is the resolver) with the reason", function()
+    local t <close> = perfsh.spawn{"examples/sum", events = events(), stdout = "/dev/null", stderr = "/dev/null"}
+    local r = t:region{func = "libc.so.6:memcpy"}
+    t:run()
+    local info = r:info()
+    assert.is_true(info.dropped)
+    assert.truthy(info.why:find("memcpy is an IFUNC: the loader picks one of its implementations", 1, true), info.why)
+  end)
+
   it("fails on an unknown function with the closest names", function()
     local t <close> = perfsh.spawn{"examples/sum", events = events(), stdout = "/dev/null"}
     assert.has.error(function() t:region{func = "summ"} end,
