@@ -55,3 +55,17 @@ const char *fixtures_tmpdir(void)
 	}
 	return tmpdir;
 }
+
+char *fixtures_first_line(char *buf, size_t n, const char *cmd)
+{
+	FILE *f;
+
+	buf[0] = '\0';
+	if (!(f = popen(cmd, "r")))
+		return buf;
+	if (!fgets(buf, (int)n, f))
+		buf[0] = '\0';
+	pclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return buf;
+}

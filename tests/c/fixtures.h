@@ -2,6 +2,8 @@
 #ifndef CTEST_FIXTURES_H
 #define CTEST_FIXTURES_H
 
+#include <stddef.h>
+
 /* The fixtures directory: $PS_FIXTURES, or tests/fixtures found from this source file's path
    (the tests run from the top directory) or above the test executable; @probe is a file that
    must be in it. */
@@ -10,5 +12,8 @@ const char *fixtures_dir(const char *probe);
 /* A temporary directory for what the tests build, made once and removed at exit; NULL if it
    cannot be made. */
 const char *fixtures_tmpdir(void);
+
+/* The first line of what shell command @cmd prints, without its newline ("" if none). */
+char *fixtures_first_line(char *buf, size_t n, const char *cmd);
 
 #endif

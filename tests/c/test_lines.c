@@ -58,16 +58,7 @@ static const char *fixture(void)
 /* First line of the output of a shell command, without its newline. */
 static char *run(char *buf, size_t n, const char *cmd)
 {
-	FILE *f;
-
-	buf[0] = '\0';
-	if (!(f = popen(cmd, "r")))
-		return buf;
-	if (!fgets(buf, (int)n, f))
-		buf[0] = '\0';
-	pclose(f);
-	buf[strcspn(buf, "\n")] = '\0';
-	return buf;
+	return fixtures_first_line(buf, n, cmd);
 }
 
 /* The line of the fixture that holds @marker. */

@@ -53,17 +53,9 @@ static const char *build(const char *out, const char *fmt, const char *src)
 static char *run(char *buf, size_t n, const char *fmt, const char *arg)
 {
 	char cmd[1024];
-	FILE *f;
 
 	snprintf(cmd, sizeof cmd, fmt, arg);
-	buf[0] = '\0';
-	if (!(f = popen(cmd, "r")))
-		return buf;
-	if (!fgets(buf, (int)n, f))
-		buf[0] = '\0';
-	pclose(f);
-	buf[strcspn(buf, "\n")] = '\0';
-	return buf;
+	return fixtures_first_line(buf, n, cmd);
 }
 
 static const char *c_pie(void)
