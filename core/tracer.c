@@ -1246,6 +1246,52 @@ int ps_tracer_status(const struct ps_tracer *t, int *exited, int *code, int *sig
 	return t->ended;
 }
 
+/* Whether a SIGTRAP waits in thread @tid's own queue (SigPnd of its status). */
+static int sigtrap_pending(pid_t tid)
+{
+	char path[64], line[128];
+	unsigned long long mask = 0;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%d/status", (int)tid);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "SigPnd: %llx", &mask) == 1)
+			break;
+	fclose(f);
+	return !!(mask & (1ull << (SIGTRAP - 1)));
+}
+
+/*
+ * A thread that executed one of our int3s just as PTRACE_INTERRUPT stopped it reports the
+ * interrupt first and keeps the SIGTRAP pending; detached like that, it would die of it.
+ * Let each such thread take its SIGTRAP now, while the breakpoints and frames are still
+ * known, so that settle_stop() rewinds it (or pops its frame at the trampoline).
+ */
+static int drain_traps(struct ps_tracer *t)
+{
+	t->settling = 1;
+	for (unsigned i = 0; i < t->thcap; i++) {
+		struct thread *th = t->th[i];
+		for (int round = 0; th && round < 4 && th->state == TH_HELD && sigtrap_pending(th->tid); round++) {
+			pid_t tid = th->tid;
+			int st;
+			th->state = TH_RUN;
+			if (ptrace(PTRACE_CONT, tid, 0, 0) || waitpid(tid, &st, __WALL) != tid)
+				break;
+			t->stops++;
+			if (handle(t, tid, st)) {
+				t->settling = 0;
+				return -1;
+			}
+			th = t->th[i]; /* gone if it exited */
+		}
+	}
+	t->settling = 0;
+	return 0;
+}
+
 int ps_tracer_detach(struct ps_tracer *t, struct ps_error *err)
 {
 	struct user_regs_struct r;
@@ -1253,7 +1299,7 @@ int ps_tracer_detach(struct ps_tracer *t, struct ps_error *err)
 	if (!t->attached)
 		return 0;
 	t->err = err ? err : &t->errbuf;
-	if (settle(t))
+	if (settle(t) || drain_traps(t) || settle(t))
 		return -1;
 	for (struct proc *p = t->procs; p; p = p->next) {
 		if (p->writes_bps)
