@@ -86,7 +86,7 @@ end)
 
 describe("perfsh tail", function()
   it("logs exactly the injected slow iterations, with counters against the median", function()
-    local out, err, rc = support.sh(P .. " tail -r iteration --threshold-us 3000 examples/slow 1500")
+    local out, err, rc = support.sh(P .. " tail -r iteration --threshold-us 5000 examples/slow 1500")
     assert.are.equal(0, rc, err)
     local logged = {}
     for line in out:gmatch("[^\n]+") do
@@ -106,7 +106,7 @@ describe("perfsh tail", function()
     local t <close> = perfsh.spawn{"examples/slow", "400", events = events(), stdout = "/dev/null"}
     local r = t:region{func = "iteration", args = {"i"}}
     local lines, asked = {}, 0
-    r:on_slow{threshold_us = 3000, log = function(_, hit) lines[#lines + 1] = hit.i end,
+    r:on_slow{threshold_us = 5000, log = function(_, hit) lines[#lines + 1] = hit.i end,
       decide = function(hit) asked = asked + 1 return hit.i ~= 199 end}
     t:run()
     assert.are.equal(4, asked)
