@@ -1,18 +1,28 @@
-/* core/sampling.c - sampled function regions: hardware execute breakpoints that count every
- * entry in the kernel and stop the program only on the sampled ones.
+/* core/sampling.c - sampled function regions: every entry counted, the program stopped only
+ * on the sampled ones.
  *
- * One perf event per sampled region and thread: PERF_TYPE_BREAKPOINT, HW_BREAKPOINT_X at the
- * entry, sigtrap = 1 (a synchronous TRAP_PERF SIGTRAP on overflow, which the tracer turns
- * into a hit), remove_on_exec = 1 (the kernel requires it with sigtrap). Its count is the
- * exact number of entries; its period chooses the stops:
+ * Entries are counted by one of three mechanisms, chosen per region (PERFSH_SAMPLING forces
+ * one; core/machine.c tests what fires):
+ *   breakpoint  a perf event per sampled region and thread: PERF_TYPE_BREAKPOINT,
+ *               HW_BREAKPOINT_X at the entry, sigtrap = 1 (a synchronous TRAP_PERF SIGTRAP on
+ *               overflow, which the tracer turns into a hit), remove_on_exec = 1 (the kernel
+ *               requires it with sigtrap). The thread stops at the entry.
+ *   uprobe      the same with a uprobe perf event on the entry's file offset, where debug
+ *               registers do not fire. The kernel sends the SIGTRAP once the entry's first
+ *               instruction has run, so the hit starts there: that instruction must be one
+ *               whose effect on the stack pointer is known and that keeps the arguments
+ *               (ps_x86_entry_step()). Opened per thread: with inherit, clone fails (EFAULT).
+ *   int3        the plain entry breakpoint: every entry stops the program, perfsh draws.
+ * The count is the exact number of entries; the period chooses the stops:
  *   every N   period N;
  *   p         a geometric gap with mean 1/p, drawn anew after each stop (PERF_EVENT_IOC_PERIOD),
  *             so each entry is sampled independently with probability p;
  *   windows   period 1 inside a window, 2^40 outside, switched on a timer.
- * An entry that is not sampled costs a debug exception handled in the kernel, not a ptrace
- * stop.
+ * An entry that is not sampled costs a debug exception (or a uprobe) handled in the kernel,
+ * not a ptrace stop.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/hw_breakpoint.h>
 #include <math.h>
 #include <stdio.h>
@@ -22,6 +32,7 @@
 #include <unistd.h>
 
 #include "session_priv.h"
+#include "x86insn.h"
 
 #define FAR_PERIOD (1ULL << 40)
 
@@ -54,18 +65,25 @@ static uint64_t first_period(struct ps_session *s, const struct ps_region_info *
 	return s->in_window ? 1 : FAR_PERIOD;
 }
 
-static int hw_open(struct ps_session *s, int k, pid_t tid, struct ps_error *err)
+static int ev_open(struct ps_session *s, int k, pid_t tid, struct ps_error *err)
 {
 	const struct ps_region_info *ri = &s->reg[s->sampled[k]];
+	const struct sampler *sm = &s->smp[k];
 	struct perf_event_attr a;
 	int fd;
 
 	memset(&a, 0, sizeof a);
 	a.size = sizeof a;
-	a.type = PERF_TYPE_BREAKPOINT;
-	a.bp_type = HW_BREAKPOINT_X;
-	a.bp_addr = ri->addr;
-	a.bp_len = sizeof(long);
+	if (sm->counter == PS_COUNT_UPROBE) {
+		a.type = (uint32_t)ps_machine_uprobe_type();
+		a.config1 = (uint64_t)(uintptr_t)sm->path;
+		a.config2 = sm->off;
+	} else {
+		a.type = PERF_TYPE_BREAKPOINT;
+		a.bp_type = HW_BREAKPOINT_X;
+		a.bp_addr = ri->addr;
+		a.bp_len = sizeof(long);
+	}
 	a.sample_period = first_period(s, ri);
 	a.sigtrap = 1;
 	a.remove_on_exec = 1;
@@ -75,27 +93,42 @@ static int hw_open(struct ps_session *s, int k, pid_t tid, struct ps_error *err)
 	fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0) {
 		int e = errno;
-		if (e == ENOSPC)
+		if (e == ENOSPC && sm->counter == PS_COUNT_BREAKPOINT)
 			return ps_error_set(err, e,
 					    "region '%s': no free debug register on thread %d (at most %d "
 					    "sampled regions, fewer if a debugger uses some)",
 					    ri->name, (int)tid, PS_MAX_HW);
-		return ps_error_set(err, e, "region '%s': hardware breakpoint on thread %d: %s", ri->name, (int)tid,
+		return ps_error_set(err, e, "region '%s': %s on thread %d: %s", ri->name,
+				    sm->counter == PS_COUNT_UPROBE ? "uprobe" : "hardware breakpoint", (int)tid,
 				    strerror(e));
 	}
 	return fd;
 }
 
+static int sample_k(const struct ps_session *s, int id)
+{
+	for (int k = 0; k < s->nsampled; k++)
+		if (s->sampled[k] == id)
+			return k;
+	return -1;
+}
+
+/* Start counting sampled region @k's entries on thread @th. */
+static int open_one(struct ps_session *s, struct thr *th, int k, struct ps_error *err)
+{
+	if (s->smp[k].counter == PS_COUNT_INT3) {
+		th->left[k] = first_period(s, &s->reg[s->sampled[k]]);
+		return 0;
+	}
+	th->hwfd[k] = ev_open(s, k, th->tid, err);
+	return th->hwfd[k] < 0 ? -1 : 0;
+}
+
 int ps__hw_open_thread(struct ps_session *s, struct thr *th, struct ps_error *err)
 {
-	for (int k = 0; k < s->nsampled; k++) {
-		if (s->reg[s->sampled[k]].dropped)
-			continue;
-		int fd = hw_open(s, k, th->tid, err);
-		if (fd < 0)
+	for (int k = 0; k < s->nsampled; k++)
+		if (!s->reg[s->sampled[k]].dropped && open_one(s, th, k, err))
 			return -1;
-		th->hwfd[k] = fd;
-	}
 	return 0;
 }
 
@@ -156,9 +189,125 @@ uint64_t ps__hw_period_ns(struct ps_session *s, int open)
 	return 0;
 }
 
-/* After exec the kernel removed the events: open them again on the threads there are. */
+/* The other roles of the breakpoint at region @id's entry: 0 when the entry is its alone. */
+static int entry_shared(const struct ps_session *s, int id)
+{
+	for (int b = 0; b < s->nbps; b++) {
+		const struct bpent *e = &s->bps[b];
+		int mine = 0;
+		for (int k = 0; k < e->nroles; k++)
+			mine |= e->roles[k].region == id && e->roles[k].kind == ROLE_ENTRY;
+		if (mine)
+			return e->nroles - 1;
+	}
+	return 0;
+}
+
+/* The perf event counts the entries: the int3 at the entry goes. */
+static void drop_entry_int3(struct ps_session *s, int id)
+{
+	for (int b = 0; b < s->nbps; b++) {
+		struct bpent *e = &s->bps[b];
+		for (int k = 0; k < e->nroles; k++)
+			if (e->roles[k].region == id && e->roles[k].kind == ROLE_ENTRY)
+				e->roles[k--] = e->roles[--e->nroles];
+		if (e->nroles == 0)
+			ps_tracer_bp_enable(s->t, b, 0, NULL);
+	}
+}
+
+/* Can a uprobe count region @id's entries? Fills @sm; 0, or -1 with the reason in @why. */
+static int uprobe_fits(struct ps_session *s, int id, struct sampler *sm, char *why, size_t n)
+{
+	const struct ps_region_info *ri = &s->reg[id];
+	struct ps_error e;
+	uint8_t insn[16];
+	ssize_t got;
+	int fd;
+
+	if (!ps_machine_uprobes_fire(why, n))
+		return -1;
+	if (entry_shared(s, id)) {
+		snprintf(why, n, "another region's breakpoint is at its entry");
+		return -1;
+	}
+	if (ps_machine_file_offset(s->pid, ri->addr, sm->path, sizeof sm->path, &sm->off, &e)) {
+		snprintf(why, n, "%.200s", e.msg);
+		return -1;
+	}
+	fd = open(sm->path, O_RDONLY | O_CLOEXEC);
+	got = fd < 0 ? -1 : pread(fd, insn, sizeof insn, (off_t)sm->off);
+	if (fd >= 0)
+		close(fd);
+	if (got <= 0) {
+		snprintf(why, n, "cannot read its entry in %.200s", sm->path);
+		return -1;
+	}
+	if (ps_x86_entry_step(insn, (size_t)got, &sm->step_len, &sm->sp_down)) {
+		snprintf(why, n, "its first instruction (byte %02x) branches, moves the stack or writes an argument",
+			 insn[0]);
+		return -1;
+	}
+	return 0;
+}
+
+/* Choose how region @id (sampled slot @k) counts its entries, and say so when it is not the
+   hardware breakpoint. */
+static int choose_counter(struct ps_session *s, int id, int k, struct ps_error *err)
+{
+	struct ps_region_info *ri = &s->reg[id];
+	struct sampler *sm = &s->smp[k];
+	char bwhy[256] = "", uwhy[256] = "";
+	enum ps_counter forced;
+	int f = ps_machine_forced(&forced, err);
+
+	if (f < 0)
+		return -1;
+	if (f && forced == PS_COUNT_BREAKPOINT && !ps_machine_breakpoints_fire(bwhy, sizeof bwhy))
+		return ps_error_set(err, PS_EUSAGE,
+				    "PERFSH_SAMPLING=breakpoint: hardware breakpoints do not fire here (%s)", bwhy);
+	if (f && forced == PS_COUNT_UPROBE && uprobe_fits(s, id, sm, uwhy, sizeof uwhy))
+		return ps_error_set(err, PS_EUSAGE,
+				    "PERFSH_SAMPLING=uprobe: region '%s' cannot be counted by a uprobe: %s", ri->name,
+				    uwhy);
+	if (f)
+		sm->counter = forced;
+	else if (ps_machine_breakpoints_fire(bwhy, sizeof bwhy))
+		sm->counter = PS_COUNT_BREAKPOINT;
+	else if (uprobe_fits(s, id, sm, uwhy, sizeof uwhy) == 0)
+		sm->counter = PS_COUNT_UPROBE;
+	else
+		sm->counter = PS_COUNT_INT3;
+	ri->counter = sm->counter;
+	if (!f && sm->counter == PS_COUNT_UPROBE)
+		ps__notice(s, "region '%s': entries counted by a uprobe (hardware breakpoints do not fire here: %s)",
+			   ri->name, bwhy);
+	if (!f && sm->counter == PS_COUNT_INT3)
+		ps__notice(s,
+			   "region '%s': entries counted by int3 stops: every entry stops the program (hardware "
+			   "breakpoints do not fire here: %s; uprobe: %s)",
+			   ri->name, bwhy, uwhy);
+	if (sm->counter != PS_COUNT_INT3) {
+		drop_entry_int3(s, id);
+		ps_tracer_hw_traps(s->t, 1);
+	}
+	return 0;
+}
+
+/* After exec the kernel removed the events and the regions were armed anew: open them again
+   on the threads there are. */
 int ps__hw_reopen_all(struct ps_session *s)
 {
+	for (int k = 0; k < s->nsampled; k++) {
+		int id = s->sampled[k];
+		char why[256];
+		if (s->reg[id].dropped || s->smp[k].counter == PS_COUNT_INT3)
+			continue;
+		if (s->smp[k].counter == PS_COUNT_UPROBE && uprobe_fits(s, id, &s->smp[k], why, sizeof why))
+			return ps_error_set(&s->fail, PS_EUSAGE, "region '%s' after exec: no uprobe: %s",
+					    s->reg[id].name, why);
+		drop_entry_int3(s, id);
+	}
 	for (unsigned b = 0; b < THR_BUCKETS; b++)
 		for (struct thr *th = s->threads[b]; th; th = th->next) {
 			ps__hw_close_thread(s, th);
@@ -168,9 +317,79 @@ int ps__hw_reopen_all(struct ps_session *s)
 	return 0;
 }
 
+/* Whether a perf trap of sampled region @id stopped the thread where its hit starts: at the
+   entry (breakpoint), or right after the entry's first instruction (uprobe), in which case the
+   tracer is told where the return address is. 0: the signal came late. */
+int ps__hw_at_entry(struct ps_session *s, int id, const struct user_regs_struct *regs)
+{
+	int k = sample_k(s, id);
+	const struct sampler *sm;
+
+	if (k < 0)
+		return 0;
+	sm = &s->smp[k];
+	if (sm->counter != PS_COUNT_UPROBE)
+		return regs->rip == s->reg[id].addr;
+	if (regs->rip != s->reg[id].addr + sm->step_len)
+		return 0;
+	ps_tracer_ret_slot(s->t, regs->rsp + sm->sp_down);
+	return 1;
+}
+
+/* int3 counting, at an entry of region @id: -1 if its entries are not counted so; else 1 if
+   this entry is sampled, 0 if not. */
+int ps__int3_entry(struct ps_session *s, struct thr *th, int id)
+{
+	int k = sample_k(s, id);
+	const struct ps_region_info *ri = &s->reg[id];
+
+	if (k < 0 || s->smp[k].counter != PS_COUNT_INT3)
+		return -1;
+	if (ri->period_ms)
+		return s->in_window;
+	if (th->left[k] > 1) {
+		th->left[k]--;
+		return 0;
+	}
+	th->left[k] = ri->sample_every ? ri->sample_every : gap(s, ri->sample_p);
+	return 1;
+}
+
+/* 1 when the next entry of region @id on @th is counted by int3 and will not be sampled. */
+int ps__int3_skips(const struct ps_session *s, const struct thr *th, int id)
+{
+	int k = sample_k(s, id);
+
+	if (k < 0 || s->smp[k].counter != PS_COUNT_INT3)
+		return 0;
+	return s->reg[id].period_ms ? !s->in_window : th->left[k] > 1;
+}
+
+/* Undo a sampling that could not start on every thread: the region counts by int3 again. */
+static int unsample(struct ps_session *s, int id, int k)
+{
+	struct ps_region_info *ri = &s->reg[id];
+
+	for (unsigned b = 0; b < THR_BUCKETS; b++)
+		for (struct thr *th = s->threads[b]; th; th = th->next)
+			if (th->hwfd[k] >= 0) {
+				close(th->hwfd[k]);
+				th->hwfd[k] = -1;
+			}
+	s->nsampled--;
+	if (ri->counter != PS_COUNT_INT3)
+		ps__bp_role(s, ri->addr, PS_BP_FUNC, id, ROLE_ENTRY, NULL);
+	ri->counter = PS_COUNT_INT3;
+	ri->sample_every = 0;
+	ri->sample_p = 0;
+	ri->window_ms = ri->period_ms = 0;
+	return -1;
+}
+
 int ps_session_region_sample(struct ps_session *s, int id, const struct ps_sample *how, struct ps_error *err)
 {
 	struct ps_region_info *ri;
+	int k;
 
 	if (id < 0 || id >= s->nreg)
 		return ps_error_set(err, PS_EUSAGE, "no region %d", id);
@@ -186,56 +405,44 @@ int ps_session_region_sample(struct ps_session *s, int id, const struct ps_sampl
 	if (how->p > 1 || (how->period_ms && (how->window_ms == 0 || how->window_ms >= how->period_ms)))
 		return ps_error_set(err, PS_EUSAGE,
 				    "region '%s': p is in (0, 1]; window_ms is above 0 and below period_ms", ri->name);
+	if (sample_k(s, id) >= 0)
+		return ps_error_set(err, PS_EUSAGE, "region '%s' is sampled already", ri->name);
 	if (s->nsampled == PS_MAX_HW)
 		return ps_error_set(err, PS_EUSAGE, "at most %d sampled regions (debug registers)", PS_MAX_HW);
+	k = s->nsampled;
+	if (choose_counter(s, id, k, err))
+		return -1;
 	ri->sample_every = how->every;
 	ri->sample_p = how->p;
 	ri->window_ms = how->window_ms;
 	ri->period_ms = how->period_ms;
 	s->sampled[s->nsampled++] = id;
-	ps_tracer_hw_traps(s->t, 1);
 	if (!s->rng)
 		s->rng = (uint64_t)getpid() * 0x2545F4914F6CDD1DULL ^ (uint64_t)ri->addr;
-	/* the int3 at the entry goes: the hardware breakpoint takes its place */
-	for (int b = 0; b < s->nbps; b++) {
-		struct bpent *e = &s->bps[b];
-		for (int k = 0; k < e->nroles; k++)
-			if (e->roles[k].region == id && e->roles[k].kind == ROLE_ENTRY)
-				e->roles[k--] = e->roles[--e->nroles];
-		if (e->nroles == 0)
-			ps_tracer_bp_enable(s->t, b, 0, NULL);
-	}
 	/* threads that exist already */
 	for (unsigned b = 0; b < THR_BUCKETS; b++)
-		for (struct thr *th = s->threads[b]; th; th = th->next) {
-			int fd = hw_open(s, s->nsampled - 1, th->tid, err);
-			if (fd < 0) {
-				s->nsampled--;
-				return -1;
-			}
-			th->hwfd[s->nsampled - 1] = fd;
-		}
+		for (struct thr *th = s->threads[b]; th; th = th->next)
+			if (open_one(s, th, k, err))
+				return unsample(s, id, k);
 	return 0;
 }
 
 uint64_t ps_session_entries(struct ps_session *s, int id)
 {
 	const struct ps_region_info *ri = ps_session_region(s, id);
+	int k = sample_k(s, id);
 	uint64_t n;
 
 	if (!ri)
 		return 0;
-	for (int k = 0; k < s->nsampled; k++) {
-		if (s->sampled[k] != id)
-			continue;
-		n = ri->entries_gone;
-		for (unsigned b = 0; b < THR_BUCKETS; b++)
-			for (struct thr *th = s->threads[b]; th; th = th->next) {
-				uint64_t v;
-				if (th->hwfd[k] >= 0 && read(th->hwfd[k], &v, sizeof v) == (ssize_t)sizeof v)
-					n += v;
-			}
-		return n;
-	}
-	return ri->entries;
+	if (k < 0 || s->smp[k].counter == PS_COUNT_INT3)
+		return ri->entries;
+	n = ri->entries_gone;
+	for (unsigned b = 0; b < THR_BUCKETS; b++)
+		for (struct thr *th = s->threads[b]; th; th = th->next) {
+			uint64_t v;
+			if (th->hwfd[k] >= 0 && read(th->hwfd[k], &v, sizeof v) == (ssize_t)sizeof v)
+				n += v;
+		}
+	return n;
 }

@@ -291,9 +291,9 @@ static int sampled_entry(struct ps_session *s, struct thr *th, int id, const str
 	if (k == s->nsampled)
 		return 0;
 	ps__hw_after_hit(s, th, k);
-	if (regs->rip != s->reg[id].addr) {
+	if (!ps__hw_at_entry(s, id, regs)) {
 		/* the signal came late (the kernel may deliver it asynchronously): the thread is no
-		   longer at the entry, so [rsp] is not the return address; this sample is lost */
+		   longer at the entry, so the return address is not found; this sample is lost */
 		s->reg[id].late++;
 		return 0;
 	}
@@ -330,7 +330,7 @@ static int stop_measures(const struct ps_session *s, const struct thr *th, int b
 		switch (s->bps[bp].roles[k].kind) {
 		case ROLE_ENTRY:
 		case ROLE_START:
-			if (!ri->dropped && !ri->pending &&
+			if (!ri->dropped && !ri->pending && !ps__int3_skips(s, th, id) &&
 			    (th->active[id] < 0 ||
 			     (ri->flags & PS_REGION_EVERY_LEVEL && s->bps[bp].roles[k].kind == ROLE_ENTRY)))
 				return 1;
@@ -356,9 +356,10 @@ static int plain_roles(struct ps_session *s, struct thr *th, int bp)
 	for (int k = 0; k < s->bps[bp].nroles; k++) {
 		int id = s->bps[bp].roles[k].region;
 		enum role_kind kind = s->bps[bp].roles[k].kind;
-		if ((kind == ROLE_ENTRY || kind == ROLE_START) && !s->reg[id].dropped && !s->reg[id].pending)
+		if ((kind == ROLE_ENTRY || kind == ROLE_START) && !s->reg[id].dropped && !s->reg[id].pending) {
 			s->reg[id].entries++;
-		else if (kind == ROLE_UNWIND)
+			ps__int3_entry(s, th, id); /* a sampled region's draw, made at every entry */
+		} else if (kind == ROLE_UNWIND)
 			ps_tracer_frames_restore(s->t, th->tid);
 		else if (kind == ROLE_CATCH)
 			ps_tracer_frames_reswap(s->t, th->tid);
@@ -383,7 +384,8 @@ static int on_hit(void *ud, pid_t tid, int bp, const struct user_regs_struct *re
 	if (bp == PS_BP_HW_STRAY) {
 		/* an entry the hardware breakpoint saw but its counter missed */
 		for (int k = 0; k < s->nsampled; k++)
-			if (s->reg[s->sampled[k]].addr == regs->rip)
+			if (s->reg[s->sampled[k]].addr == regs->rip &&
+			    s->reg[s->sampled[k]].counter == PS_COUNT_BREAKPOINT)
 				s->reg[s->sampled[k]].entries_gone++;
 		return 0;
 	}
@@ -397,7 +399,7 @@ static int on_hit(void *ud, pid_t tid, int bp, const struct user_regs_struct *re
 	if (bp < 0 || bp >= s->nbps)
 		return 0;
 	for (int k = 0; k < s->bps[bp].nroles; k++) {
-		int id = s->bps[bp].roles[k].region, sl;
+		int id = s->bps[bp].roles[k].region, sl, smp;
 		struct ps_region_info *ri = id >= 0 ? &s->reg[id] : NULL;
 
 		switch (s->bps[bp].roles[k].kind) {
@@ -416,6 +418,8 @@ static int on_hit(void *ud, pid_t tid, int bp, const struct user_regs_struct *re
 			if (ri->dropped || ri->pending)
 				break;
 			ri->entries++;
+			if (!(smp = ps__int3_entry(s, th, id)))
+				break; /* counted by int3, not sampled */
 			if (th->active[id] >= 0 &&
 			    !(ri->flags & PS_REGION_EVERY_LEVEL && s->bps[bp].roles[k].kind == ROLE_ENTRY))
 				break; /* already inside: nested calls count only in every-level mode */
@@ -424,7 +428,7 @@ static int on_hit(void *ud, pid_t tid, int bp, const struct user_regs_struct *re
 				break;
 			}
 			th->slots[sl].region = id;
-			th->slots[sl].flags = 0;
+			th->slots[sl].flags = smp > 0 ? PS_SNAP_SAMPLED : 0;
 			th->slots[sl].depth = th->depth[id];
 			th->slots[sl].t = now;
 			th->slots[sl].cpu = (int16_t)cpu;

@@ -15,6 +15,7 @@
 
 #include "error.h"
 #include "events.h"
+#include "machine.h"
 #include "snapshot.h"
 
 struct ps_session;
@@ -55,6 +56,7 @@ struct ps_region_info {
 	uint32_t window_ms, period_ms; /* every entry within window_ms of each period_ms */
 	uint64_t entries_gone;	       /* entries counted by threads that have ended */
 	uint64_t late;		       /* samples whose signal came after the entry (not recorded) */
+	enum ps_counter counter;       /* how a sampled region's entries are counted */
 };
 
 /* How a sampled region was set up, for ps_session_region_sample(). */

@@ -7,6 +7,7 @@
 
 #include "group.h"
 #include "lines.h"
+#include "machine.h"
 #include "psnap.h"
 #include "ring.h"
 #include "session.h"
@@ -54,12 +55,22 @@ struct thr {
 	struct ps_group g[PS_MAX_GROUPS];
 	struct slot *slots;
 	int nslots, cap, free_head;
-	int hwfd[PS_MAX_HW];		/* per sampled region: its breakpoint event on this thread */
+	int hwfd[PS_MAX_HW];		/* per sampled region: its breakpoint or uprobe event on this thread */
+	uint64_t left[PS_MAX_HW];	/* int3 counting: entries until the next sampled one */
 	int32_t active[PS_MAX_REGIONS]; /* open slot of a region on this thread, -1 */
 	uint32_t depth[PS_MAX_REGIONS]; /* recursion depth (every-level regions) */
 };
 
 #define THR_BUCKETS 256
+
+/* How a sampled region's entries are counted (sampling.c). */
+struct sampler {
+	enum ps_counter counter;
+	unsigned step_len; /* uprobe: the trap comes at entry + step_len, after the first instruction, */
+	unsigned sp_down;  /* which moved the stack pointer down this many bytes */
+	uint64_t off;	   /* uprobe: the entry's offset in the file @path */
+	char path[PATH_MAX];
+};
 
 struct ps_session {
 	struct ps_tracer *t;
@@ -91,6 +102,7 @@ struct ps_session {
 	struct ps_error fail; /* an error met inside a callback */
 	int failed;
 	int sampled[PS_MAX_HW]; /* region ids of the sampled regions */
+	struct sampler smp[PS_MAX_HW];
 	int nsampled;
 	uint64_t rng;		       /* xorshift64 state for sampling gaps */
 	int in_window;		       /* window sampling: inside a window now */
@@ -108,6 +120,9 @@ int ps__hw_windows(struct ps_session *s); /* any window-sampled region? */
 void ps__hw_set_window(struct ps_session *s, int open);
 uint64_t ps__hw_period_ns(struct ps_session *s, int open);
 int ps__hw_reopen_all(struct ps_session *s);
+int ps__hw_at_entry(struct ps_session *s, int id, const struct user_regs_struct *regs);
+int ps__int3_entry(struct ps_session *s, struct thr *th, int id);
+int ps__int3_skips(const struct ps_session *s, const struct thr *th, int id);
 
 /* session_regions.c */
 int ps__bp_role(struct ps_session *s, uint64_t addr, int kind, int region, enum role_kind role, struct ps_error *err);

@@ -492,10 +492,14 @@ static int on_perf_trap(struct ps_tracer *t, struct thread *th, struct user_regs
 
 	unwind_below(t, th, r->rsp);
 	if (!quiet(t, th) && t->ops.hit) {
+		struct user_regs_struct at = *r;
+		t->ret_slot = 0;
 		rc = t->ops.hit(t->ud, th->tid, id, r, &cookie);
 		cbres(t, rc, "hit");
+		if (t->ret_slot)
+			at.rsp = t->ret_slot;
 		if (rc > 0 && (rc & PS_TRACER_CATCH_RETURN))
-			catch_return(t, th, r, id, cookie);
+			catch_return(t, th, &at, id, cookie);
 	}
 	resume(t, th, 0);
 	return 0;
@@ -1519,6 +1523,11 @@ int ps_tracer_frames_reswap(struct ps_tracer *t, pid_t tid)
 			f->restored = 0;
 	}
 	return 0;
+}
+
+void ps_tracer_ret_slot(struct ps_tracer *t, uint64_t sp)
+{
+	t->ret_slot = sp;
 }
 
 void ps_tracer_hw_traps(struct ps_tracer *t, int on)

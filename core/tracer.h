@@ -79,6 +79,10 @@ int ps_tracer_frames_reswap(struct ps_tracer *t, pid_t tid);
 /* ps_tracer_hw_traps() - the layer above uses hardware breakpoints (see PS_BP_HW_BASE): their
  * SIGTRAPs are taken as perfsh's, never the program's. */
 void ps_tracer_hw_traps(struct ps_tracer *t, int on);
+/* ps_tracer_ret_slot() - from hit() of a perf trap (PS_BP_HW_BASE + N): the return address of
+ * the function entered is at @sp, not at the stack pointer (a uprobe's trap comes after the
+ * entry's first instruction, which may have pushed). */
+void ps_tracer_ret_slot(struct ps_tracer *t, uint64_t sp);
 enum { PS_TRACER_CATCH_RETURN = 1, PS_TRACER_PAUSE = 2 };
 
 /* ps_tracer_load_bias() when the module is not mapped */

@@ -99,7 +99,8 @@ struct ps_tracer {
 	void *ud;
 	pid_t pid;
 	int spawned, attached, follow, settling;
-	int hw_traps; /* hardware breakpoints of the layer above are in use */
+	int hw_traps;	   /* hardware breakpoints of the layer above are in use */
+	uint64_t ret_slot; /* set by hit() of a perf trap: where the return address is (0: at rsp) */
 	struct thread **th;
 	unsigned thcap, nth;
 	struct proc *procs;

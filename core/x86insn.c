@@ -352,3 +352,85 @@ imm:
 	in->len = (uint8_t)p;
 	return 0;
 }
+
+/* The general register an instruction of the one-byte map writes: 0..15, -1 none (a compare,
+   a memory destination), -2 unknown. */
+static int written_reg(const struct ps_x86_insn *in)
+{
+	int reg = ((in->modrm >> 3) & 7) | (in->rex & 4 ? 8 : 0);
+	int rm = (in->modrm & 7) | (in->rex & 1 ? 8 : 0);
+	int rm_dst = in->modrm >> 6 == 3 ? rm : -1;
+	uint8_t op = in->opcode;
+
+	if (op >= 0xb8 && op <= 0xbf) /* mov $imm, r */
+		return (op & 7) | (in->rex & 1 ? 8 : 0);
+	if (!in->has_modrm)
+		return -2;
+	if (op < 0x40 && (op & 7) == 1) /* add/or/adc/sbb/and/sub/xor r, r/m; cmp writes nothing */
+		return op == 0x39 ? -1 : rm_dst;
+	if (op < 0x40 && (op & 7) == 3) /* the same, r/m into r */
+		return op == 0x3b ? -1 : reg;
+	switch (op) {
+	case 0x85: /* test */
+		return -1;
+	case 0x89: /* mov r, r/m */
+		return rm_dst;
+	case 0x8b: /* mov r/m, r */
+	case 0x8d: /* lea */
+	case 0x63: /* movsxd */
+		return reg;
+	case 0x81:
+	case 0x83: /* ALU $imm, r/m: /7 is cmp */
+		return ((in->modrm >> 3) & 7) == 7 ? -1 : rm_dst;
+	case 0xc7: /* mov $imm, r/m */
+		return ((in->modrm >> 3) & 7) == 0 ? rm_dst : -2;
+	}
+	return -2;
+}
+
+int ps_x86_entry_step(const uint8_t *buf, size_t n, unsigned *len, unsigned *sp_down)
+{
+	struct ps_x86_insn in;
+	int dst = -1;
+
+	if (ps_x86_decode(buf, n, &in) || in.vex || in.lock || in.p66 || in.other_prefix)
+		return -1;
+	*len = in.len;
+	*sp_down = 0;
+	if (in.map == 1) {
+		if (in.opcode == 0x1e && in.pf3 && in.modrm == 0xfa) /* endbr64 */
+			return 0;
+		if (in.opcode == 0x1f && !in.pf3 && !in.pf2) /* nop r/m */
+			return 0;
+		if (in.pf3 || in.pf2 ||
+		    (in.opcode != 0xb6 && in.opcode != 0xb7 && in.opcode != 0xbe && in.opcode != 0xbf &&
+		     in.opcode != 0xaf)) /* movzx, movsx, imul */
+			return -1;
+		dst = ((in.modrm >> 3) & 7) | (in.rex & 4 ? 8 : 0);
+	} else if (in.map != 0 || in.pf3 || in.pf2) {
+		return -1;
+	} else if (in.opcode >= 0x50 && in.opcode <= 0x57) { /* push r */
+		*sp_down = 8;
+		return 0;
+	} else if (in.opcode == 0x90 && !in.rex) { /* nop */
+		return 0;
+	} else if ((in.opcode == 0x83 || in.opcode == 0x81) && in.modrm == 0xec && (in.rex & 0xf9) == 0x48) {
+		/* sub $imm, %rsp */
+		int32_t imm;
+		if (in.imm_len == 1) {
+			imm = (int8_t)buf[in.imm_off];
+		} else {
+			memcpy(&imm, buf + in.imm_off, sizeof imm);
+		}
+		if (imm < 0)
+			return -1;
+		*sp_down = (unsigned)imm;
+		return 0;
+	} else {
+		dst = written_reg(&in);
+	}
+	/* -2 unknown, 4 the stack pointer; rcx 1, rdx 2, rsi 6, rdi 7, r8, r9 hold arguments */
+	if (dst == -2 || dst == 4 || dst == 1 || dst == 2 || dst == 6 || dst == 7 || dst == 8 || dst == 9)
+		return -1;
+	return 0;
+}

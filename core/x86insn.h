@@ -46,4 +46,17 @@ struct ps_x86_insn {
  */
 int ps_x86_decode(const uint8_t *buf, size_t n, struct ps_x86_insn *in);
 
+/**
+ * ps_x86_entry_step() - what the first instruction of a function does to what a hit reads at
+ * the entry, for a probe that stops the thread only after that instruction ran (a uprobe).
+ * @buf, @n:  the instruction bytes
+ * @len:      its length: the thread stops at entry + @len
+ * @sp_down:  how many bytes it moved the stack pointer down (push: 8, sub $imm,%rsp: imm), so
+ *            the return address is at rsp + @sp_down
+ *
+ * Return: 0, or -1 when the instruction branches, moves the stack pointer some other way,
+ * may write an argument register (rdi, rsi, rdx, rcx, r8, r9), or is not one this knows.
+ */
+int ps_x86_entry_step(const uint8_t *buf, size_t n, unsigned *len, unsigned *sp_down);
+
 #endif

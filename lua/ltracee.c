@@ -408,7 +408,7 @@ static const struct ps_region_info *check_region(lua_State *L, struct ps_session
 	return ri;
 }
 
-/* t:region_info(id) -> {id, name, kind, addr, entries, hits, incomplete, dropped, why, pending} */
+/* t:region_info(id) -> {id, name, kind, addr, entries, entry_counter, hits, incomplete, dropped, why, pending} */
 static int l_region_info(lua_State *L)
 {
 	struct ps_session *s = check(L);
@@ -429,6 +429,8 @@ static int l_region_info(lua_State *L)
 	lua_setfield(L, -2, "sampled");
 	lua_pushinteger(L, (lua_Integer)ri->late);
 	lua_setfield(L, -2, "late_samples");
+	lua_pushstring(L, ps_counter_name(ri->counter));
+	lua_setfield(L, -2, "entry_counter");
 	lua_pushinteger(L, (lua_Integer)ri->hits);
 	lua_setfield(L, -2, "hits");
 	lua_pushinteger(L, (lua_Integer)ri->incomplete);

@@ -71,6 +71,7 @@ function Region:stats()
   end
   st.entries = meta.entries
   st.late = meta.late_samples or 0
+  st.entry_counter = meta.entry_counter -- "breakpoint", "uprobe" or "int3": what counted the entries
   if meta.sampled then
     -- every entry was counted; the sampled hits stand for all of them
     st.sampled = true

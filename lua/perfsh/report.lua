@@ -30,11 +30,19 @@ local function table_rows(events, st)
   return rows
 end
 
+-- What counted the calls of a sampled region (region stats' entry_counter).
+local counted_by = {
+  breakpoint = "a hardware breakpoint (in the kernel)",
+  uprobe = "a uprobe (in the kernel)",
+  int3 = "int3 stops: every call stops the target",
+}
+
 function report.print_table(out, title, events, st)
   out:write(title, "\n")
   if st.sampled then
     out:write(("  sampled: %d of %d calls recorded; estimated totals scale by %.2f\n"):format(st.hits, st.entries or 0,
       st.scale or 0))
+    if st.entry_counter then out:write("  calls counted by ", counted_by[st.entry_counter] or st.entry_counter, "\n") end
   end
   out:write(("  %-22s %10s %16s %14s %14s %14s %14s\n"):format("event", "hits", "total", "mean", "p50", "p99", "max"))
   for _, row in ipairs(table_rows(events, st)) do

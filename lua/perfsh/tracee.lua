@@ -293,6 +293,7 @@ function Tracee:region_metadata()
     meta["entries." .. r.id] = tostring(info.entries)
     meta["kind." .. r.id] = info.kind
     if info.sampled then meta["sampled." .. r.id] = "1" end
+    meta["counter." .. r.id] = info.entry_counter
     if info.args then meta["args." .. r.id] = table.concat(info.args, ",") end
   end
   return meta
