@@ -294,6 +294,13 @@ static int choose_counter(struct ps_session *s, int id, int k, struct ps_error *
 	return 0;
 }
 
+void ps__hw_close_all(struct ps_session *s)
+{
+	for (unsigned b = 0; b < THR_BUCKETS; b++)
+		for (struct thr *th = s->threads[b]; th; th = th->next)
+			ps__hw_close_thread(s, th);
+}
+
 /* After exec the kernel removed the events and the regions were armed anew: open them again
    on the threads there are. */
 int ps__hw_reopen_all(struct ps_session *s)
@@ -308,12 +315,11 @@ int ps__hw_reopen_all(struct ps_session *s)
 					    s->reg[id].name, why);
 		drop_entry_int3(s, id);
 	}
+	ps__hw_close_all(s);
 	for (unsigned b = 0; b < THR_BUCKETS; b++)
-		for (struct thr *th = s->threads[b]; th; th = th->next) {
-			ps__hw_close_thread(s, th);
+		for (struct thr *th = s->threads[b]; th; th = th->next)
 			if (ps__hw_open_thread(s, th, &s->fail))
 				return -1;
-		}
 	return 0;
 }
 

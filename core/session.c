@@ -502,6 +502,7 @@ static int on_exec(void *ud, pid_t pid)
 			th->nslots = 0;
 			th->free_head = -1;
 		}
+	ps__hw_close_all(s); /* first: an open uprobe would put its int3 in the new image too */
 	if (ps__rearm_after_exec(s) < 0 || ps__hw_reopen_all(s) < 0) {
 		s->failed = 1;
 		return -1;

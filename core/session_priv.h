@@ -119,6 +119,7 @@ void ps__hw_after_hit(struct ps_session *s, struct thr *th, int slot);
 int ps__hw_windows(struct ps_session *s); /* any window-sampled region? */
 void ps__hw_set_window(struct ps_session *s, int open);
 uint64_t ps__hw_period_ns(struct ps_session *s, int open);
+void ps__hw_close_all(struct ps_session *s);
 int ps__hw_reopen_all(struct ps_session *s);
 int ps__hw_at_entry(struct ps_session *s, int id, const struct user_regs_struct *regs);
 int ps__int3_entry(struct ps_session *s, struct thr *th, int id);

@@ -1,6 +1,8 @@
 #!/bin/sh
 # tests/run.sh - run the C unit tests and the busted specs; end with one line
 # "N passed, N failed, N skipped" that counts both. Exit status 1 if anything failed.
+# The sampling tests run once more with each of PERFSH_SAMPLING=uprobe and int3 (the ways
+# to count entries where hardware breakpoints do not fire).
 # PERFSH: the perfsh executable to run the specs in (default ./perfsh); B: the build dir.
 set -u
 cd "$(dirname "$0")/.."
@@ -9,38 +11,56 @@ B=${B:-build}
 export PERFSH
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-
-echo "== C unit tests ($B/tests/c/run)"
-"$B/tests/c/run" >"$tmp/c.out" 2>&1
-crc=$?
-cat "$tmp/c.out"
-c_line=$(grep -E '^c: [0-9]+ passed, [0-9]+ failed' "$tmp/c.out" | tail -n 1)
-c_pass=$(echo "$c_line" | sed -n 's/^c: \([0-9]*\) passed.*/\1/p')
-c_fail=$(echo "$c_line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
-c_skip=$(echo "$c_line" | sed -n 's/.* \([0-9]*\) skipped.*/\1/p')
-if [ -z "$c_line" ]; then
-	echo "the C test runner stopped without its summary (exit $crc)"
-	c_pass=0 c_fail=1 c_skip=0
-fi
-
-echo "== busted specs (run inside $PERFSH)"
+c_pass=0 c_fail=0 c_skip=0 l_pass=0 l_fail=0 l_skip=0
 busted_bin=$(command -v busted)
-if [ -z "$busted_bin" ]; then
-	echo "busted is not installed (make deps installs lua-busted)"
-	l_pass=0 l_fail=1 l_skip=0
-else
-	"$PERFSH" "$busted_bin" -o TAP tests/ >"$tmp/l.out" 2>&1
+
+# c_run OUT [FILTER]: the C runner's output into OUT, its counts added
+c_run() {
+	"$B/tests/c/run" ${2:+"$2"} >"$1" 2>&1
+	crc=$?
+	cat "$1"
+	c_line=$(grep -E '^c: [0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1)
+	if [ -z "$c_line" ]; then
+		echo "the C test runner stopped without its summary (exit $crc)"
+		c_fail=$((c_fail + 1))
+		return
+	fi
+	c_pass=$((c_pass + $(echo "$c_line" | sed -n 's/^c: \([0-9]*\) passed.*/\1/p')))
+	c_fail=$((c_fail + $(echo "$c_line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')))
+	c_skip=$((c_skip + $(echo "$c_line" | sed -n 's/.* \([0-9]*\) skipped.*/\1/p')))
+}
+
+# l_run OUT SPECS: busted's TAP output into OUT, its counts added
+l_run() {
+	if [ -z "$busted_bin" ]; then
+		echo "busted is not installed (make deps installs lua-busted)"
+		l_fail=$((l_fail + 1))
+		return
+	fi
+	"$PERFSH" "$busted_bin" -o TAP "$2" >"$1" 2>&1
 	lrc=$?
-	cat "$tmp/l.out"
-	l_skip=$(grep -c '^ok [0-9]* - # SKIP' "$tmp/l.out")
-	l_ok=$(grep -c '^ok [0-9]*' "$tmp/l.out")
-	l_pass=$((l_ok - l_skip))
-	l_fail=$(grep -c '^not ok [0-9]*' "$tmp/l.out")
-	if ! grep -q '^1\.\.[0-9]' "$tmp/l.out"; then
+	cat "$1"
+	skip=$(grep -c '^ok [0-9]* - # SKIP' "$1")
+	l_skip=$((l_skip + skip))
+	l_pass=$((l_pass + $(grep -c '^ok [0-9]*' "$1") - skip))
+	l_fail=$((l_fail + $(grep -c '^not ok [0-9]*' "$1")))
+	if ! grep -q '^1\.\.[0-9]' "$1"; then
 		echo "busted stopped without its plan line (exit $lrc)"
 		l_fail=$((l_fail + 1))
 	fi
-fi
+}
+
+echo "== C unit tests ($B/tests/c/run)"
+c_run "$tmp/c.out"
+echo "== busted specs (run inside $PERFSH)"
+l_run "$tmp/l.out" tests/
+for m in uprobe int3; do
+	echo "== sampling tests with PERFSH_SAMPLING=$m"
+	export PERFSH_SAMPLING=$m
+	c_run "$tmp/c-$m.out" session_sampling_counts
+	l_run "$tmp/l-$m.out" tests/08-sampling_spec.lua
+done
+unset PERFSH_SAMPLING
 
 pass=$((c_pass + l_pass))
 fail=$((c_fail + l_fail))

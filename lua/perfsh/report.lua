@@ -42,7 +42,8 @@ function report.print_table(out, title, events, st)
   if st.sampled then
     out:write(("  sampled: %d of %d calls recorded; estimated totals scale by %.2f\n"):format(st.hits, st.entries or 0,
       st.scale or 0))
-    if st.entry_counter then out:write("  calls counted by ", counted_by[st.entry_counter] or st.entry_counter, "\n") end
+    local by = st.entry_counter and (counted_by[st.entry_counter] or st.entry_counter)
+    if by then out:write("  calls counted by ", by, "\n") end
   end
   out:write(("  %-22s %10s %16s %14s %14s %14s %14s\n"):format("event", "hits", "total", "mean", "p50", "p99", "max"))
   for _, row in ipairs(table_rows(events, st)) do
