@@ -89,6 +89,9 @@ int ps_session_nvals(const struct ps_session *s);
  * sampled: every Nth, each with probability p (geometric gaps), or every entry within a
  * window of window_ms in each period_ms. The int3 at the entry is removed. At most 4
  * sampled regions (the CPU's debug registers). Entries stay exact: see ps_session_entries().
+ * Where hardware breakpoints do not fire (core/machine.c tests it), a uprobe perf event takes
+ * their place, or else the int3 stays and perfsh draws at each entry; PERFSH_SAMPLING forces
+ * one of them. The region's @counter says which.
  */
 int ps_session_region_sample(struct ps_session *s, int id, const struct ps_sample *how, struct ps_error *err);
 

@@ -54,7 +54,12 @@ static const char usage[] =
     "\n"
     "Events are named as perf and libpfm4 name them (instructions, cycles, task-clock,\n"
     "perf::cycles:u), as sysfs PMU terms (cpu/event=0xc0,umask=0x0/), or as raw codes (r00c0).\n"
-    "Only user space is counted unless an event says :k.\n";
+    "Only user space is counted unless an event says :k.\n"
+    "\n"
+    "environment:\n"
+    "  PERFSH_SAMPLING  breakpoint, uprobe or int3: how sampled regions count every call\n"
+    "                   (default: a hardware breakpoint where one fires, else a uprobe, else\n"
+    "                   an int3 stop per call)\n";
 
 /* ---- paths ---- */
 
