@@ -1,7 +1,6 @@
 /* core/events.c - event names: libpfm4, then sysfs PMUs, then raw codes; suggestions; listing. */
 #include "events.h"
 
-#include <cpuid.h>
 #include <errno.h>
 #include <perfmon/pfmlib_perf_event.h>
 #include <stdio.h>
@@ -10,13 +9,20 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "suggest.h"
 #include "sysfs_pmu.h"
+#include "tracepoint.h"
 
 static const char *sysfs_root = "/sys/bus/event_source/devices";
 
 void ps_events_set_sysfs_root(const char *dir)
 {
 	sysfs_root = dir;
+}
+
+const char *ps_events_sysfs_root(void)
+{
+	return sysfs_root;
 }
 
 /* The names perf itself prints, with what they count. All resolve through libpfm4. */
@@ -121,10 +127,31 @@ static int resolve_raw(const char *name, struct perf_event_attr *attr, struct ps
 	return 0;
 }
 
+static void suggest_all(struct ps_suggest *s);
+
+int ps_event_modifier_like(const char *s)
+{
+	size_t n = strlen(s);
+	return n >= 1 && n <= 4 && strspn(s, "ukhpPGHIS") == n;
+}
+
+/* 1 when a libpfm4 name carries a privilege modifier (":u", ":k", ":h", ":u=1", ...). */
+static int pfm_priv_mods(const char *name)
+{
+	for (const char *c = strchr(name, ':'); c; c = strchr(c + 1, ':')) {
+		char m = c[1];
+		if (m && strchr("ukhUKH", m) && (!c[2] || c[2] == ':' || c[2] == '='))
+			return 1;
+	}
+	return 0;
+}
+
 int ps_event_resolve(const char *name, struct ps_event *ev, struct ps_error *err)
 {
-	char sugg[3][128];
-	int n, rc;
+	char sugg[3][128], text[512], base[128];
+	const char *mods;
+	struct ps_suggest s;
+	int rc;
 
 	memset(ev, 0, sizeof *ev);
 	if (!name || !*name)
@@ -134,11 +161,20 @@ int ps_event_resolve(const char *name, struct ps_event *ev, struct ps_error *err
 	snprintf(ev->name, sizeof ev->name, "%s", name);
 	if (resolve_pfm(name, &ev->attr) == 0) {
 		ev->source = PS_SRC_PFM;
+		ev->explicit_priv = (unsigned char)pfm_priv_mods(name);
 		return 0;
 	}
+	rc = ps_tracepoint_parse(name, &ev->attr, err);
+	if (rc == 0) {
+		ev->source = PS_SRC_TRACEPOINT;
+		return 0;
+	}
+	if (rc < 0)
+		return -1;
 	rc = ps_sysfs_parse(sysfs_root, name, &ev->attr, err);
 	if (rc == 0) {
 		ev->source = PS_SRC_SYSFS;
+		ev->explicit_priv = strrchr(name, '/')[1] != '\0';
 		return 0;
 	}
 	if (err && err->code == PS_EUSAGE)
@@ -146,173 +182,56 @@ int ps_event_resolve(const char *name, struct ps_event *ev, struct ps_error *err
 	rc = resolve_raw(name, &ev->attr, err);
 	if (rc == 0) {
 		ev->source = PS_SRC_RAW;
+		ev->explicit_priv = strchr(name, ':') != NULL;
 		return 0;
 	}
 	if (err && err->code == PS_EUSAGE)
 		return -1;
-	n = ps_event_suggest(name, sugg, 3);
-	if (n == 3)
-		return ps_error_set(err, PS_ENOTFOUND, "unknown event '%s'; did you mean '%s', '%s' or '%s'?", name,
-				    sugg[0], sugg[1], sugg[2]);
-	if (n == 2)
-		return ps_error_set(err, PS_ENOTFOUND, "unknown event '%s'; did you mean '%s' or '%s'?", name, sugg[0],
-				    sugg[1]);
-	if (n == 1)
-		return ps_error_set(err, PS_ENOTFOUND, "unknown event '%s'; did you mean '%s'?", name, sugg[0]);
-	return ps_error_set(err, PS_ENOTFOUND, "unknown event '%s' (perfsh --list shows the known ones)", name);
+	if ((mods = strrchr(name, ':')) && ps_event_modifier_like(mods + 1) && (size_t)(mods - name) < sizeof base) {
+		/* "instrs:u": the perf names closest to "instrs", with the modifier kept */
+		memcpy(base, name, (size_t)(mods - name));
+		base[mods - name] = '\0';
+		ps_suggest_init(&s, base, sugg, 3);
+		for (size_t i = 0; i < NPERF; i++)
+			ps_suggest_add(&s, perf_names[i].name);
+		for (int i = 0; i < s.n; i++)
+			if (strlen(sugg[i]) + strlen(mods) < sizeof sugg[i])
+				strcat(sugg[i], mods);
+	} else {
+		ps_suggest_init(&s, name, sugg, 3);
+		suggest_all(&s);
+	}
+	ps_suggest_text(&s, text, sizeof text);
+	if (s.n == 0)
+		return ps_error_set(err, PS_ENOTFOUND, "unknown event '%s' (perfsh --list shows the known ones)", name);
+	return ps_error_set(err, PS_ENOTFOUND, "unknown event '%s'%s", name, text);
 }
 
 /* ---- suggestions ---- */
-
-static int lower(int c)
-{
-	return c >= 'A' && c <= 'Z' ? c + 32 : c;
-}
-
-static int levenshtein(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	int row[129];
-
-	if (la > 128 || lb > 128)
-		return 1000;
-	for (size_t j = 0; j <= lb; j++)
-		row[j] = (int)j;
-	for (size_t i = 1; i <= la; i++) {
-		int prev = row[0];
-		row[0] = (int)i;
-		for (size_t j = 1; j <= lb; j++) {
-			int cur = row[j];
-			int sub = prev + (lower(a[i - 1]) != lower(b[j - 1]));
-			int del = row[j] + 1, ins = row[j - 1] + 1;
-			row[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-			prev = cur;
-		}
-	}
-	return row[lb];
-}
-
-/* 1 when every character of @a appears in @b in order (an abbreviation). */
-static int subsequence(const char *a, const char *b)
-{
-	for (; *b && *a; b++)
-		if (lower(*a) == lower(*b))
-			a++;
-	return *a == '\0';
-}
-
-/* Distance in quarter steps: abbreviations rank by how much they leave out, others by edits. */
-static int distance(const char *typed, const char *known)
-{
-	int lt = (int)strlen(typed), lk = (int)strlen(known);
-	if (subsequence(typed, known))
-		return lk - lt;
-	return 4 * levenshtein(typed, known);
-}
-
-struct best {
-	char (*out)[128];
-	int score[8];
-	int n, max;
-	const char *typed;
-};
-
-static void consider(struct best *b, const char *name)
-{
-	int d = distance(b->typed, name), i;
-
-	for (i = 0; i < b->n; i++)
-		if (!strcmp(b->out[i], name))
-			return;
-	for (i = b->n; i > 0 && b->score[i - 1] > d; i--) {
-		if (i < b->max) {
-			b->score[i] = b->score[i - 1];
-			memcpy(b->out[i], b->out[i - 1], 128);
-		}
-	}
-	if (i >= b->max)
-		return;
-	b->score[i] = d;
-	snprintf(b->out[i], 128, "%s", name);
-	if (b->n < b->max)
-		b->n++;
-}
 
 static int consider_sysfs(const char *pmu, const char *event, const char *terms, void *ud)
 {
 	char name[128];
 	(void)terms;
 	snprintf(name, sizeof name, "%s/%s/", pmu, event);
-	consider(ud, name);
+	ps_suggest_add(ud, name);
 	return 0;
+}
+
+static void suggest_all(struct ps_suggest *s)
+{
+	for (size_t i = 0; i < NPERF; i++)
+		ps_suggest_add(s, perf_names[i].name);
+	ps_sysfs_foreach(sysfs_root, consider_sysfs, s);
 }
 
 int ps_event_suggest(const char *name, char (*out)[128], int max)
 {
-	struct best b = {.out = out, .max = max > 8 ? 8 : max, .typed = name};
+	struct ps_suggest s;
 
-	for (size_t i = 0; i < NPERF; i++)
-		consider(&b, perf_names[i].name);
-	ps_sysfs_foreach(sysfs_root, consider_sysfs, &b);
-	return b.n;
-}
-
-/* ---- machine facts ---- */
-
-static int try_open(const struct perf_event_attr *a)
-{
-	struct perf_event_attr attr = *a;
-	int fd;
-
-	attr.disabled = 1;
-	fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	close(fd);
-	return 1;
-}
-
-int ps_pmu_present(void)
-{
-	static int state = -1;
-	if (state < 0) {
-		struct perf_event_attr a = {.size = sizeof a,
-					    .type = PERF_TYPE_HARDWARE,
-					    .config = PERF_COUNT_HW_INSTRUCTIONS,
-					    .exclude_kernel = 1,
-					    .exclude_hv = 1};
-		state = try_open(&a);
-	}
-	return state;
-}
-
-int ps_pmu_counters(void)
-{
-	unsigned a, b, c, d;
-	char vendor[13];
-
-	if (!__get_cpuid(0, &a, &b, &c, &d))
-		return 0;
-	memcpy(vendor, &b, 4);
-	memcpy(vendor + 4, &d, 4);
-	memcpy(vendor + 8, &c, 4);
-	vendor[12] = '\0';
-	if (!strcmp(vendor, "GenuineIntel")) {
-		if (a < 0xa || !__get_cpuid(0xa, &a, &b, &c, &d))
-			return 0;
-		return (int)((a >> 8) & 0xff);
-	}
-	if (!strcmp(vendor, "AuthenticAMD")) {
-		unsigned maxext;
-		if (!__get_cpuid(0x80000000, &maxext, &b, &c, &d))
-			return 4;
-		if (maxext >= 0x80000022 && __get_cpuid(0x80000022, &a, &b, &c, &d) && (a & 1))
-			return (int)(b & 0xf); /* PerfMonV2: number of core counters */
-		if (__get_cpuid(0x80000001, &a, &b, &c, &d) && (c & (1u << 23)))
-			return 6; /* PerfCtrExtCore */
-		return 4;
-	}
-	return 0;
+	ps_suggest_init(&s, name, out, max);
+	suggest_all(&s);
+	return s.n;
 }
 
 /* ---- listing ---- */
@@ -327,7 +246,7 @@ struct list_ctx {
 static int list_sysfs(const char *pmu, const char *event, const char *terms, void *ud)
 {
 	struct list_ctx *lc = ud;
-	struct perf_event_attr attr;
+	struct ps_event ev;
 	char name[256];
 	struct ps_event_info info;
 
@@ -337,7 +256,25 @@ static int list_sysfs(const char *pmu, const char *event, const char *terms, voi
 	info.name = name;
 	info.desc = terms;
 	info.kind = PS_KIND_PMU;
-	info.usable = ps_sysfs_parse(sysfs_root, name, &attr, NULL) == 0 && try_open(&attr);
+	info.usable = ps_event_resolve(name, &ev, NULL) == 0 && ps_event_opens(&ev);
+	return lc->cb(&info, lc->ud);
+}
+
+/*
+ * A tracepoint is listed as usable without opening it: an open registers the tracepoint's perf
+ * probe in the kernel, too much to do for each of thousands. Counting needs root or CAP_PERFMON.
+ */
+static int list_tracepoint(const char *subsys, const char *event, void *ud)
+{
+	struct list_ctx *lc = ud;
+	struct ps_event_info info;
+	char name[256];
+
+	snprintf(name, sizeof name, "%s:%s", subsys, event);
+	info.name = name;
+	info.desc = "tracepoint";
+	info.kind = PS_KIND_TRACEPOINT;
+	info.usable = 1;
 	return lc->cb(&info, lc->ud);
 }
 
@@ -359,7 +296,7 @@ static int list_pfm_native(struct list_ctx *lc)
 			continue;
 		for (int e = pinfo.first_event; e != -1; e = pfm_get_event_next(e)) {
 			pfm_event_info_t einfo;
-			struct perf_event_attr attr;
+			struct ps_event ev;
 			char name[256];
 			struct ps_event_info info;
 			int rc;
@@ -374,7 +311,7 @@ static int list_pfm_native(struct list_ctx *lc)
 			info.name = name;
 			info.desc = einfo.desc ? einfo.desc : "";
 			info.kind = PS_KIND_PMU;
-			info.usable = ps_pmu_present() && resolve_pfm(name, &attr) == 0 && try_open(&attr);
+			info.usable = ps_pmu_present() && ps_event_resolve(name, &ev, NULL) == 0 && ps_event_opens(&ev);
 			if ((rc = lc->cb(&info, lc->ud)))
 				return rc;
 		}
@@ -389,7 +326,7 @@ int ps_events_foreach(unsigned kinds, const char *filter, ps_event_cb cb, void *
 
 	for (size_t i = 0; i < NPERF; i++) {
 		struct ps_event_info info;
-		struct perf_event_attr attr;
+		struct ps_event ev;
 
 		if (!(kinds & perf_names[i].kind))
 			continue;
@@ -398,7 +335,7 @@ int ps_events_foreach(unsigned kinds, const char *filter, ps_event_cb cb, void *
 		info.name = perf_names[i].name;
 		info.desc = perf_names[i].desc;
 		info.kind = perf_names[i].kind;
-		info.usable = resolve_pfm(info.name, &attr) == 0 && try_open(&attr);
+		info.usable = ps_event_resolve(info.name, &ev, NULL) == 0 && ps_event_opens(&ev);
 		if ((rc = cb(&info, ud)))
 			return rc;
 	}
@@ -408,5 +345,7 @@ int ps_events_foreach(unsigned kinds, const char *filter, ps_event_cb cb, void *
 		if ((rc = list_pfm_native(&lc)))
 			return rc;
 	}
+	if (kinds & PS_KIND_TRACEPOINT)
+		return ps_tracepoint_foreach(filter, list_tracepoint, &lc);
 	return 0;
 }

@@ -30,20 +30,46 @@ void ps_paranoid_text(char *buf, size_t n)
 		 v);
 }
 
+/* The event is the CPU's (hardware, cache, raw or a dynamic PMU): no PMU means it cannot open. */
 static int is_hw(const struct perf_event_attr *a)
 {
-	return a->type == PERF_TYPE_HARDWARE || a->type == PERF_TYPE_HW_CACHE || a->type == PERF_TYPE_RAW ||
-	       a->type >= PERF_TYPE_MAX;
+	return a->type == PERF_TYPE_HARDWARE || a->type == PERF_TYPE_HW_CACHE || a->type == PERF_TYPE_RAW;
+}
+
+/* A group of more counter events than the PMU has: say what this machine has. */
+static int limit_error(const struct ps_event *ev, int i, int n, int e, struct ps_error *err)
+{
+	char what[300], nmi[120] = "";
+	int nhw = 0, nc;
+	FILE *f;
+
+	for (int k = 0; k < n; k++)
+		nhw += ps_event_takes_counter(&ev[k].attr);
+	if (!ps_pmu_present()) {
+		ps_event_countable_text(what, sizeof what);
+		return ps_error_set(err, e,
+				    "perf_event_open(%s): %s; this machine has no hardware PMU: only %s can be counted",
+				    ev[i].name, strerror(e), what);
+	}
+	nc = ps_pmu_counters();
+	if ((f = fopen("/proc/sys/kernel/nmi_watchdog", "re"))) {
+		if (fgetc(f) == '1')
+			snprintf(nmi, sizeof nmi,
+				 " (the NMI watchdog holds one of them: sysctl kernel.nmi_watchdog=0 frees it)");
+		fclose(f);
+	}
+	return ps_error_set(
+	    err, e,
+	    "perf_event_open(%s): a group of %d hardware events does not fit the PMU, which has %d "
+	    "generic counters%s; some events need particular ones: split the events into several groups",
+	    ev[i].name, nhw, nc, nmi);
 }
 
 /* Explain a failed perf_event_open of member @i. */
 static int open_error(const struct ps_group *g, const struct ps_event *ev, int i, int n, int e, struct ps_error *err)
 {
 	char para[400];
-	int nhw = 0;
 
-	for (int k = 0; k < n; k++)
-		nhw += is_hw(&ev[k].attr) && ev[k].attr.type != PERF_TYPE_SOFTWARE;
 	if (e == EACCES || e == EPERM) {
 		ps_paranoid_text(para, sizeof para);
 		return ps_error_set(err, e, "perf_event_open(%s): %s (%s)", ev[i].name, strerror(e), para);
@@ -57,20 +83,36 @@ static int open_error(const struct ps_group *g, const struct ps_event *ev, int i
 	if (e == ESRCH)
 		return ps_error_set(err, e, "perf_event_open(%s): no such process or thread %d", ev[i].name,
 				    (int)g->pid);
-	if (e == EINVAL && i > 0 && is_hw(&ev[i].attr)) {
-		int nc = ps_pmu_counters();
-		if (nc > 0 && nhw > nc)
-			return ps_error_set(
-			    err, e,
-			    "perf_event_open(%s): a group of %d hardware events does not fit the PMU, which "
-			    "has %d generic counters; split the events into several groups",
-			    ev[i].name, nhw, nc);
+	if (e == EINVAL && i > 0 && ps_event_takes_counter(&ev[i].attr))
+		return limit_error(ev, i, n, e, err);
+	if ((e == EINVAL || e == EOPNOTSUPP) && ev[i].explicit_priv)
 		return ps_error_set(err, e,
-				    "perf_event_open(%s): the group does not fit the PMU (%d hardware events; the CPU "
-				    "reports %d generic counters, some events need particular ones): split the group",
-				    ev[i].name, nhw, nc);
-	}
+				    "perf_event_open(%s): %s (its PMU may not count user and kernel apart: try it "
+				    "without the modifier)",
+				    ev[i].name, strerror(e));
 	return ps_error_set(err, e, "perf_event_open(%s): %s", ev[i].name, strerror(e));
+}
+
+/* Open member @i; on a refusal that comes from the default privilege bits, retry as perf does. */
+static int open_member(struct ps_group *g, const struct ps_event *ev, int i, struct perf_event_attr *attr, int *e,
+		       int *e2)
+{
+	struct perf_event_attr relaxed = *attr;
+	int fd, fb;
+
+	g->ev[i] = ev[i];
+	if ((fd = perf_open(attr, g->pid, g->cpu, i == 0 ? -1 : g->fds[0])) >= 0)
+		return fd;
+	*e = errno;
+	if ((fb = ps_event_relax(&ev[i], &relaxed, *e)) == PS_FB_NONE)
+		return -1;
+	if ((fd = perf_open(&relaxed, g->pid, g->cpu, i == 0 ? -1 : g->fds[0])) < 0) {
+		*e2 = errno;
+		return -1;
+	}
+	g->ev[i].attr = relaxed;
+	g->ev[i].fallback = (unsigned char)fb;
+	return fd;
 }
 
 int ps_group_open(struct ps_group *g, const struct ps_event *ev, int n, pid_t pid, int cpu, unsigned flags,
@@ -86,8 +128,14 @@ int ps_group_open(struct ps_group *g, const struct ps_event *ev, int n, pid_t pi
 	if (n > PS_MAX_EVENTS)
 		return ps_error_set(err, PS_EUSAGE, "a group holds at most %d events (got %d); split them",
 				    PS_MAX_EVENTS, n);
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < i; k++)
+			if (!strcmp(ev[k].name, ev[i].name))
+				return ps_error_set(err, PS_EUSAGE, "duplicate event %s in the group; name it once",
+						    ev[i].name);
 	for (int i = 0; i < n; i++) {
 		struct perf_event_attr attr = ev[i].attr;
+		int e = 0, e2 = 0, fd;
 
 		attr.size = sizeof attr;
 		attr.read_format = PERF_FORMAT_GROUP | PERF_FORMAT_ID | PERF_FORMAT_TOTAL_TIME_ENABLED |
@@ -97,16 +145,21 @@ int ps_group_open(struct ps_group *g, const struct ps_event *ev, int n, pid_t pi
 			attr.disabled = !(flags & PS_GROUP_ENABLED);
 			attr.enable_on_exec = !!(flags & PS_GROUP_ENABLE_ON_EXEC);
 		}
-		int fd = perf_open(&attr, pid, cpu, i == 0 ? -1 : g->fds[0]);
-		if (fd < 0) {
-			int e = errno;
+		if ((fd = open_member(g, ev, i, &attr, &e, &e2)) < 0) {
 			g->n = i;
 			ps_group_close(g);
 			g->pid = pid;
+			if (e2 == EACCES || e2 == EPERM) {
+				char para[400];
+				ps_paranoid_text(para, sizeof para);
+				return ps_error_set(err, e2,
+						    "perf_event_open(%s): its PMU counts kernel and user together, and "
+						    "counting the kernel is not allowed (%s)",
+						    ev[i].name, para);
+			}
 			return open_error(g, ev, i, n, e, err);
 		}
 		g->fds[i] = fd;
-		g->ev[i] = ev[i];
 		if (ioctl(fd, PERF_EVENT_IOC_ID, &g->ids[i]) < 0)
 			g->ids[i] = 0;
 		g->n = i + 1;

@@ -85,6 +85,7 @@ int ps_run(char *const argv[], const struct ps_event *ev, int n, struct ps_run_r
 		reap(pid, &status);
 		return -1;
 	}
+	memcpy(res->ev, g.ev, sizeof res->ev);
 	t0 = ps_now_ns();
 	if (write(gate[1], "g", 1) != 1) {
 		int e = errno;

@@ -12,11 +12,13 @@
  * @reading:  the group's counts over the command and all its threads and children
  * @exited:   1 if it exited, with @code; else it was killed by @signo
  * @wall_ns:  from exec to exit, CLOCK_MONOTONIC
+ * @ev:       the events as opened: a fallback of ps_event_relax() is in ev[i].fallback
  */
 struct ps_run_result {
 	struct ps_reading reading;
 	int exited, code, signo;
 	uint64_t wall_ns;
+	struct ps_event ev[PS_MAX_EVENTS];
 };
 
 /**

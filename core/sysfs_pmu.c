@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "suggest.h"
+
 static int read_line(const char *path, char *buf, size_t n)
 {
 	FILE *f = fopen(path, "re");
@@ -65,6 +67,33 @@ static int apply_format(const char *fmt, uint64_t val, struct perf_event_attr *a
 	return 0;
 }
 
+/* A name between the slashes that is neither an event nor a term: the PMU's closest events. */
+static int unknown_name(const char *root, const char *pmu, const char *tok, const char *spec, struct ps_error *err)
+{
+	char path[1024], out[3][128], text[512], cand[300];
+	struct ps_suggest s;
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(path, sizeof path, "%s/%s/events", root, pmu);
+	ps_suggest_init(&s, tok, out, 3);
+	if ((d = opendir(path))) {
+		while ((e = readdir(d)))
+			if (e->d_name[0] != '.' && !strchr(e->d_name, '.'))
+				ps_suggest_add(&s, e->d_name);
+		closedir(d);
+	}
+	for (int i = 0; i < s.n; i++)
+		if (snprintf(cand, sizeof cand, "%s/%s/", pmu, out[i]) < (int)sizeof out[i])
+			memcpy(out[i], cand, strlen(cand) + 1);
+	ps_suggest_text(&s, text, sizeof text);
+	if (s.n == 0)
+		return ps_error_set(err, PS_EUSAGE,
+				    "event '%s': PMU '%s' has no term or event '%s' (see %s/%s/format and events)",
+				    spec, pmu, tok, root, pmu);
+	return ps_error_set(err, PS_EUSAGE, "event '%s': PMU '%s' has no event '%s'%s", spec, pmu, tok, text);
+}
+
 /* Apply a comma-separated term list to @attr. */
 static int apply_terms(const char *root, const char *pmu, const char *terms, struct perf_event_attr *attr,
 		       const char *spec, struct ps_error *err)
@@ -92,11 +121,14 @@ static int apply_terms(const char *root, const char *pmu, const char *terms, str
 			continue;
 		}
 		snprintf(path, sizeof path, "%s/%s/format/%s", root, pmu, tok);
-		if (read_line(path, fmt, sizeof fmt))
+		if (read_line(path, fmt, sizeof fmt)) {
+			if (!eq)
+				return unknown_name(root, pmu, tok, spec, err);
 			return ps_error_set(
 			    err, PS_EUSAGE,
 			    "event '%s': PMU '%s' has no term or event '%s' (see %s/%s/format and events)", spec, pmu,
 			    tok, root, pmu);
+		}
 		if (apply_format(fmt, val, attr))
 			return ps_error_set(err, PS_EUSAGE, "event '%s': cannot read format '%s' of term '%s'", spec,
 					    fmt, tok);
@@ -188,4 +220,38 @@ int ps_sysfs_foreach(const char *root, ps_sysfs_cb cb, void *ud)
 	}
 	closedir(d);
 	return rc;
+}
+
+static int pmu_entry(const struct dirent *e)
+{
+	return e->d_name[0] != '.';
+}
+
+int ps_sysfs_pmu_names(const char *root, char (*out)[64], unsigned *types, int max)
+{
+	struct dirent **list;
+	int n = scandir(root, &list, pmu_entry, alphasort), k = 0;
+
+	if (n < 0)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		char path[1024], line[32];
+
+		snprintf(path, sizeof path, "%s/%s/type", root, list[i]->d_name);
+		if (k < max && strlen(list[i]->d_name) < 64 && read_line(path, line, sizeof line) == 0) {
+			memcpy(out[k], list[i]->d_name, strlen(list[i]->d_name) + 1);
+			if (types)
+				types[k] = (unsigned)strtoul(line, NULL, 10);
+			k++;
+		}
+		free(list[i]);
+	}
+	free(list);
+	return k;
+}
+
+int ps_sysfs_pmu_is_core(const char *pmu)
+{
+	return !strcmp(pmu, "cpu") || !strcmp(pmu, "cpu_core") || !strcmp(pmu, "cpu_atom") ||
+	       !strncmp(pmu, "armv", 4) || strstr(pmu, "pmuv3") != NULL;
 }

@@ -20,4 +20,13 @@ typedef int (*ps_sysfs_cb)(const char *pmu, const char *event, const char *terms
 /* Call @cb for every named event of every PMU under @root ("pmu", "event", "event=0x3c,..."). */
 int ps_sysfs_foreach(const char *root, ps_sysfs_cb cb, void *ud);
 
+/**
+ * ps_sysfs_pmu_names() - names of the PMUs under @root, sorted, up to @max into @out, with their
+ * perf type in @types (if not NULL). Returns how many were written.
+ */
+int ps_sysfs_pmu_names(const char *root, char (*out)[64], unsigned *types, int max);
+
+/* 1 when @pmu is a CPU's core PMU (cpu, cpu_core, cpu_atom, armv8_pmuv3...): its events take counters. */
+int ps_sysfs_pmu_is_core(const char *pmu);
+
 #endif

@@ -46,7 +46,9 @@ int ps_l_check_events(lua_State *L, int idx, struct ps_event *ev, int max)
 		lua_pop(L, 1);
 		for (int k = 0; k < i; k++)
 			if (!strcmp(ev[k].name, ev[i].name))
-				return luaL_argerror(L, idx, lua_pushfstring(L, "event '%s' given twice", ev[i].name));
+				return luaL_argerror(
+				    L, idx,
+				    lua_pushfstring(L, "duplicate event %s in the group; name it once", ev[i].name));
 	}
 	return n;
 }
