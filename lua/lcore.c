@@ -35,7 +35,8 @@ int ps_l_check_events(lua_State *L, int idx, struct ps_event *ev, int max)
 	if (n < 1)
 		return luaL_argerror(L, idx, "no events given");
 	if (n > max)
-		return luaL_argerror(L, idx, lua_pushfstring(L, "at most %d events in a group (got %d)", max, n));
+		return luaL_argerror(
+		    L, idx, lua_pushfstring(L, "a group holds at most %d events (got %d); split them", max, n));
 	for (int i = 0; i < n; i++) {
 		lua_geti(L, idx, i + 1);
 		if (lua_type(L, -1) != LUA_TSTRING)

@@ -4,10 +4,14 @@
 #include "events.h"
 #include "group.h"
 #include "lhelp.h"
+#include "tracepoint.h"
 
 static const char *source_name(enum ps_event_source s)
 {
-	return s == PS_SRC_PFM ? "libpfm4" : s == PS_SRC_SYSFS ? "sysfs" : "raw";
+	return s == PS_SRC_PFM		? "libpfm4"
+	       : s == PS_SRC_SYSFS	? "sysfs"
+	       : s == PS_SRC_TRACEPOINT ? "tracepoint"
+					: "raw";
 }
 
 /* core.resolve(name) -> {name=, type=, config=, config1=, config2=, source=, user=, kernel=} | nil, msg */
@@ -39,19 +43,38 @@ static int l_resolve(lua_State *L)
 	return 1;
 }
 
+void ps_l_push_notes(lua_State *L, const struct ps_event *ev, int n)
+{
+	char buf[512];
+	int k = 0;
+
+	lua_newtable(L);
+	for (int i = 0; i < n; i++) {
+		if (ps_event_note(&ev[i], buf, sizeof buf)) {
+			lua_pushstring(L, buf);
+			lua_rawseti(L, -2, ++k);
+		}
+	}
+}
+
 static unsigned parse_kinds(lua_State *L, int idx)
 {
-	static const char *const names[] = {"hw", "sw", "cache", "pmu", "all", NULL};
-	static const unsigned bits[] = {PS_KIND_HW, PS_KIND_SW, PS_KIND_CACHE, PS_KIND_PMU,
-					PS_KIND_HW | PS_KIND_SW | PS_KIND_CACHE | PS_KIND_PMU};
+	static const char *const names[] = {"hw", "sw", "cache", "pmu", "tracepoint", "all", NULL};
+	static const unsigned bits[] = {
+	    PS_KIND_HW,		PS_KIND_SW,
+	    PS_KIND_CACHE,	PS_KIND_PMU,
+	    PS_KIND_TRACEPOINT, PS_KIND_HW | PS_KIND_SW | PS_KIND_CACHE | PS_KIND_PMU | PS_KIND_TRACEPOINT};
 	return bits[luaL_checkoption(L, idx, "all", names)];
 }
 
 static int push_info(const struct ps_event_info *e, void *ud)
 {
 	lua_State *L = ud;
-	static const char *kinds[] = {
-	    [PS_KIND_HW] = "hw", [PS_KIND_SW] = "sw", [PS_KIND_CACHE] = "cache", [PS_KIND_PMU] = "pmu"};
+	static const char *kinds[] = {[PS_KIND_HW] = "hw",
+				      [PS_KIND_SW] = "sw",
+				      [PS_KIND_CACHE] = "cache",
+				      [PS_KIND_PMU] = "pmu",
+				      [PS_KIND_TRACEPOINT] = "tracepoint"};
 
 	lua_createtable(L, 0, 4);
 	lua_pushstring(L, e->name);
@@ -100,6 +123,17 @@ static int l_pmu_present(lua_State *L)
 	return 1;
 }
 
+/* core.tracefs() -> the tracefs events directory in use | nil when tracefs is not mounted */
+static int l_tracefs(lua_State *L)
+{
+	const char *dir = ps_tracepoint_root();
+	if (dir)
+		lua_pushstring(L, dir);
+	else
+		lua_pushnil(L);
+	return 1;
+}
+
 static int l_pmu_counters(lua_State *L)
 {
 	lua_pushinteger(L, ps_pmu_counters());
@@ -126,9 +160,15 @@ static int l_scale(lua_State *L)
 	return 2;
 }
 
-static const luaL_Reg funcs[] = {
-    {"resolve", l_resolve},	      {"events", l_events},	{"suggest", l_suggest}, {"pmu_present", l_pmu_present},
-    {"pmu_counters", l_pmu_counters}, {"paranoid", l_paranoid}, {"scale", l_scale},	{NULL, NULL}};
+static const luaL_Reg funcs[] = {{"resolve", l_resolve},
+				 {"events", l_events},
+				 {"suggest", l_suggest},
+				 {"pmu_present", l_pmu_present},
+				 {"pmu_counters", l_pmu_counters},
+				 {"paranoid", l_paranoid},
+				 {"scale", l_scale},
+				 {"tracefs", l_tracefs},
+				 {NULL, NULL}};
 
 void ps_l_open_events(lua_State *L)
 {

@@ -92,6 +92,14 @@ static int l_events(lua_State *L)
 	return 1;
 }
 
+/* group:notes() -> {"msr/tsc/: counting kernel and user (...)", ...}: what the open had to change */
+static int l_notes(lua_State *L)
+{
+	struct ps_group *g = check_open(L);
+	ps_l_push_notes(L, g->ev, g->n);
+	return 1;
+}
+
 static int l_close(lua_State *L)
 {
 	struct ps_group *g = luaL_checkudata(L, 1, GROUP_MT);
@@ -122,7 +130,7 @@ static int l_tostring(lua_State *L)
 }
 
 static const luaL_Reg methods[] = {{"enable", l_enable}, {"disable", l_disable}, {"reset", l_reset}, {"read", l_read},
-				   {"events", l_events}, {"close", l_close},	 {NULL, NULL}};
+				   {"events", l_events}, {"notes", l_notes},	 {"close", l_close}, {NULL, NULL}};
 
 static const luaL_Reg metamethods[] = {
     {"__gc", l_close}, {"__close", l_close}, {"__tostring", l_tostring}, {"__index", NULL}, {NULL, NULL}};

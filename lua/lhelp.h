@@ -22,6 +22,9 @@ int ps_l_raise(lua_State *L, const struct ps_error *err);
  */
 int ps_l_check_events(lua_State *L, int idx, struct ps_event *ev, int max);
 
+/* Push the notes of events an open had to relax (ps_event_note()), as an array of strings. */
+void ps_l_push_notes(lua_State *L, const struct ps_event *ev, int n);
+
 /* Push a group reading as a table (see group:read() in README.md). */
 void ps_l_push_reading(lua_State *L, const struct ps_event *ev, const struct ps_reading *r);
 

@@ -49,6 +49,8 @@ static int l_run(lua_State *L)
 	lua_setfield(L, -2, "signo");
 	lua_pushinteger(L, (lua_Integer)res.wall_ns);
 	lua_setfield(L, -2, "wall_ns");
+	ps_l_push_notes(L, res.ev, n);
+	lua_setfield(L, -2, "notes");
 	if (res.signo) {
 		ps_l_push_signame(L, res.signo);
 		lua_setfield(L, -2, "signal");

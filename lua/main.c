@@ -4,7 +4,7 @@
  *   perfsh script.lua args...    run a script (arg[0] = script, arg[1..] = args)
  *   perfsh -e 'code'             run code
  *   perfsh NAME args...          run the recipe NAME (scripts/NAME.lua)
- *   perfsh --list [hw|sw|cache|pmu|all], --help, --version
+ *   perfsh --list [hw|sw|cache|pmu|tracepoint|all|WORD], --help, --version
  *
  * Modules and recipes are found beside the executable: in a source tree (lua/, scripts/) or in
  * an installed prefix (share/lua/5.4, share/perfsh/scripts). No environment variable is needed.
@@ -47,14 +47,17 @@ static const char usage[] =
     "options:\n"
     "  -e CODE          run CODE (may be given more than once; before any script)\n"
     "  -i               enter the REPL after running -e code or the script\n"
-    "  --list [KIND]    list the events that resolve and open on this machine;\n"
-    "                   KIND is hw, sw, cache, pmu or all (default)\n"
+    "  --list [KIND|WORD]  list the events that resolve and open on this machine;\n"
+    "                   KIND is hw, sw, cache, pmu, tracepoint or all (default);\n"
+    "                   any other WORD lists the names containing it (--list syscalls)\n"
     "  -h, --help       this text\n"
     "  -v, --version    the version\n"
     "\n"
     "Events are named as perf and libpfm4 name them (instructions, cycles, task-clock,\n"
-    "perf::cycles:u), as sysfs PMU terms (cpu/event=0xc0,umask=0x0/), or as raw codes (r00c0).\n"
-    "Only user space is counted unless an event says :k.\n"
+    "perf::cycles:u), as tracepoints (syscalls:sys_enter_write), as sysfs PMU events and terms\n"
+    "(msr/tsc/, cpu/event=0xc0,umask=0x0/), or as raw codes (r00c0). Only user space is counted\n"
+    "unless an event says :k (tracepoints count wherever they fire; a PMU that cannot count user\n"
+    "space alone counts both, and perfsh says so).\n"
     "\n"
     "environment:\n"
     "  PERFSH_SAMPLING  breakpoint, uprobe or int3: how sampled regions count every call\n"

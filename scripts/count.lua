@@ -7,8 +7,10 @@ local usage = [[
 usage: perfsh count [-e EVENT,...] [--csv] [--] COMMAND [ARGS...]
 
 Counts COMMAND and every thread and child it starts, from its exec to its exit, in one
-event group (user space only unless an event says :k). Exits with COMMAND's status
-(128 + the signal if a signal killed it).
+event group (user space only unless an event says :k; tracepoints such as
+syscalls:sys_enter_write count wherever they fire). Where the kernel refuses that, perfsh
+retries as perf does and says so in a note: a PMU that cannot count user space alone (msr)
+counts kernel and user. Exits with COMMAND's status (128 + the signal if a signal killed it).
 
   -e, --events LIST   events to count (default: instructions,cycles,task-clock where the
                       machine has a hardware PMU, task-clock,page-faults,context-switches
@@ -23,10 +25,17 @@ local function main(argv)
   }, argv, usage)
   if #cmd == 0 then error("perfsh count: no command given (perfsh count --help)", 0) end
   local events = opts.events and cli.split(opts.events) or perfsh.default_events()
+  cli.check_events("count", events)
+  local seen = {}
+  for _, e in ipairs(events) do
+    if seen[e] then error(("perfsh count: duplicate event %s in the group; name it once"):format(e), 0) end
+    seen[e] = true
+  end
   local spec = {events = events}
   for i, a in ipairs(cmd) do spec[i] = a end
   local ok, r = pcall(perfsh.run, spec)
   if not ok then error("perfsh count: " .. cli.reason(r), 0) end
+  for _, note in ipairs(r.notes) do io.stderr:write("perfsh count: note: ", note, "\n") end
   local scaling = r.ratio < 1 and ("%.1f%%"):format(100 * r.ratio) or "100%"
   if opts.csv then
     print("event,value,scaling")

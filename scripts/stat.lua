@@ -9,7 +9,7 @@ local core = require "perfsh.core"
 local usage = [[
 usage: perfsh stat -r REGION [-r REGION...] [options] [--] COMMAND [ARGS...]
        perfsh stat -r REGION [options] -p PID
-       perfsh stat --list [hw|sw|cache|pmu|all]
+       perfsh stat --list [hw|sw|cache|pmu|tracepoint|all|WORD]
 
 Counts hardware (or software) events over each hit of a function or a source-line range
 of an unmodified binary, per thread, and prints one aggregated table per region.
@@ -26,7 +26,7 @@ events:
                       task-clock,page-faults); may be repeated
   -g, --group LIST    one more group, scheduled on the PMU on its own (more events than
                       counters are then multiplexed and scaled); may be repeated
-  --list [KIND]       list the events that open on this machine
+  --list [KIND|WORD]  list the events that open on this machine (or the names with WORD)
 target:
   -p, --pid PID       attach to a running process instead of starting COMMAND
   --seconds S         stop after S seconds (detaching from an attached process)

@@ -58,7 +58,10 @@ describe("perfsh.events()", function()
   end)
   it("filters by substring", function()
     local names = {}
-    for _, e in ipairs(perfsh.events("clock")) do names[#names + 1] = e.name end
+    for _, e in ipairs(perfsh.events("clock")) do
+      assert.truthy(e.name:find("clock", 1, true))
+      if e.kind ~= "tracepoint" then names[#names + 1] = e.name end
+    end
     table.sort(names)
     assert.are.same({"cpu-clock", "task-clock"}, names)
   end)
@@ -69,7 +72,7 @@ describe("perfsh.events()", function()
   end)
   it("rejects an unknown kind", function()
     assert.has.error(function() perfsh.events{kind = "gpu"} end,
-      "bad argument #1 to 'events' (kind 'gpu'; use hw, sw, cache, pmu or all)")
+      "bad argument #1 to 'events' (kind 'gpu'; use hw, sw, cache, pmu, tracepoint or all)")
   end)
 end)
 
@@ -93,5 +96,124 @@ describe("require 'perfsh' in a plain lua5.4", function()
     assert.are.equal("", err)
     assert.are.equal(0, rc)
     assert.are.equal("ok " .. core.version .. "\n", out)
+  end)
+end)
+
+-- The event rows of the bad-input list and the events perf stat accepts: tracepoints, msr.
+local function need_tracefs(pending)
+  if core.tracefs() then return true end
+  pending("tracefs is not mounted (or not readable) at /sys/kernel/tracing or /sys/kernel/debug/tracing")
+  return false
+end
+
+local function need_msr(pending)
+  local f = io.open("/sys/bus/event_source/devices/msr/events/tsc")
+  if f then f:close() return true end
+  pending("this kernel has no msr PMU in sysfs")
+  return false
+end
+
+describe("tracepoints", function()
+  it("resolve SUBSYS:NAME to the id in tracefs, counting kernel and user", function()
+    if not need_tracefs(pending) then return end
+    local f = io.open(core.tracefs() .. "/syscalls/sys_enter_write/id")
+    if not f then pending("this kernel has no syscalls:sys_enter_write tracepoint") return end
+    local id = math.tointeger(f:read("n"))
+    f:close()
+    local e = assert(core.resolve("syscalls:sys_enter_write"))
+    assert.are.same({2, id, "tracepoint", true, true}, {e.type, e.config, e.source, e.user, e.kernel})
+  end)
+  it("suggest names of the same subsystem for a misspelling, in one line", function()
+    if not need_tracefs(pending) then return end
+    local e, msg = core.resolve("syscalls:sys_enter_wrte")
+    assert.is_nil(e)
+    assert.are.equal("unknown tracepoint 'syscalls:sys_enter_wrte'; did you mean 'syscalls:sys_enter_write', ",
+      msg:sub(1, #"unknown tracepoint 'syscalls:sys_enter_wrte'; did you mean 'syscalls:sys_enter_write', "))
+    assert.is_nil(msg:find("\n", 1, true))
+    for cand in msg:gmatch("'([^']+)'") do
+      if cand ~= "syscalls:sys_enter_wrte" then assert.truthy(cand:match("^syscalls:")) end
+    end
+  end)
+  it("count exactly the writes of a command that writes N times, as perf stat does", function()
+    if not need_tracefs(pending) then return end
+    local out, err, rc = support.sh(support.perfsh ..
+      " count --csv -e syscalls:sys_enter_write,task-clock ./examples/writes 123 | grep -v '^w$'")
+    assert.are.equal("", err)
+    assert.are.equal(0, rc)
+    assert.are.equal("123", out:match("syscalls:sys_enter_write,(%d+),"))
+  end)
+end)
+
+describe("msr/tsc/", function()
+  it("opens, counting kernel and user, and says so in one note", function()
+    if not need_msr(pending) then return end
+    local g = perfsh.group{"task-clock", "msr/tsc/"}
+    assert.are.same({"msr/tsc/: counting kernel and user (the msr PMU refuses user-only counting)"}, g:notes())
+    g:enable()
+    core.spin(1000000)
+    local r = g:read()
+    g:close()
+    assert.is_true(r["msr/tsc/"] > 0)
+  end)
+  it("counts with a tracepoint in one perfsh count, like perf stat", function()
+    if not need_msr(pending) or not need_tracefs(pending) then return end
+    local out, err, rc = support.sh(support.perfsh ..
+      " count --csv -e msr/tsc/,syscalls:sys_enter_write ./examples/writes 40 | grep -v '^w$'")
+    assert.are.equal(0, rc)
+    assert.are.equal("perfsh count: note: msr/tsc/: counting kernel and user (the msr PMU refuses user-only"
+      .. " counting)\n", err)
+    assert.are.equal("40", out:match("syscalls:sys_enter_write,(%d+),"))
+    assert.is_true(tonumber(out:match("msr/tsc/,(%d+),")) > 0)
+  end)
+end)
+
+describe("bad event lists", function()
+  it("name an unknown event in one line with suggestions of the same kind", function()
+    local _, err, rc = support.sh(support.perfsh .. " count -e task-clock,instrs:u true")
+    assert.are_not.equal(0, rc)
+    assert.are.equal("perfsh count: unknown event 'instrs:u'; did you mean 'instructions:u', 'cycles:u' or"
+      .. " 'branches:u'?\n", err)
+  end)
+  it("refuse a duplicate", function()
+    local _, err = support.sh(support.perfsh .. " count -e task-clock,page-faults,task-clock true")
+    assert.are.equal("perfsh count: duplicate event task-clock in the group; name it once\n", err)
+    assert.has.error(function() perfsh.group{"page-faults", "page-faults"} end,
+      "bad argument #1 to 'group' (duplicate event page-faults in the group; name it once)")
+  end)
+  it("refuse more events than a group holds", function()
+    local names = {}
+    for i = 1, 17 do names[i] = "task-clock" end
+    assert.has.error(function() perfsh.group(names) end,
+      "bad argument #1 to 'group' (a group holds at most 16 events (got 17); split them)")
+  end)
+end)
+
+describe("perfsh --list", function()
+  it("shows sysfs PMU events and tracepoints, and filters by a word", function()
+    local out, err, rc = support.sh(support.perfsh .. " --list")
+    assert.are.equal("", err)
+    assert.are.equal(0, rc)
+    assert.truthy(out:find("\nsoftware events:\n", 1, true))
+    assert.truthy(out:find("\nPMU events (sysfs and libpfm4 native names):\n", 1, true))
+    assert.truthy(out:find("\ntracepoints (SUBSYS:NAME", 1, true))
+    local f = io.open("/sys/bus/event_source/devices/msr/events/tsc")
+    if f then
+      f:close()
+      assert.truthy(out:find("\n  msr/tsc/ ", 1, true))
+    end
+    if core.tracefs() then
+      assert.truthy(out:find("\n  syscalls:sys_enter_write ", 1, true))
+      out = support.sh(support.perfsh .. " --list syscalls")
+      assert.truthy(out:match("^tracepoints %(SUBSYS:NAME[^\n]*\n  %S*syscalls:"))
+      for line in out:gmatch("\n  (%S+)") do assert.truthy(line:find("syscalls", 1, true)) end
+      out = support.sh(support.perfsh .. " --list tracepoint")
+      assert.truthy(out:find("\n  sched:sched_switch ", 1, true))
+    end
+  end)
+  it("says when nothing matches", function()
+    local out, err, rc = support.sh(support.perfsh .. " --list no-such-event-anywhere")
+    assert.are.equal("", out)
+    assert.are.equal(2, rc)
+    assert.are.equal("perfsh: no event here matches 'no-such-event-anywhere' (perfsh --list shows them all)\n", err)
   end)
 end)

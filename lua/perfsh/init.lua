@@ -32,10 +32,10 @@ function perfsh.group(spec)
   return g
 end
 
-local kinds = {hw = true, sw = true, cache = true, pmu = true, all = true}
+local kinds = {hw = true, sw = true, cache = true, pmu = true, tracepoint = true, all = true}
 
 --- perfsh.events([filter]): events known here, as {name, desc, kind, usable}.
--- filter: a kind (hw, sw, cache, pmu, all), a substring of the name, or {kind=, match=}.
+-- filter: a kind (hw, sw, cache, pmu, tracepoint, all), a substring of the name, or {kind=, match=}.
 function perfsh.events(filter)
   local kind, match = "all", nil
   if type(filter) == "table" then
@@ -46,7 +46,7 @@ function perfsh.events(filter)
     match = tostring(filter)
   end
   if not kinds[kind] then
-    error(("bad argument #1 to 'events' (kind '%s'; use hw, sw, cache, pmu or all)"):format(kind), 2)
+    error(("bad argument #1 to 'events' (kind '%s'; use hw, sw, cache, pmu, tracepoint or all)"):format(kind), 2)
   end
   return core.events(kind, match)
 end
@@ -54,33 +54,48 @@ end
 local kind_titles = {
   hw = "hardware events", sw = "software events", cache = "hardware cache events",
   pmu = "PMU events (sysfs and libpfm4 native names)",
+  tracepoint = "tracepoints (SUBSYS:NAME; counting needs root or CAP_PERFMON)",
 }
 
---- Print the events that open on this machine (perfsh --list [kind]). Returns 0 or 2.
-function perfsh.print_events(kind)
-  kind = kind or "all"
-  if not kinds[kind] then
-    io.stderr:write(("perfsh: unknown kind '%s' for --list; use hw, sw, cache, pmu or all\n"):format(kind))
-    return 2
+-- What an empty section says.
+local function none_text(k)
+  if (k == "hw" or k == "cache") and not core.pmu_present() then
+    return "  (none: this machine has no hardware PMU that the kernel drives, e.g. a VM without"
+      .. " PMU passthrough; software events work, raw codes need a PMU)"
+  elseif k == "tracepoint" and not core.tracefs() then
+    return "  (none: tracefs is not mounted or not readable; as root: mount -t tracefs nodev /sys/kernel/tracing)"
   end
-  local order = kind == "all" and {"hw", "sw", "cache", "pmu"} or {kind}
+  return "  (none usable here)"
+end
+
+--- Print the events that open on this machine (perfsh --list [kind | filter]). Returns 0 or 2.
+-- A word that is not a kind filters every kind by substring: perfsh --list syscalls.
+function perfsh.print_events(what)
+  local kind, match = what or "all", nil
+  if not kinds[kind] then kind, match = "all", what end
+  local order = kind == "all" and {"hw", "sw", "cache", "pmu", "tracepoint"} or {kind}
+  local any = false
   for _, k in ipairs(order) do
-    local list, shown = core.events(k), 0
-    print(kind_titles[k] .. ":")
+    local list, shown, refused = core.events(k, match), 0, {}
+    if not match or #list > 0 then print(kind_titles[k] .. ":") end
     for _, e in ipairs(list) do
       if e.usable then
         print(("  %-32s %s"):format(e.name, e.desc))
         shown = shown + 1
+      elseif k == "pmu" and e.name:find("/", 1, true) then
+        refused[#refused + 1] = e.name
       end
     end
-    if shown == 0 then
-      if (k == "hw" or k == "cache") and not core.pmu_present() then
-        print("  (none: this machine has no hardware PMU that the kernel drives, e.g. a VM without"
-          .. " PMU passthrough; software events work, raw codes need a PMU)")
-      else
-        print("  (none usable here)")
-      end
+    any = any or shown > 0
+    if #refused > 0 then
+      print(("  (%d more in sysfs do not open on a task here, e.g. CPU-wide only: %s)")
+        :format(#refused, table.concat(refused, ", ", 1, math.min(#refused, 4))))
     end
+    if shown == 0 and not match then print(none_text(k)) end
+  end
+  if match and not any then
+    io.stderr:write(("perfsh: no event here matches '%s' (perfsh --list shows them all)\n"):format(match))
+    return 2
   end
   return 0
 end
