@@ -61,6 +61,9 @@ int ps_event_modifier_like(const char *s);
  */
 int ps_event_relax(const struct ps_event *ev, struct perf_event_attr *attr, int e);
 
+/* "the msr PMU" for a sysfs event msr/..., else "its PMU". */
+void ps_event_pmu_phrase(const struct ps_event *ev, char *buf, size_t n);
+
 /* One line saying what @ev's fallback changed ("msr/tsc/: counting kernel and user (...)"); 0 if none. */
 int ps_event_note(const struct ps_event *ev, char *buf, size_t n);
 

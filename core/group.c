@@ -68,7 +68,7 @@ static int limit_error(const struct ps_event *ev, int i, int n, int e, struct ps
 /* Explain a failed perf_event_open of member @i. */
 static int open_error(const struct ps_group *g, const struct ps_event *ev, int i, int n, int e, struct ps_error *err)
 {
-	char para[400];
+	char para[400], pmu[80];
 
 	if (e == EACCES || e == EPERM) {
 		ps_paranoid_text(para, sizeof para);
@@ -85,11 +85,12 @@ static int open_error(const struct ps_group *g, const struct ps_event *ev, int i
 				    (int)g->pid);
 	if (e == EINVAL && i > 0 && ps_event_takes_counter(&ev[i].attr))
 		return limit_error(ev, i, n, e, err);
+	ps_event_pmu_phrase(&ev[i], pmu, sizeof pmu);
 	if ((e == EINVAL || e == EOPNOTSUPP) && ev[i].explicit_priv)
 		return ps_error_set(err, e,
-				    "perf_event_open(%s): %s (its PMU may not count user and kernel apart: try it "
+				    "perf_event_open(%s): %s (%s may not count user and kernel apart: try it "
 				    "without the modifier)",
-				    ev[i].name, strerror(e));
+				    ev[i].name, strerror(e), pmu);
 	return ps_error_set(err, e, "perf_event_open(%s): %s", ev[i].name, strerror(e));
 }
 
@@ -150,12 +151,13 @@ int ps_group_open(struct ps_group *g, const struct ps_event *ev, int n, pid_t pi
 			ps_group_close(g);
 			g->pid = pid;
 			if (e2 == EACCES || e2 == EPERM) {
-				char para[400];
+				char para[400], pmu[80];
 				ps_paranoid_text(para, sizeof para);
+				ps_event_pmu_phrase(&ev[i], pmu, sizeof pmu);
 				return ps_error_set(err, e2,
-						    "perf_event_open(%s): its PMU counts kernel and user together, and "
+						    "perf_event_open(%s): %s counts kernel and user together, and "
 						    "counting the kernel is not allowed (%s)",
-						    ev[i].name, para);
+						    ev[i].name, pmu, para);
 			}
 			return open_error(g, ev, i, n, e, err);
 		}

@@ -182,15 +182,23 @@ static int paranoid_level(void)
 	return v;
 }
 
-int ps_event_note(const struct ps_event *ev, char *buf, size_t n)
+void ps_event_pmu_phrase(const struct ps_event *ev, char *buf, size_t n)
 {
 	const char *slash = strchr(ev->name, '/');
-	char pmu[80] = "its";
 
 	if (ev->source == PS_SRC_SYSFS && slash && slash - ev->name < 64)
-		snprintf(pmu, sizeof pmu, "the %.*s", (int)(slash - ev->name), ev->name);
+		snprintf(buf, n, "the %.*s PMU", (int)(slash - ev->name), ev->name);
+	else
+		snprintf(buf, n, "its PMU");
+}
+
+int ps_event_note(const struct ps_event *ev, char *buf, size_t n)
+{
+	char pmu[80];
+
+	ps_event_pmu_phrase(ev, pmu, sizeof pmu);
 	if (ev->fallback == PS_FB_KERNEL_TOO)
-		snprintf(buf, n, "%s: counting kernel and user (%s PMU refuses user-only counting)", ev->name, pmu);
+		snprintf(buf, n, "%s: counting kernel and user (%s refuses user-only counting)", ev->name, pmu);
 	else if (ev->fallback == PS_FB_USER_ONLY)
 		snprintf(buf, n, "%s: counting user space only (perf_event_paranoid is %d and forbids the kernel)",
 			 ev->name, paranoid_level());

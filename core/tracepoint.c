@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "events.h"
@@ -143,8 +144,14 @@ int ps_tracepoint_parse(const char *name, struct perf_event_attr *attr, struct p
 	snprintf(event, sizeof event, "%s", colon + 1);
 	root = ps_tracepoint_root();
 	if (!root) {
+		struct stat st;
 		if (ps_event_modifier_like(event))
 			return 1;
+		if (!root_override && (stat("/sys/kernel/tracing/events", &st) == 0 || errno == EACCES))
+			return ps_error_set(err, EACCES,
+					    "tracepoint '%s': /sys/kernel/tracing/events is not readable by this user "
+					    "(tracefs is root's: run as root)",
+					    name);
 		return ps_error_set(err, PS_ENOTFOUND,
 				    "unknown event '%s' (a tracepoint SUBSYS:NAME needs tracefs, which is not mounted "
 				    "or not readable: as root, mount -t tracefs nodev /sys/kernel/tracing)",

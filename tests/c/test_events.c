@@ -453,7 +453,7 @@ TEST(event_msr_tsc_opens)
 	CHECK(ps_event_resolve("msr/tsc/u", &ev[1], &err) == 0);
 	CHECK_EQ_INT(ev[1].explicit_priv, 1);
 	CHECK(ps_group_open(&g, ev, 2, 0, -1, 0, &err) == -1);
-	CHECK_STR(err.msg, "perf_event_open(msr/tsc/u): Invalid argument (its PMU may not count user and kernel "
+	CHECK_STR(err.msg, "perf_event_open(msr/tsc/u): Invalid argument (the msr PMU may not count user and kernel "
 			   "apart: try it without the modifier)");
 }
 
