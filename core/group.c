@@ -74,12 +74,14 @@ static int open_error(const struct ps_group *g, const struct ps_event *ev, int i
 		ps_paranoid_text(para, sizeof para);
 		return ps_error_set(err, e, "perf_event_open(%s): %s (%s)", ev[i].name, strerror(e), para);
 	}
-	if (is_hw(&ev[i].attr) && (e == ENOENT || e == EOPNOTSUPP || e == ENODEV) && !ps_pmu_present())
+	if (is_hw(&ev[i].attr) && (e == ENOENT || e == EOPNOTSUPP || e == ENODEV) && !ps_pmu_present()) {
+		char what[300];
+		ps_event_countable_text(what, sizeof what);
 		return ps_error_set(err, e,
-				    "perf_event_open(%s): no hardware PMU on this machine (the kernel counts software "
-				    "events only, as in a VM without PMU passthrough); software events such as "
-				    "task-clock still work",
-				    ev[i].name);
+				    "perf_event_open(%s): no hardware PMU on this machine (as in a VM without PMU "
+				    "passthrough): only %s can be counted",
+				    ev[i].name, what);
+	}
 	if (e == ESRCH)
 		return ps_error_set(err, e, "perf_event_open(%s): no such process or thread %d", ev[i].name,
 				    (int)g->pid);

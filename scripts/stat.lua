@@ -87,6 +87,7 @@ local function main(argv)
   for _, e in ipairs(events) do all[#all + 1] = e end
   for _, g in ipairs(groups) do for _, e in ipairs(g) do all[#all + 1] = e end end
   cli.check_events("stat", all)
+  for _, note in ipairs(perfsh.event_notes(all)) do io.stderr:write("perfsh stat: note: ", note, "\n") end
   local out = io.stdout
   if opts.output then
     out = io.open(opts.output, "w")

@@ -165,6 +165,16 @@ describe("msr/tsc/", function()
     assert.are.equal("40", out:match("syscalls:sys_enter_write,(%d+),"))
     assert.is_true(tonumber(out:match("msr/tsc/,(%d+),")) > 0)
   end)
+  it("counts per hit in perfsh stat, with the same note", function()
+    if not need_msr(pending) then return end
+    local out, err, rc = support.sh(support.perfsh .. " stat --csv -r sum -e task-clock,msr/tsc/ ./examples/sum")
+    assert.are.equal(0, rc)
+    assert.are.equal("perfsh stat: note: msr/tsc/: counting kernel and user (the msr PMU refuses user-only"
+      .. " counting)\n", err)
+    local hits, total = out:match("\nsum,msr/tsc/,(%d+),(%d+),")
+    assert.are.equal("1", hits)
+    assert.is_true(tonumber(total) > 0)
+  end)
 end)
 
 describe("bad event lists", function()

@@ -32,6 +32,21 @@ function perfsh.group(spec)
   return g
 end
 
+--- perfsh.event_notes(events): one line for each event that opens only as the kernel allows
+-- ("msr/tsc/: counting kernel and user (the msr PMU refuses user-only counting)"), found by
+-- opening it alone on this thread.
+function perfsh.event_notes(events)
+  local notes = {}
+  for _, e in ipairs(events) do
+    local ok, g = pcall(core.group, {e})
+    if ok and g then
+      for _, n in ipairs(g:notes()) do notes[#notes + 1] = n end
+      g:close()
+    end
+  end
+  return notes
+end
+
 local kinds = {hw = true, sw = true, cache = true, pmu = true, tracepoint = true, all = true}
 
 --- perfsh.events([filter]): events known here, as {name, desc, kind, usable}.

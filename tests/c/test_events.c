@@ -564,3 +564,25 @@ TEST(event_sysfs_unknown_name_suggests)
 	ps_events_set_sysfs_root("/sys/bus/event_source/devices");
 	remove_fake_sysfs();
 }
+
+/* Without a PMU, a hardware event's failure says what this machine can count instead. */
+TEST(event_no_pmu_message)
+{
+	struct ps_event ev[2];
+	struct ps_error err = {0};
+	struct ps_group g;
+	char what[300], want[512];
+
+	if (ps_pmu_present())
+		SKIP("this machine has a hardware PMU");
+	CHECK(ps_event_resolve("task-clock", &ev[0], &err) == 0);
+	CHECK(ps_event_resolve("instructions", &ev[1], &err) == 0);
+	CHECK(ps_group_open(&g, ev, 2, 0, -1, 0, &err) == -1);
+	ps_event_countable_text(what, sizeof what);
+	snprintf(want, sizeof want,
+		 "perf_event_open(instructions): no hardware PMU on this machine (as in a VM without PMU passthrough): "
+		 "only %s can be counted",
+		 what);
+	CHECK_STR(err.msg, want);
+	CHECK(strncmp(what, "software events", 15) == 0);
+}
