@@ -1,4 +1,4 @@
-/* core/events.c - event names: libpfm4, then sysfs PMUs, then raw codes; suggestions; listing. */
+/* core/events.c - event names: libpfm4, then tracepoints, sysfs PMUs, raw codes; suggestions; listing. */
 #include "events.h"
 
 #include <errno.h>
