@@ -45,13 +45,16 @@ function report.print_table(out, title, events, st)
     local by = st.entry_counter and (counted_by[st.entry_counter] or st.entry_counter)
     if by then out:write("  calls counted by ", by, "\n") end
   end
-  out:write(("  %-22s %10s %16s %14s %14s %14s %14s\n"):format("event", "hits", "total", "mean", "p50", "p99", "max"))
-  for _, row in ipairs(table_rows(events, st)) do
+  local rows, w = table_rows(events, st), 22
+  for _, row in ipairs(rows) do w = math.max(w, #row.name) end
+  local fmt = "  %-" .. w .. "s %10s %16s %14s %14s %14s %14s\n"
+  out:write(fmt:format("event", "hits", "total", "mean", "p50", "p99", "max"))
+  for _, row in ipairs(rows) do
     local s, u = row.s, row.unit
-    out:write(("  %-22s %10s %16s %14s %14s %14s %14s\n"):format(row.name, report.human(s.count), fmt_num(s.sum, u),
+    out:write(fmt:format(row.name, report.human(s.count), fmt_num(s.sum, u),
       fmt_num(s.mean, u), fmt_num(s.p50, u), fmt_num(s.p99, u), fmt_num(s.max, u)))
   end
-  if st.ipc then out:write(("  %-22s %10s %16.3f\n"):format("IPC", "", st.ipc)) end
+  if st.ipc then out:write(("  %-" .. w .. "s %10s %16.3f\n"):format("IPC", "", st.ipc)) end
   if st.sampled then
     local est = {}
     for _, name in ipairs(events) do
