@@ -65,9 +65,10 @@ static int apply_format(const char *fmt, uint64_t val, struct perf_event_attr *a
 	return 0;
 }
 
-/* Apply a comma-separated term list to @attr. */
+/* Apply a comma-separated term list to @attr; @depth counts the named events expanded on the way
+   (an event defined by itself, or a loop of them, would not end). */
 static int apply_terms(const char *root, const char *pmu, const char *terms, struct perf_event_attr *attr,
-		       const char *spec, struct ps_error *err)
+		       const char *spec, int depth, struct ps_error *err)
 {
 	char buf[512], path[1024], fmt[256];
 
@@ -87,7 +88,11 @@ static int apply_terms(const char *root, const char *pmu, const char *terms, str
 		/* An event name inside the slashes ("cpu/cycles/"). */
 		snprintf(path, sizeof path, "%s/%s/events/%s", root, pmu, tok);
 		if (!eq && read_line(path, fmt, sizeof fmt) == 0) {
-			if (apply_terms(root, pmu, fmt, attr, spec, err))
+			if (depth >= 8)
+				return ps_error_set(err, PS_EUSAGE,
+						    "event '%s': event '%s' of PMU '%s' is defined by itself", spec,
+						    tok, pmu);
+			if (apply_terms(root, pmu, fmt, attr, spec, depth + 1, err))
 				return -1;
 			continue;
 		}
@@ -127,7 +132,7 @@ int ps_sysfs_parse(const char *root, const char *spec, struct perf_event_attr *a
 	attr->type = (uint32_t)strtoul(line, NULL, 10);
 	if (!body[0])
 		return ps_error_set(err, PS_EUSAGE, "event '%s': nothing between the slashes", spec);
-	if (apply_terms(root, pmu, body, attr, spec, err))
+	if (apply_terms(root, pmu, body, attr, spec, 0, err))
 		return -1;
 	/* Modifiers after the closing slash: u, k, h. Default: user space only. */
 	const char *mods = s2 + 1;
