@@ -111,7 +111,7 @@ $(FB)/%.o: %.c
 $(FB)/fuzz_%: $(FB)/tests/fuzz/fuzz_%.o $(CORE_SRC:%.c=$(FB)/%.o)
 	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(CORE_LIBS)
 
-# New inputs go to build-fuzz/corpus/NAME (make fuzz-merge keeps the useful ones); a crash is
+# New inputs go to build-fuzz/corpus/NAME (make fuzz-merge keeps those that reach new edges); a crash is
 # written to tests/fuzz/corpus/NAME/crash-* and fails the run: commit it as a regression input.
 fuzz: $(FUZZERS)
 	@for n in $(FUZZ_NAMES); do \
@@ -125,7 +125,7 @@ fuzz: $(FUZZERS)
 
 fuzz-merge: $(FUZZERS)
 	@for n in $(FUZZ_NAMES); do \
-		$(FB)/fuzz_$$n -merge=1 tests/fuzz/corpus/$$n $(FB)/corpus/$$n 2>&1 | tail -n 1; \
+		$(FB)/fuzz_$$n -merge=1 -use_counters=0 tests/fuzz/corpus/$$n $(FB)/corpus/$$n 2>&1 | tail -n 1; \
 	done
 
 examples: $(EXAMPLES)

@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_elf.c - the ELF and DWARF readers (core/symbols.c, core/lines.c) on a
- * mutated executable. The corpus starts from examples/sum (built -O2 -g).
+ * mutated executable. The corpus starts from examples/sum, sum-stripped, inlined and cxx.
  *
  * The input is written to a memfd and opened by its /proc path, as a file on disk would be;
  * every query a session makes is asked of what opened.
@@ -32,7 +32,8 @@ static void query_symbols(const char *path)
 	}
 	(void)ps_sym_lookup(st, "sum", &sym, &err);
 	(void)ps_sym_lookup(st, "main", &sym, &err);
-	(void)ps_sym_lookup(st, "summ", &sym, &err); /* near misses are suggested */
+	(void)ps_sym_lookup(st, "summ", &sym, &err);		 /* near misses are suggested */
+	(void)ps_sym_lookup(st, "geo::Shape::area", &sym, &err); /* demangled (examples/cxx) */
 	(void)ps_sym_by_addr(st, 0x1140);
 	ps_sym_close(st);
 }
@@ -52,6 +53,7 @@ static void query_lines(const char *path)
 		(void)ps_lines_addrs(l, "sum.c", ln, addrs, 32, &actual, &err);
 	(void)ps_lines_addrs(l, "/nonexistent/x.c", 3, addrs, 32, &actual, &err);
 	(void)ps_lines_inlined(l, "sum", in, 16, &err);
+	(void)ps_lines_inlined(l, "mix", in, 16, &err); /* examples/inlined */
 	(void)ps_lines_inlined(l, "main", in, 16, &err);
 	for (uint64_t a = 0x1000; a < 0x1400; a += 0x20)
 		(void)ps_lines_addr2line(l, a, &file, &line);
