@@ -7,7 +7,8 @@ PKGS    := lua5.4 libelf libdw libedit
 
 # Debian packages the project needs to build and test (make deps).
 DEBS := build-essential pkg-config lua5.4 liblua5.4-dev libpfm4-dev libelf-dev \
-        libdw-dev libedit-dev libiberty-dev liblapacke-dev lua-busted lua-dkjson lua-check g++ valgrind procps binutils
+        libdw-dev libedit-dev libiberty-dev liblapacke-dev lua-busted lua-dkjson lua-check g++ valgrind procps binutils \
+        clang libclang-rt-dev libzydis-dev
 
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS  ?= -O2 -g
@@ -16,7 +17,7 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs libelf libdw 2>/dev/null)
 LUA_LIBS   := $(shell pkg-config --libs lua5.4 2>/dev/null)
 EDIT_LIBS  := $(shell pkg-config --libs libedit 2>/dev/null)
-CORE_LIBS  := $(PKG_LIBS) -lpfm -liberty -llapacke -lm
+CORE_LIBS  := $(PKG_LIBS) -lpfm -liberty -llapacke -lZydis -lm
 
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -O1
@@ -36,6 +37,15 @@ CORE_OBJ := $(CORE_SRC:%.c=$(B)/%.o)
 BIND_OBJ := $(BIND_SRC:%.c=$(B)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(B)/%.o)
 
+# Fuzz targets: every tests/fuzz/fuzz_NAME.c defines LLVMFuzzerTestOneInput; its corpus (with
+# each crash found, kept as a regression input) is tests/fuzz/corpus/NAME/. `make check` replays
+# every corpus through a plain build of each target; `make fuzz` runs each under libFuzzer.
+FUZZ_SRC   := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_NAMES := $(FUZZ_SRC:tests/fuzz/fuzz_%.c=%)
+REPLAYS    := $(FUZZ_NAMES:%=$(B)/tests/fuzz/replay_%)
+.SECONDARY: $(FUZZ_NAMES:%=$(B)/tests/fuzz/fuzz_%.o) $(B)/tests/fuzz/replay.o \
+            $(FUZZ_NAMES:%=build-fuzz/tests/fuzz/fuzz_%.o) $(CORE_SRC:%.c=build-fuzz/%.o)
+
 EXAMPLES := $(patsubst %.c,%,$(filter %.c,$(EX_SRC))) $(patsubst %.cpp,%,$(filter %.cpp,$(EX_SRC))) \
             examples/sum-nopie examples/sum-stripped
 BENCHES  := $(patsubst %.c,%,$(BENCH_SRC))
@@ -43,7 +53,7 @@ BENCHES  := $(patsubst %.c,%,$(BENCH_SRC))
 ifeq ($(SAN),1)
 .PHONY: perfsh
 endif
-.PHONY: all check test-c test-lua bench install uninstall deps clean lint help examples
+.PHONY: all check test-c test-lua bench install uninstall deps clean lint help examples fuzz fuzz-merge
 
 SO := $(B)/lib/perfsh/core.so
 
@@ -54,6 +64,8 @@ help:
 	@echo "make check      C unit tests and busted specs; ends with 'N passed, N failed'"
 	@echo "make SAN=1 check  the same under ASan and UBSan"
 	@echo "make bench      benchmarks (print figures)"
+	@echo "make fuzz [FUZZ_SECONDS=60]  each libFuzzer target (tests/fuzz/fuzz_*.c) for that long"
+	@echo "make fuzz-merge add what the last 'make fuzz' found to tests/fuzz/corpus/ (minimised)"
 	@echo "make deps       apt-get the Debian packages the project needs"
 	@echo "make install PREFIX=DIR"
 
@@ -80,6 +92,44 @@ $(SO): $(BIND_OBJ) $(CORE_OBJ)
 $(B)/tests/c/run: $(TEST_OBJ) $(CORE_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CORE_LIBS) -lpthread
 
+# A corpus replayer: one fuzz target and tests/fuzz/replay.c's main(), built like the tests.
+$(B)/tests/fuzz/replay_%: $(B)/tests/fuzz/fuzz_%.o $(B)/tests/fuzz/replay.o $(CORE_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CORE_LIBS)
+
+# libFuzzer builds (clang) in build-fuzz/: the core instrumented, ASan and UBSan on.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FB           := build-fuzz
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_CFLAGS  := -O1 -g -std=c11 -D_GNU_SOURCE -fPIC $(WARN) -DPS_VERSION='"$(VERSION)"' $(FUZZ_SAN)
+FUZZERS      := $(FUZZ_NAMES:%=$(FB)/fuzz_%)
+
+$(FB)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -Icore -MMD -MP -c $< -o $@
+
+$(FB)/fuzz_%: $(FB)/tests/fuzz/fuzz_%.o $(CORE_SRC:%.c=$(FB)/%.o)
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(CORE_LIBS)
+
+# New inputs go to build-fuzz/corpus/NAME (make fuzz-merge keeps those that reach new edges); a crash is
+# written to tests/fuzz/corpus/NAME/crash-* and fails the run: commit it as a regression input.
+# FUZZ_ARTIFACTS=DIR writes crashes to DIR/NAME/ instead (CI keeps them out of the replayed corpus).
+FUZZ_ARTIFACTS ?= tests/fuzz/corpus
+fuzz: $(FUZZERS)
+	@for n in $(FUZZ_NAMES); do \
+		echo "== fuzz $$n ($(FUZZ_SECONDS) s)"; \
+		mkdir -p $(FB)/corpus/$$n tests/fuzz/corpus/$$n $(FUZZ_ARTIFACTS)/$$n; \
+		$(FB)/fuzz_$$n -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+			-artifact_prefix=$(FUZZ_ARTIFACTS)/$$n/ $(FB)/corpus/$$n tests/fuzz/corpus/$$n \
+			>$(FB)/fuzz_$$n.log 2>&1 || { tail -n 60 $(FB)/fuzz_$$n.log; exit 1; }; \
+		grep -E '^stat::number_of_executed_units|^stat::new_units_added' $(FB)/fuzz_$$n.log; \
+	done
+
+fuzz-merge: $(FUZZERS)
+	@for n in $(FUZZ_NAMES); do \
+		$(FB)/fuzz_$$n -merge=1 -use_counters=0 tests/fuzz/corpus/$$n $(FB)/corpus/$$n 2>&1 | tail -n 1; \
+	done
+
 examples: $(EXAMPLES)
 
 # Examples are built as a user would build a benchmark: -O2 -g, PIE (Debian's default).
@@ -99,7 +149,7 @@ bench/hit_target: bench/hit_target.c
 bench/%: bench/%.c $(CORE_OBJ)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -o $@ $^ $(LDFLAGS) $(CORE_LIBS)
 
-check: all $(B)/tests/c/run
+check: all $(B)/tests/c/run $(REPLAYS)
 	@PERFSH=$(B)/perfsh B=$(B) sh tests/run.sh
 
 bench: all $(BENCHES) bench/hit_target
@@ -126,6 +176,6 @@ lint:
 	@command -v luacheck >/dev/null && luacheck lua scripts tests || echo "luacheck not installed; skipped"
 
 clean:
-	rm -rf build build-san perfsh $(EXAMPLES) $(BENCHES) bench/hit_target
+	rm -rf build build-san build-fuzz perfsh $(EXAMPLES) $(BENCHES) bench/hit_target
 
--include $(shell find $(B) -name '*.d' 2>/dev/null)
+-include $(shell find $(B) $(FB) -name '*.d' 2>/dev/null)

@@ -58,13 +58,48 @@ void ps_lines_close(struct ps_lines *l)
 	free(l);
 }
 
+/*
+ * Do the string sections of @e end in a NUL? libdw (0.188) reads their strings with strlen()
+ * and would run past the end of a damaged one.
+ */
+static bool strings_terminated(Elf *e)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(e, &shstrndx) != 0)
+		return false;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
+		    !(name = elf_strptr(e, shstrndx, sh.sh_name)))
+			continue;
+		if (strcmp(name, ".debug_str") && strcmp(name, ".debug_line_str"))
+			continue;
+		if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
+			return false;
+		d = elf_getdata(scn, NULL);
+		if (d && d->d_size && (!d->d_buf || ((const char *)d->d_buf)[d->d_size - 1] != '\0'))
+			return false;
+	}
+	return true;
+}
+
+static Dwarf *begin_dwarf(Elf *e)
+{
+	return strings_terminated(e) ? dwarf_begin_elf(e, DWARF_C_READ, NULL) : NULL;
+}
+
 /* The DWARF of @l->elf, or of its /usr/lib/debug/.build-id/ file. */
 static Dwarf *open_dwarf(struct ps_lines *l)
 {
 	const unsigned char *id;
 	char dpath[300];
 	ssize_t n = dwelf_elf_gnu_build_id(l->elf, (const void **)&id);
-	Dwarf *dw = dwarf_begin_elf(l->elf, DWARF_C_READ, NULL);
+	Dwarf *dw = begin_dwarf(l->elf);
 	int used;
 
 	if (dw || n < 2)
@@ -77,7 +112,7 @@ static Dwarf *open_dwarf(struct ps_lines *l)
 		return NULL;
 	if (!(l->delf = elf_begin(l->dfd, ELF_C_READ, NULL)))
 		return NULL;
-	return dwarf_begin_elf(l->delf, DWARF_C_READ, NULL);
+	return begin_dwarf(l->delf);
 }
 
 static int add_row(struct ps_lines *l, const struct row *r)

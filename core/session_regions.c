@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "regionspec.h"
 #include "session_priv.h"
 
 void ps__notice(struct ps_session *s, const char *fmt, ...)
@@ -396,42 +397,32 @@ int ps_session_region_func(struct ps_session *s, const char *name, unsigned flag
 	return first;
 }
 
-/* "0xA-0xB": link-time addresses. */
-static int parse_addr_range(const char *spec, uint64_t *a, uint64_t *b)
-{
-	char *end;
-	if (strncmp(spec, "0x", 2))
-		return -1;
-	*a = strtoull(spec, &end, 16);
-	if (*end != '-' || strncmp(end + 1, "0x", 2))
-		return -1;
-	*b = strtoull(end + 1, &end, 16);
-	return *end ? -1 : 0;
-}
-
 static int arm_range(struct ps_session *s, struct ps_region_info *ri, struct ps_error *err)
 {
-	char f1[256], f2[256];
-	int l1, l2, a1, a2, n1, n2;
+	struct ps_region_spec rs;
+	int a1, a2, n1, n2;
 	uint64_t from[32], to[32], bias = main_bias(s);
 	struct ps_lines *l;
 
-	if (parse_addr_range(ri->spec, &from[0], &to[0]) == 0) {
+	if (ps_region_spec_parse(ri->spec, &rs, err))
+		return -1;
+	if (rs.kind == PS_RSPEC_ADDR_RANGE) {
 		n1 = n2 = 1;
-		from[0] += bias;
-		to[0] += bias;
+		from[0] = rs.addr1 + bias;
+		to[0] = rs.addr2 + bias;
+	} else if (rs.kind != PS_RSPEC_LINE_RANGE) {
+		return ps_error_set(err, PS_EUSAGE, "bad range '%s': expected FILE:L1-L2, FILE:L1-FILE:L2 or 0xA-0xB",
+				    ri->spec);
 	} else {
-		if (ps_lines_parse_range(ri->spec, f1, sizeof f1, &l1, f2, sizeof f2, &l2, err))
-			return -1;
 		if (!(l = lines(s, err)))
 			return -1;
-		if ((n1 = ps_lines_addrs(l, f1, l1, from, 32, &a1, err)) < 0 ||
-		    (n2 = ps_lines_addrs(l, f2, l2, to, 32, &a2, err)) < 0)
+		if ((n1 = ps_lines_addrs(l, rs.file1, rs.line1, from, 32, &a1, err)) < 0 ||
+		    (n2 = ps_lines_addrs(l, rs.file2, rs.line2, to, 32, &a2, err)) < 0)
 			return -1;
-		if (a1 != l1)
-			ps__notice(s, "%s: line %d has no code; the range starts at line %d", ri->name, l1, a1);
-		if (a2 != l2)
-			ps__notice(s, "%s: line %d has no code; the range ends at line %d", ri->name, l2, a2);
+		if (a1 != rs.line1)
+			ps__notice(s, "%s: line %d has no code; the range starts at line %d", ri->name, rs.line1, a1);
+		if (a2 != rs.line2)
+			ps__notice(s, "%s: line %d has no code; the range ends at line %d", ri->name, rs.line2, a2);
 		for (int i = 0; i < n1; i++)
 			from[i] += bias;
 		for (int i = 0; i < n2; i++)

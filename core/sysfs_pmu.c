@@ -94,9 +94,10 @@ static int unknown_name(const char *root, const char *pmu, const char *tok, cons
 	return ps_error_set(err, PS_EUSAGE, "event '%s': PMU '%s' has no event '%s'%s", spec, pmu, tok, text);
 }
 
-/* Apply a comma-separated term list to @attr. */
+/* Apply a comma-separated term list to @attr; @depth counts the named events expanded on the way
+   (an event defined by itself, or a loop of them, would not end). */
 static int apply_terms(const char *root, const char *pmu, const char *terms, struct perf_event_attr *attr,
-		       const char *spec, struct ps_error *err)
+		       const char *spec, int depth, struct ps_error *err)
 {
 	char buf[512], path[1024], fmt[256];
 
@@ -116,7 +117,11 @@ static int apply_terms(const char *root, const char *pmu, const char *terms, str
 		/* An event name inside the slashes ("cpu/cycles/"). */
 		snprintf(path, sizeof path, "%s/%s/events/%s", root, pmu, tok);
 		if (!eq && read_line(path, fmt, sizeof fmt) == 0) {
-			if (apply_terms(root, pmu, fmt, attr, spec, err))
+			if (depth >= 8)
+				return ps_error_set(err, PS_EUSAGE,
+						    "event '%s': event '%s' of PMU '%s' is defined by itself", spec,
+						    tok, pmu);
+			if (apply_terms(root, pmu, fmt, attr, spec, depth + 1, err))
 				return -1;
 			continue;
 		}
@@ -159,7 +164,7 @@ int ps_sysfs_parse(const char *root, const char *spec, struct perf_event_attr *a
 	attr->type = (uint32_t)strtoul(line, NULL, 10);
 	if (!body[0])
 		return ps_error_set(err, PS_EUSAGE, "event '%s': nothing between the slashes", spec);
-	if (apply_terms(root, pmu, body, attr, spec, err))
+	if (apply_terms(root, pmu, body, attr, spec, 0, err))
 		return -1;
 	/* Modifiers after the closing slash: u, k, h. Default: user space only. */
 	const char *mods = s2 + 1;

@@ -1,4 +1,4 @@
-/* core/x86insn.h - x86-64 instruction length decoder, enough to relocate one instruction.
+/* core/x86insn.h - x86-64 instruction decoding (by Zydis), enough to relocate one instruction.
  *
  * The tracer uses it to find how long the instruction under a breakpoint is, whether it
  * addresses memory relative to rip (and where its ModRM and displacement are), and which
@@ -42,7 +42,7 @@ struct ps_x86_insn {
  * @in:  filled on success
  *
  * Return: 0, or -1 if the bytes are not a valid 64-bit instruction this decoder knows
- * (invalid opcodes, 3DNow!, XOP) or @n is too short.
+ * (invalid opcodes, 3DNow!, XOP, MVEX) or @n is too short.
  */
 int ps_x86_decode(const uint8_t *buf, size_t n, struct ps_x86_insn *in);
 

@@ -5,6 +5,7 @@
 #include "group.h"
 #include "lhelp.h"
 #include "tracepoint.h"
+#include "regionspec.h"
 
 static const char *source_name(enum ps_event_source s)
 {
@@ -160,6 +161,46 @@ static int l_scale(lua_State *L)
 	return 2;
 }
 
+/* core.region_spec(text) -> {kind=, func=, lib=, file1=, line1=, file2=, line2=, addr1=, addr2=} | nil, msg
+   (kind "func", "libfunc", "addr", "addr_range" or "line_range"; only its own fields are set) */
+static int l_region_spec(lua_State *L)
+{
+	static const char *kinds[] = {"", "func", "libfunc", "addr", "addr_range", "line_range"};
+	struct ps_region_spec rs;
+	struct ps_error err;
+
+	if (ps_region_spec_parse(luaL_checkstring(L, 1), &rs, &err))
+		return ps_l_fail(L, &err);
+	lua_createtable(L, 0, 5);
+	lua_pushstring(L, kinds[rs.kind]);
+	lua_setfield(L, -2, "kind");
+	if (rs.kind == PS_RSPEC_LIBFUNC) {
+		lua_pushstring(L, rs.lib);
+		lua_setfield(L, -2, "lib");
+	}
+	if (rs.kind == PS_RSPEC_FUNC || rs.kind == PS_RSPEC_LIBFUNC) {
+		lua_pushstring(L, rs.func);
+		lua_setfield(L, -2, "func");
+	} else if (rs.kind == PS_RSPEC_LINE_RANGE) {
+		lua_pushstring(L, rs.file1);
+		lua_setfield(L, -2, "file1");
+		lua_pushinteger(L, rs.line1);
+		lua_setfield(L, -2, "line1");
+		lua_pushstring(L, rs.file2);
+		lua_setfield(L, -2, "file2");
+		lua_pushinteger(L, rs.line2);
+		lua_setfield(L, -2, "line2");
+	} else {
+		lua_pushinteger(L, (lua_Integer)rs.addr1);
+		lua_setfield(L, -2, "addr1");
+		if (rs.kind == PS_RSPEC_ADDR_RANGE) {
+			lua_pushinteger(L, (lua_Integer)rs.addr2);
+			lua_setfield(L, -2, "addr2");
+		}
+	}
+	return 1;
+}
+
 static const luaL_Reg funcs[] = {{"resolve", l_resolve},
 				 {"events", l_events},
 				 {"suggest", l_suggest},
@@ -168,6 +209,7 @@ static const luaL_Reg funcs[] = {{"resolve", l_resolve},
 				 {"paranoid", l_paranoid},
 				 {"scale", l_scale},
 				 {"tracefs", l_tracefs},
+				 {"region_spec", l_region_spec},
 				 {NULL, NULL}};
 
 void ps_l_open_events(lua_State *L)

@@ -212,6 +212,25 @@ describe("exports", function()
     os.remove(path)
   end)
 
+  it("writes JSON that reads back to the same values: exact floats, sorted keys, {} and []", function()
+    local export = require "perfsh.export"
+    local v = {b = 0.1 + 0.2, a = 2 ^ 53, big = 123456789012345678, s = "q\"\\\n\1", obj = {},
+      arr = setmetatable({}, export.array_mt), list = {1, 2.5, "x"}, nested = {z = {y = -1.25e-300}}}
+    local text = export.json(v)
+    assert.are.equal('{"a":9007199254740992,"arr":[],"b":0.30000000000000004,"big":123456789012345678,'
+      .. '"list":[1,2.5,"x"],"nested":{"z":{"y":-1.25e-300}},"obj":{},"s":"q\\"\\\\\\n\\u0001"}', text)
+    local back = json.decode(text)
+    assert.are.equal(v.b, back.b)
+    assert.are.equal(v.a, back.a)
+    assert.are.equal(v.s, back.s)
+    assert.are.equal("null", export.json(0 / 0))
+    assert.has.error(function()
+      local t = {}
+      t.t = t
+      export.json(t)
+    end)
+  end)
+
   it("draws a log-scale histogram with p50, p99 and max marked", function()
     local out = support.sh(P .. " stat --hist -e task-clock -r iteration examples/slow 300")
     assert.truthy(out:find("on-CPU time per hit: 300 hits, p50 ", 1, true))

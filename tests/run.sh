@@ -62,9 +62,34 @@ for m in uprobe int3; do
 done
 unset PERFSH_SAMPLING
 
-pass=$((c_pass + l_pass))
-fail=$((c_fail + l_fail))
+# Each fuzz target's corpus (tests/fuzz/corpus/NAME/, crashes found before included) replayed
+# through a build of the target without libFuzzer: one test per target.
+echo "== fuzz corpora ($B/tests/fuzz/replay_*)"
+f_pass=0 f_fail=0
+for src in tests/fuzz/fuzz_*.c; do
+	[ -e "$src" ] || continue
+	name=${src#tests/fuzz/fuzz_}
+	name=${name%.c}
+	if [ ! -x "$B/tests/fuzz/replay_$name" ]; then
+		echo "not ok fuzz $name: $B/tests/fuzz/replay_$name is not built (make check builds it)"
+		f_fail=$((f_fail + 1))
+	elif [ ! -d "tests/fuzz/corpus/$name" ]; then
+		echo "not ok fuzz $name: no corpus tests/fuzz/corpus/$name/"
+		f_fail=$((f_fail + 1))
+	elif "$B/tests/fuzz/replay_$name" "tests/fuzz/corpus/$name" >"$tmp/f.out" 2>&1; then
+		echo "ok fuzz $name: $(tail -n 1 "$tmp/f.out")"
+		f_pass=$((f_pass + 1))
+	else
+		echo "not ok fuzz $name (the last input replayed caused it):"
+		tail -n 40 "$tmp/f.out"
+		f_fail=$((f_fail + 1))
+	fi
+done
+
+pass=$((c_pass + l_pass + f_pass))
+fail=$((c_fail + l_fail + f_fail))
 skip=$((c_skip + l_skip))
 echo "C: $c_pass passed, $c_fail failed, $c_skip skipped; busted: $l_pass passed, $l_fail failed, $l_skip skipped"
+echo "fuzz corpora: $f_pass passed, $f_fail failed"
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

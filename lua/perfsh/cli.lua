@@ -69,14 +69,14 @@ function cli.check_events(name, events)
   end
 end
 
---- A region named on a command line: FILE:L1-FILE:L2, FILE:L1-L2 or 0xA-0xB is a line or
--- address range, anything else a function.
+--- A region named on a command line (parsed by core/regionspec.c): FILE:L1-L2, FILE:L1-FILE:L2
+-- or 0xA-0xB is a line or address range, anything else a function (LIB:FUNC, 0xADDR).
+-- A bad one ends the recipe with one line, e.g. for a single line FILE:N.
 function cli.region_spec(r, name)
-  if r:match("^[^:]+:%d+%-") or r:match("^0x%x+%-0x%x+$") then return {range = r} end
-  if r:match("^[^:]+%.[%w+]+:%d+$") then
-    error(("perfsh %s: region '%s' is one line; a line region is a range FILE:L1-L2 (from L1 to L2, L2 "
-      .. "excluded), e.g. %s-%d"):format(name or "stat", r, r, tonumber(r:match(":(%d+)$")) + 1), 0)
-  end
+  local core = require "perfsh.core"
+  local rs, why = core.region_spec(r)
+  if not rs then error(("perfsh %s: %s"):format(name or "stat", why), 0) end
+  if rs.kind == "line_range" or rs.kind == "addr_range" then return {range = r} end
   return {func = r}
 end
 

@@ -1,51 +1,49 @@
 --- perfsh.export: hits out of perfsh: CSV, JSON lines, Chrome/Perfetto trace JSON, and a
 -- terminal histogram.
 local core = require "perfsh.core"
+local json = require "dkjson"
 
 local export = {}
 
---- JSON text of a Lua value (tables with only 1..n keys are arrays).
-function export.json(v)
-  local t = type(v)
-  if t == "nil" then return "null" end
-  if t == "boolean" then return tostring(v) end
-  if t == "number" then
-    if v ~= v or v == math.huge or v == -math.huge then return "null" end
-    if math.type(v) == "integer" then return tostring(v) end
-    return ("%.17g"):format(v)
+local array_mt, object_mt = {__jsontype = "array"}, {__jsontype = "object"}
+--- Give an empty table this metatable to have it written as [] (else it is {}).
+export.array_mt = array_mt
+
+-- A float is written in as few digits as give it back exactly (dkjson's own keep 14).
+local float_mt = {__tojson = function(self)
+  local x = self[1]
+  if x ~= x or x == math.huge or x == -math.huge then return "null" end
+  local s = ("%.14g"):format(x)
+  if tonumber(s) ~= x then s = ("%.17g"):format(x) end
+  return s
+end}
+
+-- A copy of v for dkjson: floats wrapped (above), an empty table an object unless marked with
+-- export.array_mt, and the string keys of every table gathered in keys (to write them sorted).
+local function prepare(v, keys, seen)
+  if math.type(v) == "float" then return setmetatable({v}, float_mt) end
+  if type(v) ~= "table" then return v end
+  if seen[v] then error("cannot encode a table that contains itself as JSON", 3) end
+  seen[v] = true
+  local c = {}
+  for k, x in pairs(v) do
+    c[k] = prepare(x, keys, seen)
+    if type(k) == "string" then keys[k] = true end
   end
-  if t == "string" then
-    return '"' .. v:gsub('[%c"\\]', function(c)
-      local map = {['"'] = '\\"', ["\\"] = "\\\\", ["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t"}
-      return map[c] or ("\\u%04x"):format(c:byte())
-    end) .. '"'
-  end
-  if t == "table" then
-    local n = #v
-    local is_array = next(v) == nil and getmetatable(v) == export.array_mt or n > 0
-    if is_array then
-      for k in pairs(v) do
-        if math.type(k) ~= "integer" or k < 1 or k > n then is_array = false break end
-      end
-    end
-    local parts = {}
-    if is_array then
-      for i = 1, n do parts[i] = export.json(v[i]) end
-      return "[" .. table.concat(parts, ",") .. "]"
-    end
-    local keys = {}
-    for k in pairs(v) do keys[#keys + 1] = tostring(k) end
-    table.sort(keys)
-    for _, k in ipairs(keys) do
-      local val = v[k]
-      if val == nil then val = v[tonumber(k)] end
-      parts[#parts + 1] = export.json(k) .. ":" .. export.json(val)
-    end
-    return "{" .. table.concat(parts, ",") .. "}"
-  end
-  error("cannot encode a " .. t .. " as JSON", 2)
+  seen[v] = nil
+  if next(c) == nil then setmetatable(c, getmetatable(v) == array_mt and array_mt or object_mt) end
+  return c
 end
-export.array_mt = {}
+
+--- JSON text of a Lua value (by dkjson; tables with only 1..n keys are arrays, the keys of an
+-- object are written sorted, NaN and infinities as null).
+function export.json(v)
+  local keys, order = {}, {}
+  local c = prepare(v, keys, {})
+  for k in pairs(keys) do order[#order + 1] = k end
+  table.sort(order)
+  return json.encode(c, {keyorder = order})
+end
 
 -- The fields of a hit worth exporting, events included.
 local base_fields = {"region", "hit", "tid", "cpu_start", "cpu_end", "t_start", "t_end", "time_ns", "wall_ns", "depth",

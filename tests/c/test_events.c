@@ -90,6 +90,7 @@ static void make_fake_sysfs(void)
 	put("cpu/format/ldlat", "config1:0-15\n");
 	put("cpu/events/instructions", "event=0xc0\n");
 	put("cpu/events/cache-misses", "event=0x2e,umask=0x41\n");
+	put("cpu/events/loop", "event=1,loop\n");
 }
 
 static void remove_fake_sysfs(void)
@@ -118,6 +119,7 @@ static const struct {
 	 "event 'cpu/foo=1/': PMU 'cpu' has no term or event 'foo' (see ROOT/cpu/format and events)"},
 	{"cpu/event=zz/", 0, 0, 0, 0, "event 'cpu/event=zz/': bad value 'zz' for 'event'"},
 	{"cpu/event=1/x", 0, 0, 0, 0, "event 'cpu/event=1/x': unknown modifier 'x' (use u, k or h)"},
+	{"cpu/loop/", 0, 0, 0, 0, "event 'cpu/loop/': event 'loop' of PMU 'cpu' is defined by itself"},
 };
 
 TEST(event_sysfs_terms)
