@@ -21,18 +21,18 @@ static const struct {
 	unsigned long long config;
 	int xu, xk;
 } resolve_rows[] = {
-	{"instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, 0, 1},
-	{"instructions:u", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, 0, 1},
-	{"instructions:k", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, 1, 0},
-	{"cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, 0, 1},
-	{"perf::cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, 0, 1},
-	{"branch-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES, 0, 1},
-	{"task-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, 0, 1},
-	{"page-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, 0, 1},
-	{"context-switches", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES, 0, 1},
-	{"L1-dcache-load-misses", PERF_TYPE_HW_CACHE, 0x10000, 0, 1},
-	{"r00c0", PERF_TYPE_RAW, 0xc0, 0, 1},
-	{"r1a2b", PERF_TYPE_RAW, 0x1a2b, 0, 1},
+    {"instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, 0, 1},
+    {"instructions:u", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, 0, 1},
+    {"instructions:k", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, 1, 0},
+    {"cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, 0, 1},
+    {"perf::cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, 0, 1},
+    {"branch-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES, 0, 1},
+    {"task-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, 0, 1},
+    {"page-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, 0, 1},
+    {"context-switches", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES, 0, 1},
+    {"L1-dcache-load-misses", PERF_TYPE_HW_CACHE, 0x10000, 0, 1},
+    {"r00c0", PERF_TYPE_RAW, 0xc0, 0, 1},
+    {"r1a2b", PERF_TYPE_RAW, 0x1a2b, 0, 1},
 };
 
 TEST(event_resolve_table)
@@ -107,19 +107,19 @@ static const struct {
 	int xu, xk;
 	const char *error; /* NULL: resolves */
 } sysfs_rows[] = {
-	{"cpu/event=0xc0,umask=0x0/", 0xc0, 0, 0, 1, NULL},
-	{"cpu/event=0x3c,umask=0x1,cmask=2/", 0x0200013c, 0, 0, 1, NULL},
-	{"cpu/event=0x1d4/", 0x1000000d4ULL, 0, 0, 1, NULL}, /* event bits 8.. go to 32-35 */
-	{"cpu/event=0xd0,edge/", 0x400d0, 0, 0, 1, NULL},
-	{"cpu/event=0xcd,ldlat=3/", 0xcd, 3, 0, 1, NULL},
-	{"cpu/instructions/", 0xc0, 0, 0, 1, NULL},
-	{"cpu/cache-misses/k", 0x412e, 0, 1, 0, NULL},
-	{"cpu/cache-misses/uk", 0x412e, 0, 0, 0, NULL},
-	{"cpu/foo=1/", 0, 0, 0, 0,
-	 "event 'cpu/foo=1/': PMU 'cpu' has no term or event 'foo' (see ROOT/cpu/format and events)"},
-	{"cpu/event=zz/", 0, 0, 0, 0, "event 'cpu/event=zz/': bad value 'zz' for 'event'"},
-	{"cpu/event=1/x", 0, 0, 0, 0, "event 'cpu/event=1/x': unknown modifier 'x' (use u, k or h)"},
-	{"cpu/loop/", 0, 0, 0, 0, "event 'cpu/loop/': event 'loop' of PMU 'cpu' is defined by itself"},
+    {"cpu/event=0xc0,umask=0x0/", 0xc0, 0, 0, 1, NULL},
+    {"cpu/event=0x3c,umask=0x1,cmask=2/", 0x0200013c, 0, 0, 1, NULL},
+    {"cpu/event=0x1d4/", 0x1000000d4ULL, 0, 0, 1, NULL}, /* event bits 8.. go to 32-35 */
+    {"cpu/event=0xd0,edge/", 0x400d0, 0, 0, 1, NULL},
+    {"cpu/event=0xcd,ldlat=3/", 0xcd, 3, 0, 1, NULL},
+    {"cpu/instructions/", 0xc0, 0, 0, 1, NULL},
+    {"cpu/cache-misses/k", 0x412e, 0, 1, 0, NULL},
+    {"cpu/cache-misses/uk", 0x412e, 0, 0, 0, NULL},
+    {"cpu/foo=1/", 0, 0, 0, 0,
+     "event 'cpu/foo=1/': PMU 'cpu' has no term or event 'foo' (see ROOT/cpu/format and events)"},
+    {"cpu/event=zz/", 0, 0, 0, 0, "event 'cpu/event=zz/': bad value 'zz' for 'event'"},
+    {"cpu/event=1/x", 0, 0, 0, 0, "event 'cpu/event=1/x': unknown modifier 'x' (use u, k or h)"},
+    {"cpu/loop/", 0, 0, 0, 0, "event 'cpu/loop/': event 'loop' of PMU 'cpu' is defined by itself"},
 };
 
 TEST(event_sysfs_terms)
@@ -160,7 +160,8 @@ TEST(event_sysfs_terms)
 		struct ps_error err = {0};
 		CHECK(ps_event_resolve("instrs", &ev, &err) == -1);
 		CHECK_EQ_INT(err.code, PS_ENOTFOUND);
-		CHECK_STR(err.msg, "unknown event 'instrs'; did you mean 'instructions', 'cpu/instructions/' or 'cycles'?");
+		CHECK_STR(err.msg,
+			  "unknown event 'instrs'; did you mean 'instructions', 'cpu/instructions/' or 'cycles'?");
 		CHECK(ps_event_resolve("task-clok", &ev, &err) == -1);
 		CHECK_STR(err.msg, "unknown event 'task-clok'; did you mean 'task-clock', 'cpu-clock' or 'cycles'?");
 	}
@@ -563,8 +564,8 @@ TEST(event_sysfs_unknown_name_suggests)
 	make_fake_sysfs();
 	ps_events_set_sysfs_root(fake_root);
 	CHECK(ps_event_resolve("cpu/instrs/", &ev, &err) == -1);
-	CHECK_STR(err.msg, "event 'cpu/instrs/': PMU 'cpu' has no event 'instrs'; did you mean 'cpu/instructions/' "
-			   "or 'cpu/cache-misses/'?");
+	CHECK_STR(err.msg, "event 'cpu/instrs/': PMU 'cpu' has no event 'instrs'; did you mean 'cpu/instructions/', "
+			   "'cpu/loop/' or 'cpu/cache-misses/'?");
 	ps_events_set_sysfs_root("/sys/bus/event_source/devices");
 	remove_fake_sysfs();
 }
