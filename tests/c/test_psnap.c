@@ -254,7 +254,7 @@ TEST(psnap_write_errors_sticky)
 		psnap_fill((struct ps_snap *)((char *)buf + i * RECSIZE), i);
 	snprintf(path, sizeof path, "/dev/fd/%d", fds[1]);
 	w = ps_psnap_create(path, &psnap_test_info, &err); /* a pipe works: nothing is patched */
-	close(fds[0]);					    /* then the reader goes: EPIPE */
+	close(fds[0]);					   /* then the reader goes: EPIPE */
 	CHECK(w != NULL);
 	if (w) {
 		void (*old)(int) = signal(SIGPIPE, SIG_IGN);

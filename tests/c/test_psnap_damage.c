@@ -164,8 +164,9 @@ TEST(psnap_damaged_block_skipped)
 		CHECK_EQ_INT(ps_psnap_lost(r), 10);
 		CHECK(records_sound(r, 30, &total));
 		CHECK_EQ_INT(ps_psnap_record(r, 10)->seq, 20);
-		snprintf(want, sizeof want, "%s: 1 damaged block skipped (at byte %lld: %s), 10 records lost; 20 records kept",
-			 path, (long long)at, rows[i].why);
+		snprintf(want, sizeof want,
+			 "%s: 1 damaged block skipped (at byte %lld: %s), 10 records lost; 20 records kept", path,
+			 (long long)at, rows[i].why);
 		CHECK_STR(ps_psnap_warning(r), want);
 		ps_psnap_reader_close(r);
 	}
@@ -249,8 +250,7 @@ TEST(psnap_mutations_2000)
 			continue;
 		}
 		opened++;
-		if (!records_sound(r, N, &total) || total > total_orig ||
-		    ps_psnap_count(r) + ps_psnap_lost(r) > N ||
+		if (!records_sound(r, N, &total) || total > total_orig || ps_psnap_count(r) + ps_psnap_lost(r) > N ||
 		    (ps_psnap_count(r) < N && ps_psnap_warning(r) == NULL)) {
 			if (!bad)
 				fprintf(stderr, "  mutation %d: %llu records (%s)\n", m,
