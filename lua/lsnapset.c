@@ -115,7 +115,10 @@ static int l_info(lua_State *L)
 	lua_createtable(L, (int)nreg, 0); /* regions[id + 1] = name */
 	for (size_t i = 0; i < nreg; i++) {
 		const char *name = ps_psnap_region(ss->r, i);
-		lua_pushstring(L, name ? name : "?");
+		if (name)
+			lua_pushstring(L, name);
+		else /* its name was in a damaged block */
+			lua_pushfstring(L, "region %d", (int)i);
 		lua_rawseti(L, -2, (lua_Integer)i + 1);
 	}
 	lua_setfield(L, -2, "regions");
