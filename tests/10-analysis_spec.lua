@@ -122,19 +122,19 @@ describe(".psnap files", function()
     local pid = p:read("l")
     p:close()
     local size = 0
-    for _ = 1, 400 do -- a few blocks of records on disk, 20 s at most
+    for _ = 1, 800 do -- a block of records (up to 1 MiB) on disk; 40 s at most
       local f = io.open(spill, "rb")
       size = f and f:seek("end") or 0
       if f then f:close() end
-      if size > (3 << 20) then break end
+      if size > (1 << 20) then break end
       os.execute("sleep 0.05")
     end
     os.execute("kill -KILL " .. pid)
-    assert.is_true(size > (3 << 20), "the file never grew")
+    assert.is_true(size > (1 << 20), "the file never grew")
     local out, err, rc = support.sh(P .. " report --csv " .. spill)
     assert.are.equal(0, rc, err)
     local kept = tonumber(err:match("; (%d+) records kept\n$"))
-    assert.truthy(kept and kept > 10000, err)
+    assert.truthy(kept and kept > 1000, err)
     assert.truthy(err:find("no END block (the writer did not close it)", 1, true)
       or err:find("(truncated file)", 1, true), err)
     assert.are.equal(kept, tonumber(out:match("\nspin,[^,]+,(%d+),")))
