@@ -7,8 +7,8 @@ PKGS    := lua5.4 libelf libdw libedit
 
 # Debian packages the project needs to build and test (make deps).
 DEBS := build-essential pkg-config lua5.4 liblua5.4-dev libpfm4-dev libelf-dev \
-        libdw-dev libedit-dev libiberty-dev liblapacke-dev lua-busted lua-dkjson lua-check g++ valgrind procps binutils \
-        clang libclang-rt-dev libzydis-dev
+        libdw-dev libedit-dev libiberty-dev liblapacke-dev zlib1g-dev lua-busted lua-dkjson lua-check g++ valgrind \
+        procps binutils clang libclang-rt-dev libzydis-dev
 
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS  ?= -O2 -g
@@ -17,7 +17,7 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs libelf libdw 2>/dev/null)
 LUA_LIBS   := $(shell pkg-config --libs lua5.4 2>/dev/null)
 EDIT_LIBS  := $(shell pkg-config --libs libedit 2>/dev/null)
-CORE_LIBS  := $(PKG_LIBS) -lpfm -liberty -llapacke -lZydis -lm
+CORE_LIBS  := $(PKG_LIBS) -lpfm -liberty -llapacke -lZydis -lz -lm
 
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -O1
@@ -101,7 +101,9 @@ FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FB           := build-fuzz
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-FUZZ_CFLAGS  := -O1 -g -std=c11 -D_GNU_SOURCE -fPIC $(WARN) -DPS_VERSION='"$(VERSION)"' $(FUZZ_SAN)
+# FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION: the snapshot reader accepts any checksum, so mutations reach it.
+FUZZ_CFLAGS  := -O1 -g -std=c11 -D_GNU_SOURCE -fPIC $(WARN) -DPS_VERSION='"$(VERSION)"' $(FUZZ_SAN) \
+                -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
 FUZZERS      := $(FUZZ_NAMES:%=$(FB)/fuzz_%)
 
 $(FB)/%.o: %.c

@@ -37,7 +37,9 @@ int main(int argc, char **argv)
 	unsigned char *sink = malloc(rs * 4096);
 	char path[] = "/tmp/perfsh-bench-XXXXXX";
 	const char *events[NVALS] = {"a", "b", "c", "d"};
-	struct ps_psnap_info info = {.nvals = NVALS, .nevents = NVALS, .events = events};
+	const char *regions[8] = {"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"}; /* fill(): i & 7 */
+	struct ps_psnap_info info = {
+	    .nvals = NVALS, .nevents = NVALS, .events = events, .nregions = 8, .regions = regions};
 	uint64_t t0, t;
 	int fd;
 

@@ -1,41 +1,51 @@
 /* core/psnap.h - .psnap files: snapshot records spilled to disk.
  *
- * Layout (every integer little-endian; a "str" is a u32 byte length followed by
- * that many bytes, no NUL, no padding):
+ * Format version 2. Every integer is little-endian; a "str" is a u32 byte length
+ * followed by that many bytes (no NUL). CRC32 is zlib's crc32() (IEEE 802.3,
+ * the one of gzip and PNG).
  *
- *   offset  size  header
- *        0     8  magic "PSNAP\0\0\1" (PS_PSNAP_MAGIC)
- *        8     4  version (PS_PSNAP_VERSION = 1)
- *       12     4  header size = offset of the first record, a multiple of 8
- *       16     4  record size = ps_snap_size(nvals, nargs)
- *       20     2  nvals: counter values in each of start and end
- *       22     2  nargs: argument words per record
- *       24     8  trailer offset; 0 until the writer closed the file cleanly
- *       32     8  record count; 0 until the writer closed the file cleanly
- *       40     4  nevents
- *       44     4  nregions known at creation (region ids 0 .. nregions-1)
- *       48     4  nmeta
- *       52     4  sizeof(struct ps_snap) of the writer (88), checks the record layout
- *       56        nevents x str: event names, one per counter value (normally nevents == nvals)
- *                 nregions x str: region names; a region's id is its index
- *                 nmeta x (str key, str value): free-form metadata (cmdline, host, time ...)
- *                 zero bytes up to the header size
+ * A file is a fixed header, then blocks, back to back. Nothing is ever patched:
+ * the writer only appends, names before the records that use them, so every
+ * prefix of a file (a run killed, a disk full, a copy cut short) reads back up
+ * to its last whole record, and a damaged block costs that block only.
  *
- *   header size   records, back to back: struct ps_snap, args[nargs], start[nvals], end[nvals]
- *                 (native x86-64 layout of core/snapshot.h)
+ *   file header, 32 bytes, at offset 0:
+ *        0  8  magic "PSNAP\0\0\1" (PS_PSNAP_MAGIC)
+ *        8  4  version (PS_PSNAP_VERSION = 2)
+ *       12  4  sizeof(struct ps_snap) of the writer (88): the record layout
+ *       16  2  nvals: counter values in each of start and end (<= 16)
+ *       18  2  nargs: argument words per record (<= 6)
+ *       20  4  record size = ps_snap_size(nvals, nargs)
+ *       24  4  0
+ *       28  4  CRC32 of bytes 0 .. 27
  *
- *   trailer offset (= header size + count * record size), written by ps_psnap_close():
- *                 8  magic "PSNAPEND"
- *                 4  regions added after creation (their ids continue the header's)
- *                 4  metadata pairs added after creation
- *                    that many x str region names, then that many x (str key, str value)
+ *   block: a 32-byte block header at an offset that is a multiple of 8, then its payload:
+ *        0  4  kind: "EVNT", "REGN", "META", "RECS" or "END." (PS_PSNAP_K_*)
+ *        4  4  count: entries in the payload
+ *        8  8  first: RECS: file index of its first record (0, then the previous
+ *                     RECS block's first + count); REGN: id of its first region;
+ *                     END: records in the file; EVNT, META: 0
+ *       16  4  payload bytes, a multiple of 8 (at most PS_PSNAP_MAX_BLOCK)
+ *       20  4  CRC32 of the payload
+ *       24  4  0
+ *       28  4  CRC32 of bytes 0 .. 27 of this block header
  *
- * Region names: those known when the file is created go in the header; regions
- * found later (ps_psnap_add_region) go in the trailer, which close() writes
- * before patching the trailer offset and record count into the header with
- * pwrite(2). So the output must be seekable (a regular file, not a pipe).
- * A file whose writer died has a zero trailer offset: its records are read up
- * to the last whole one and only the header's region names are known.
+ *   payloads (names are zero-padded to a multiple of 8):
+ *     EVNT  count x str: event names, one per counter value (count <= nvals; the
+ *           values after them are later groups' times, see snapshot.h); first block
+ *     REGN  count x str: names of regions first .. first + count - 1
+ *     META  count x (str key, str value): free-form metadata (command, groups, host ...)
+ *     RECS  count records, back to back: struct ps_snap, args[nargs], start[nvals],
+ *           end[nvals] (native x86-64 layout of core/snapshot.h)
+ *     END   empty, count = regions named; written by ps_psnap_close(), last block
+ *
+ * Rules a reader checks (ps_psnap_open): header and block CRCs; a RECS block's
+ * first follows the previous one's (a gap = records lost in a damaged block);
+ * every record has the header's nvals and nargs, a region named by an earlier
+ * REGN block, known flags, and cpu >= -1. A block whose header is damaged is
+ * skipped by looking for the next valid block header (8-byte steps). A block
+ * cut by the end of the file yields its whole records (checked one by one; the
+ * cut payload has no CRC to check). A file without END was not closed.
  */
 #ifndef PS_PSNAP_H
 #define PS_PSNAP_H
@@ -48,10 +58,19 @@
 #include "snapshot.h"
 
 #define PS_PSNAP_MAGIC "PSNAP\0\0\1" /* 8 bytes, without the string's own NUL */
-#define PS_PSNAP_TRAILER_MAGIC "PSNAPEND"
-#define PS_PSNAP_VERSION 1u
-#define PS_PSNAP_BUFSIZE (1u << 20) /* writer's buffer */
-#define PS_PSNAP_MAX_STR (1u << 20) /* longest name, key or value accepted */
+#define PS_PSNAP_VERSION 2u
+#define PS_PSNAP_HEADER 32u	       /* file header bytes */
+#define PS_PSNAP_BLOCK_HEADER 32u      /* block header bytes */
+#define PS_PSNAP_BUFSIZE (1u << 20)    /* writer's buffer: a RECS block holds at most this */
+#define PS_PSNAP_MAX_STR (1u << 20)    /* longest name, key or value accepted */
+#define PS_PSNAP_MAX_BLOCK (64u << 20) /* largest payload a reader accepts */
+
+/* block kinds (4 bytes each, without the string's NUL) */
+#define PS_PSNAP_K_EVNT "EVNT"
+#define PS_PSNAP_K_REGN "REGN"
+#define PS_PSNAP_K_META "META"
+#define PS_PSNAP_K_RECS "RECS"
+#define PS_PSNAP_K_END "END."
 
 /* One key=value metadata pair. */
 struct ps_psnap_meta {
@@ -86,17 +105,20 @@ struct ps_psnap_reader;
 /* Writing --------------------------------------------------------------------- */
 
 /**
- * ps_psnap_create - create (or truncate) a snapshot file and buffer its header.
- * @path: file name; it must be seekable.
+ * ps_psnap_create - create (or truncate) a snapshot file and write its header and names.
+ * @path: file name (a pipe works too: nothing is patched).
  * @info: the header's contents; copied, need not outlive the call.
  * @err:  filled on failure.
+ *
+ * The header and the EVNT, REGN and META blocks of @info are on disk when it returns.
  *
  * Return: the writer, or NULL with @err set ("PATH: open: No such file or directory").
  */
 struct ps_psnap_writer *ps_psnap_create(const char *path, const struct ps_psnap_info *info, struct ps_error *err);
 
 /**
- * ps_psnap_add_region - name a region found after creation.
+ * ps_psnap_add_region - name a region found after creation (a REGN block, before any
+ * record written after this call).
  * @w:    the writer.
  * @name: its name.
  * @err:  filled on failure.
@@ -106,7 +128,7 @@ struct ps_psnap_writer *ps_psnap_create(const char *path, const struct ps_psnap_
 int ps_psnap_add_region(struct ps_psnap_writer *w, const char *name, struct ps_error *err);
 
 /**
- * ps_psnap_add_meta - add a metadata pair, stored in the trailer (e.g. end time).
+ * ps_psnap_add_meta - add a metadata pair (a META block after the records so far).
  * @w:     the writer.
  * @key:   the key.
  * @value: the value.
@@ -123,17 +145,20 @@ int ps_psnap_add_meta(struct ps_psnap_writer *w, const char *key, const char *va
  * @n:    how many.
  * @err:  filled on failure.
  *
- * Records go through a PS_PSNAP_BUFSIZE buffer flushed with write(2) (short
- * writes and EINTR handled); a batch larger than the buffer is written directly.
- * After a failure the writer stays failed: later calls and ps_psnap_close()
+ * Records go through a PS_PSNAP_BUFSIZE buffer, written as one RECS block with
+ * write(2) when it fills (short writes and EINTR handled); a larger batch is
+ * written directly, in blocks of at most PS_PSNAP_BUFSIZE bytes. Each record
+ * must have the file's nvals and nargs and a region already named. After a
+ * write failure the writer stays failed: later calls and ps_psnap_close()
  * report the same error.
  *
- * Return: 0, or -1 with @err set ("PATH: write: No space left on device").
+ * Return: 0, or -1 with @err set ("PATH: write: No space left on device",
+ * "PATH: record 3 has region 5, not named yet").
  */
 int ps_psnap_write(struct ps_psnap_writer *w, const void *recs, size_t n, struct ps_error *err);
 
 /**
- * ps_psnap_flush - write out the buffer (the file stays open and incomplete).
+ * ps_psnap_flush - write out the buffer as whole blocks (the file stays open, without END).
  * @w:   the writer.
  * @err: filled on failure.
  *
@@ -146,7 +171,7 @@ size_t ps_psnap_writer_recsize(const struct ps_psnap_writer *w);
 uint64_t ps_psnap_writer_count(const struct ps_psnap_writer *w);
 
 /**
- * ps_psnap_close - flush, write the trailer, patch the header, close and free.
+ * ps_psnap_close - flush, write the END block, close and free.
  * @w:   the writer; freed whatever happens (NULL is a no-op returning 0).
  * @err: filled on failure.
  *
@@ -164,10 +189,12 @@ int ps_psnap_close(struct ps_psnap_writer *w, struct ps_error *err);
  * @err:  filled on failure, one line naming the file and the problem:
  *        "run.psnap: not a perfsh snapshot file (bad magic)",
  *        "run.psnap: snapshot version 7 is not supported (this perfsh reads 1)",
- *        "run.psnap: corrupt header (...)", "run.psnap: corrupt trailer (...)".
+ *        "run.psnap: corrupt header (...)", "run.psnap: not a regular file",
+ *        "run.psnap: no readable records (...)".
  *
- * A file cut short is not an error: records are read up to the last whole one
- * and ps_psnap_truncated() says so (see also ps_psnap_complete()).
+ * A file cut short or damaged is not an error while records remain: the
+ * intact records are kept and ps_psnap_warning() says in one line what was
+ * lost. It is an error when records were lost and none remain.
  *
  * Return: 0, or -1 with @err set.
  */
@@ -184,34 +211,48 @@ size_t ps_psnap_recsize(const struct ps_psnap_reader *r);
 size_t ps_psnap_nevents(const struct ps_psnap_reader *r);
 const char *ps_psnap_event(const struct ps_psnap_reader *r, size_t i);
 
-/* Region names by id; NULL for an id with no known name (e.g. file not closed). */
+/* Region names by id; NULL for an id whose name was lost with a damaged block. */
 size_t ps_psnap_nregions(const struct ps_psnap_reader *r);
 const char *ps_psnap_region(const struct ps_psnap_reader *r, size_t id);
 
-/* Metadata pairs, header's first then trailer's; meta_get returns the last value of @key. */
+/* Metadata pairs in file order; meta_get returns the last value of @key. */
 size_t ps_psnap_nmeta(const struct ps_psnap_reader *r);
 const char *ps_psnap_meta_key(const struct ps_psnap_reader *r, size_t i);
 const char *ps_psnap_meta_value(const struct ps_psnap_reader *r, size_t i);
 const char *ps_psnap_meta_get(const struct ps_psnap_reader *r, const char *key);
 
-/* Whole records in the file. */
+/* Records kept: whole, intact and checked; indexes 0 .. count - 1 skip the lost ones. */
 uint64_t ps_psnap_count(const struct ps_psnap_reader *r);
 
-/* 1 when the writer closed the file cleanly and its trailer was read. */
+/* 1 when the file ends with its END block (the writer closed it) and nothing was lost. */
 int ps_psnap_complete(const struct ps_psnap_reader *r);
 
 /**
  * ps_psnap_truncated - whether the file ends early.
  * @r: the reader.
  *
- * True when a partial record was ignored, or the file was closed cleanly but
- * has since lost its end (the trailer, maybe records). The caller should warn,
- * with ps_psnap_ignored_bytes().
+ * True when the file ends inside a block (a cut write or copy). A file that
+ * merely lacks its END block (writer still running, or killed between two
+ * blocks) is not truncated, nor complete.
  */
 int ps_psnap_truncated(const struct ps_psnap_reader *r);
 
-/* Bytes after the last whole record that were not used (partial record or trailer). */
+/* Bytes not used: damaged blocks, a cut block's partial record, bytes after END. */
 uint64_t ps_psnap_ignored_bytes(const struct ps_psnap_reader *r);
+
+/* Records known lost (damaged blocks, the cut part of a block, records failing the checks). */
+uint64_t ps_psnap_lost(const struct ps_psnap_reader *r);
+
+/**
+ * ps_psnap_warning - one line on what was lost, or NULL for an intact file.
+ * @r: the reader.
+ *
+ * "run.psnap: cut after record 150 of a block of 6898 (truncated file); 150 records kept",
+ * "run.psnap: 1 damaged block skipped (at byte 4096: checksum mismatch), 6898 records
+ * lost; 13796 records kept", "run.psnap: no END block (the writer did not close it);
+ * 150 records kept".
+ */
+const char *ps_psnap_warning(const struct ps_psnap_reader *r);
 
 /**
  * ps_psnap_record - a record in place (in the mapping), by index.
@@ -219,7 +260,7 @@ uint64_t ps_psnap_ignored_bytes(const struct ps_psnap_reader *r);
  * @i: index, < ps_psnap_count().
  *
  * Return: the record, valid until ps_psnap_reader_close(), or NULL when @i is
- * out of range or the record's nvals/nargs disagree with the header.
+ * out of range. Every record returned passed the checks above.
  */
 const struct ps_snap *ps_psnap_record(const struct ps_psnap_reader *r, uint64_t i);
 
@@ -230,8 +271,7 @@ const struct ps_snap *ps_psnap_record(const struct ps_psnap_reader *r, uint64_t 
  * @max: records wanted.
  * @err: filled on failure.
  *
- * Return: records copied, 0 at the end, or -1 with @err set when a record's
- * nvals/nargs disagree with the header ("run.psnap: corrupt record 12 (...)").
+ * Return: records copied, 0 at the end (records are checked at open: no error).
  */
 ssize_t ps_psnap_read(struct ps_psnap_reader *r, void *dst, size_t max, struct ps_error *err);
 

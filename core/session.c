@@ -133,7 +133,11 @@ static int drain(struct ps_session *s)
 	if (n == 0)
 		return 0;
 	if (s->spill) {
-		ssize_t w = ps_ring_drain_to(s->ring, s->spill, &s->fail);
+		ssize_t w;
+
+		if (spill_names(s, &s->fail)) /* a record's region is named before it */
+			return -1;
+		w = ps_ring_drain_to(s->ring, s->spill, &s->fail);
 		if (w < 0)
 			return -1;
 		s->spilled += (uint64_t)w;

@@ -21,14 +21,15 @@ static struct lsnapset *check(lua_State *L)
 	return ss;
 }
 
-/* The group of each event from the "groups" metadata ("2,1": two events, then one). */
+/* The group of each event from the "groups" metadata ("2,1": two events, then one); a group
+   whose times the records cannot hold (a damaged "groups") counts as the first. */
 static void groups_of(struct lsnapset *ss)
 {
 	const char *g = ps_psnap_meta_get(ss->r, "groups");
 	int k = 0, grp = 0;
 
 	memset(ss->v.group, 0, sizeof ss->v.group);
-	while (g && *g && k < ss->v.nev) {
+	while (g && *g && k < ss->v.nev && ss->v.nev + 2 * (grp + 1) <= (int)ps_psnap_nvals(ss->r) + 2) {
 		int n = atoi(g);
 		for (int i = 0; i < n && k < ss->v.nev; i++)
 			ss->v.group[k++] = grp;
@@ -37,6 +38,11 @@ static void groups_of(struct lsnapset *ss)
 		if (g)
 			g++;
 	}
+}
+
+static const struct ps_snap *record_of(const void *r, uint64_t i)
+{
+	return ps_psnap_record(r, i);
 }
 
 /* core.load(path) -> snapset | nil, msg */
@@ -52,10 +58,9 @@ static int l_load(lua_State *L)
 		return ps_l_fail(L, &err);
 	ss->v.n = ps_psnap_count(ss->r);
 	ss->v.recsize = ps_psnap_recsize(ss->r);
-	ss->v.base = ss->v.n ? (const unsigned char *)ps_psnap_record(ss->r, 0) : NULL;
-	ss->v.nev = (int)ps_psnap_nevents(ss->r);
-	if (ss->v.nev > PS_MAX_EVENTS)
-		ss->v.nev = PS_MAX_EVENTS;
+	ss->v.get = record_of;
+	ss->v.ctx = ss->r;
+	ss->v.nev = (int)ps_psnap_nevents(ss->r); /* <= nvals, checked by the reader */
 	for (int k = 0; k < ss->v.nev; k++)
 		ss->v.names[k] = ps_psnap_event(ss->r, (size_t)k);
 	groups_of(ss);
@@ -94,7 +99,7 @@ static int l_series(lua_State *L)
 }
 
 /* ss:info() -> {events = {...}, regions = {...}, meta = {...}, records, truncated, ignored_bytes,
-   complete} */
+   lost, complete, warning = "one line on what was lost" | nil} */
 static int l_info(lua_State *L)
 {
 	struct lsnapset *ss = check(L);
@@ -110,7 +115,10 @@ static int l_info(lua_State *L)
 	lua_createtable(L, (int)nreg, 0); /* regions[id + 1] = name */
 	for (size_t i = 0; i < nreg; i++) {
 		const char *name = ps_psnap_region(ss->r, i);
-		lua_pushstring(L, name ? name : "?");
+		if (name)
+			lua_pushstring(L, name);
+		else /* its name was in a damaged block */
+			lua_pushfstring(L, "region %d", (int)i);
 		lua_rawseti(L, -2, (lua_Integer)i + 1);
 	}
 	lua_setfield(L, -2, "regions");
@@ -128,6 +136,10 @@ static int l_info(lua_State *L)
 	lua_setfield(L, -2, "complete");
 	lua_pushinteger(L, (lua_Integer)ps_psnap_ignored_bytes(ss->r));
 	lua_setfield(L, -2, "ignored_bytes");
+	lua_pushinteger(L, (lua_Integer)ps_psnap_lost(ss->r));
+	lua_setfield(L, -2, "lost");
+	lua_pushstring(L, ps_psnap_warning(ss->r)); /* nil when intact */
+	lua_setfield(L, -2, "warning");
 	return 1;
 }
 

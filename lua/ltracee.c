@@ -452,6 +452,8 @@ static int l_region_info(lua_State *L)
 static void view_of(struct ps_session *s, struct ps_view *v)
 {
 	v->base = (const unsigned char *)ps_session_record(s, 0);
+	v->get = NULL;
+	v->ctx = NULL;
 	v->n = ps_session_nrecords(s);
 	v->recsize = ps_session_recsize(s);
 	v->nev = ps_session_nevents(s);

@@ -13,7 +13,7 @@ double ps_view_delta(const struct ps_view *v, const struct ps_snap *r, int k, do
 	uint64_t en = r->enabled_end - r->enabled_start, run = r->running_end - r->running_start;
 	int g = v->group[k];
 
-	if (g > 0) { /* the later groups' times follow the values */
+	if (g > 0 && v->nev + 2 * g <= r->nvals) { /* the later groups' times follow the values */
 		int w = v->nev + 2 * (g - 1);
 		en = ps_snap_end(rw)[w] - ps_snap_start(rw)[w];
 		run = ps_snap_end(rw)[w + 1] - ps_snap_start(rw)[w + 1];

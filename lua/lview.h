@@ -9,12 +9,17 @@
 #include "snapshot.h"
 
 /**
- * struct ps_view - contiguous records and what they mean.
+ * struct ps_view - records and what they mean.
+ * @base:  contiguous records (a live session's store), or NULL and then @get gives them.
+ * @get:   record @i of @ctx (a .psnap file's kept records are not contiguous).
+ * @nev:   named events; every record has at least @nev values (a file's reader checks it).
  * @group: the counter group of each event (0 = the one whose times are in the header; see
  *         snapshot.h for where later groups' times are)
  */
 struct ps_view {
 	const unsigned char *base;
+	const struct ps_snap *(*get)(const void *ctx, uint64_t i);
+	const void *ctx;
 	uint64_t n;
 	size_t recsize;
 	int nev;
@@ -24,6 +29,8 @@ struct ps_view {
 
 static inline const struct ps_snap *ps_view_rec(const struct ps_view *v, uint64_t i)
 {
+	if (v->get)
+		return v->get(v->ctx, i);
 	return (const struct ps_snap *)(v->base + i * v->recsize);
 }
 

@@ -9,7 +9,8 @@ local usage = [[
 usage: perfsh report FILE.psnap [options]
 
 Prints the tables perfsh stat prints, from hits saved with perfsh stat --save FILE (or
-t:save(FILE) in a script). A truncated file is read up to its last whole record.
+t:save(FILE) in a script). A cut or damaged file gives its intact records, with one line
+on stderr saying what was lost; a file with nothing readable left exits with status 2.
 
   --csv               region,event,hits,total,mean,min,p50,p99,max,scaling rows
   --per-thread        one table per region and thread

@@ -30,22 +30,51 @@ describe(".psnap files", function()
     assert.is_true(back[1].n >= 0) -- the argument by name
   end)
 
-  it("read a truncated file up to its last whole record, with a warning", function()
-    local f = assert(io.open(path, "rb"))
+  local function slurp(p)
+    local f = assert(io.open(p, "rb"))
     local data = f:read("a")
     f:close()
-    local cut = path .. ".cut"
-    local w = assert(io.open(cut, "wb"))
-    w:write(data:sub(1, #data - 200)) -- past the trailer, into the records
+    return data
+  end
+  local function spit(p, data)
+    local w = assert(io.open(p, "wb"))
+    w:write(data)
     w:close()
+  end
+
+  it("read a truncated file up to its last whole record, with one line on what was cut", function()
+    local data = slurp(path)
+    local cut = path .. ".cut"
+    spit(cut, data:sub(1, #data - 200)) -- the END block (32 bytes) and 168 bytes of records
     local out, err, rc = support.sh(P .. " report --csv " .. cut)
     assert.are.equal(0, rc)
-    assert.truthy(err:find("is truncated: read %d+ whole records, ignored %d+ bytes"))
-    local n = tonumber(out:match("\nwalk,[^,]+,(%d+),"))
-    assert.is_true(n >= 1 and n < 15)
+    local lost = math.ceil(168 / string.unpack("<I4", data, 21)) -- the header's record size
+    assert.are.equal(("perfsh: %s: cut after record %d of a block of 15 (truncated file), %d record%s lost; "
+      .. "%d records kept\n"):format(cut, 15 - lost, lost, lost > 1 and "s" or "", 15 - lost), err)
+    assert.are.equal(15 - lost, tonumber(out:match("\nwalk,[^,]+,(%d+),")))
     local g <close> = perfsh.load(cut, {quiet = true})
     assert.is_true(g.info.truncated)
+    assert.are.equal("walk", g.regions[1].name) -- the names come before the records
     os.remove(cut)
+  end)
+
+  it("refuse a file whose only block of records is damaged, in one line", function()
+    local data = slurp(path)
+    local at = data:find("RECS", 1, true) + 32 + 50
+    local bad = path .. ".bad"
+    spit(bad, data:sub(1, at - 1) .. string.char(data:byte(at) ~ 0x10) .. data:sub(at + 1))
+    local out, err, rc = support.sh(P .. " report " .. bad)
+    assert.are.equal(2, rc)
+    assert.are.equal("", out)
+    assert.are.equal(("perfsh report: %s: no readable records (1 damaged block skipped (at byte %d: checksum "
+      .. "mismatch), 15 records lost)\n"):format(bad, at - 50 - 32 - 1), err)
+    os.remove(bad)
+  end)
+
+  it("say a /proc file is not a regular file", function()
+    local _, err, rc = support.sh(P .. " report /proc/self/status")
+    assert.are.equal(2, rc)
+    assert.are.equal("perfsh report: /proc/self/status: not a regular file\n", err)
   end)
 
   it("take records spilled as the ring fills, beyond the ring's capacity", function()
@@ -67,6 +96,48 @@ describe(".psnap files", function()
     assert.is_true(f.info.complete)
     assert.are.equal(10000, f.info.records)
     assert.are.equal("10000", f.meta["entries.0"])
+    f:close()
+    -- damage in the second block of records costs that block only
+    local data = slurp(spill)
+    local first = data:find("RECS", 1, true)
+    local second = data:find("RECS", first + 32 + string.unpack("<I4", data, first + 16), true)
+    assert.truthy(second, "one block of records only")
+    local n2 = string.unpack("<I4", data, second + 4)
+    local at = second + 32 + 7
+    spit(spill, data:sub(1, at - 1) .. string.char(data:byte(at) ~ 1) .. data:sub(at + 1))
+    local out, err, rc = support.sh(P .. " report --csv " .. spill)
+    assert.are.equal(0, rc)
+    assert.are.equal(("perfsh: %s: 1 damaged block skipped (at byte %d: checksum mismatch), %d records lost; "
+      .. "%d records kept\n"):format(spill, second - 1, n2, 10000 - n2), err)
+    assert.are.equal(10000 - n2, tonumber(out:match("\nspin,[^,]+,(%d+),")))
+    local g <close> = perfsh.load(spill, {quiet = true})
+    assert.are.equal(10000 - n2, g.regions[1]:stats().hits)
+    os.remove(spill)
+  end)
+
+  it("read back the file of a perfsh killed by SIGKILL while saving", function()
+    local spill = os.tmpname() .. ".psnap"
+    local p = io.popen(P .. " stat -e task-clock -r spin --save " .. spill
+      .. " examples/loop 1 100000000 >/dev/null 2>&1 & echo $!")
+    local pid = p:read("l")
+    p:close()
+    local size = 0
+    for _ = 1, 800 do -- a block of records (up to 1 MiB) on disk; 40 s at most
+      local f = io.open(spill, "rb")
+      size = f and f:seek("end") or 0
+      if f then f:close() end
+      if size > (1 << 20) then break end
+      os.execute("sleep 0.05")
+    end
+    os.execute("kill -KILL " .. pid)
+    assert.is_true(size > (1 << 20), "the file never grew")
+    local out, err, rc = support.sh(P .. " report --csv " .. spill)
+    assert.are.equal(0, rc, err)
+    local kept = tonumber(err:match("; (%d+) records kept\n$"))
+    assert.truthy(kept and kept > 1000, err)
+    assert.truthy(err:find("no END block (the writer did not close it)", 1, true)
+      or err:find("(truncated file)", 1, true), err)
+    assert.are.equal(kept, tonumber(out:match("\nspin,[^,]+,(%d+),")))
     os.remove(spill)
   end)
 

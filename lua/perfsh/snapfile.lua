@@ -43,18 +43,16 @@ function File:hits()
   end
 end
 
---- perfsh.load(path [, {quiet = true}]): map a .psnap file. A truncated file is read up to its
--- last whole record, with a warning on stderr (info.truncated, info.ignored_bytes say so).
+--- perfsh.load(path [, {quiet = true}]): map a .psnap file. A truncated or damaged file gives
+-- its intact records, with one line on stderr saying what was lost (info.warning; also
+-- info.truncated, info.lost, info.ignored_bytes). A file with no readable record is an error.
 function snapfile.load(path, opts)
   local ud, msg = core.load(path)
   if not ud then error(msg, 2) end
   local info = ud:info()
   local f = setmetatable({ud = ud, path = path, info = info, meta = info.meta, regions = {}}, File)
   for id = 0, #info.regions - 1 do f.regions[#f.regions + 1] = Region.new(f, id) end
-  if info.truncated and not (opts and opts.quiet) then
-    io.stderr:write(("perfsh: %s is truncated: read %d whole records, ignored %d bytes\n")
-      :format(path, info.records, info.ignored_bytes))
-  end
+  if info.warning and not (opts and opts.quiet) then io.stderr:write("perfsh: ", info.warning, "\n") end
   return f
 end
 

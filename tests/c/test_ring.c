@@ -322,7 +322,9 @@ TEST(ring_drain_to_file)
 	int fd = mkstemp(path);
 	struct ps_error err = {0};
 	const char *events[] = {"a", "b", "c"};
-	struct ps_psnap_info info = {.nvals = NVALS, .nargs = NARGS, .nevents = 3, .events = events};
+	const char *regions[] = {"r0", "r1", "r2", "r3", "r4", "r5", "r6"}; /* fill() uses seq % 7 */
+	struct ps_psnap_info info = {
+	    .nvals = NVALS, .nargs = NARGS, .nevents = 3, .events = events, .nregions = 7, .regions = regions};
 	struct ps_ring *r = ps_ring_new(RECSIZE, 16, &err);
 	struct ps_ring *wrong = ps_ring_new(8, 16, &err);
 	struct ps_psnap_writer *w;
