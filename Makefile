@@ -82,7 +82,7 @@ ifeq ($(SAN),1)
 perfsh: $(B)/perfsh
 else
 perfsh: $(B)/perfsh
-	cp $< $@
+	cp -f $< $@
 endif
 
 $(SO): $(BIND_OBJ) $(CORE_OBJ)
