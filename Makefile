@@ -7,7 +7,7 @@ PKGS    := lua5.4 libelf libdw libedit
 
 # Debian packages the project needs to build and test (make deps).
 DEBS := build-essential pkg-config lua5.4 liblua5.4-dev libpfm4-dev libelf-dev \
-        libdw-dev libedit-dev libiberty-dev liblapacke-dev lua-busted lua-dkjson lua-check g++ valgrind procps binutils
+        libdw-dev libedit-dev libzydis-dev libiberty-dev liblapacke-dev lua-busted lua-dkjson lua-check g++ valgrind procps binutils
 
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS  ?= -O2 -g
@@ -16,7 +16,7 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs libelf libdw 2>/dev/null)
 LUA_LIBS   := $(shell pkg-config --libs lua5.4 2>/dev/null)
 EDIT_LIBS  := $(shell pkg-config --libs libedit 2>/dev/null)
-CORE_LIBS  := $(PKG_LIBS) -lpfm -liberty -llapacke -lm
+CORE_LIBS  := $(PKG_LIBS) -lpfm -lZydis -liberty -llapacke -lm
 
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -O1

@@ -102,4 +102,41 @@ int ps_lines_inlined(struct ps_lines *l, const char *name, struct ps_inline *out
  */
 int ps_lines_addr2line(struct ps_lines *l, uint64_t addr, const char **file, int *line);
 
+/**
+ * struct ps_lines_arm - a breakpoint of a line range: where a hit may start or end.
+ * @addr: link-time address.
+ * @end:  1 where a hit ends (before the instruction runs), 0 where it starts.
+ */
+struct ps_lines_arm {
+	uint64_t addr;
+	int end;
+};
+
+/**
+ * ps_lines_range_arms() - the breakpoints of the line range FILE:L1-FILE:L2, from the
+ * control flow of the functions that hold its code.
+ * @l:       the tables.
+ * @file:    the source file (as for ps_lines_addrs()).
+ * @l1, @l2: lines with code, @l1 < @l2.
+ * @out:     receives up to @max breakpoints, ends first.
+ * @max:     room in @out.
+ * @note:    receives a remark for the user ("" if none), e.g. paths that return inside
+ *           the range; @notelen bytes.
+ * @err:     a range whose lines have no code, or whose end line no path from the start
+ *           reaches (optimized code): one line saying so.
+ *
+ * The range's code is every instruction of a line in [@l1, @l2) of @file; the end line's
+ * code every instruction of line @l2. A hit starts where control enters the range's code
+ * while no hit is open and ends at the first instruction of the end line after that. The
+ * instructions of the functions are decoded (Zydis) into a flow graph, and which edges
+ * can start or end a hit is found from it: only their targets (or their sources, when
+ * the target is also reached from elsewhere) are returned, so a loop wholly inside or
+ * outside the range costs no stop per iteration.
+ * Return: the number of breakpoints (1..@max); 0 when the code cannot be analysed (no
+ * functions in the DWARF, an instruction Zydis does not know, too many breakpoints): the
+ * caller arms the lines' first addresses instead; -1 with @err set.
+ */
+int ps_lines_range_arms(struct ps_lines *l, const char *file, int l1, int l2, struct ps_lines_arm *out, int max,
+			char *note, size_t notelen, struct ps_error *err);
+
 #endif
