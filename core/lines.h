@@ -117,13 +117,15 @@ struct ps_lines_arm {
  * control flow of the functions that hold its code.
  * @l:       the tables.
  * @file:    the source file (as for ps_lines_addrs()).
- * @l1, @l2: lines with code, @l1 < @l2.
+ * @pl1, @pl2: the start and end lines; each is moved to the next line with code (any row
+ *           of the line table, is_stmt or not) when it has none.
  * @out:     receives up to @max breakpoints, ends first.
  * @max:     room in @out.
  * @note:    receives a remark for the user ("" if none), e.g. paths that return inside
  *           the range; @notelen bytes.
- * @err:     a range whose lines have no code, or whose end line no path from the start
- *           reaches (optimized code): one line saying so.
+ * @err:     a range whose lines have no code, whose start and end lines begin at one
+ *           address, or whose end line no path from the start reaches (optimized code):
+ *           one line saying so.
  *
  * The range's code is every instruction of a line in [@l1, @l2) of @file; the end line's
  * code every instruction of line @l2. A hit starts where control enters the range's code
@@ -136,7 +138,7 @@ struct ps_lines_arm {
  * functions in the DWARF, an instruction Zydis does not know, too many breakpoints): the
  * caller arms the lines' first addresses instead; -1 with @err set.
  */
-int ps_lines_range_arms(struct ps_lines *l, const char *file, int l1, int l2, struct ps_lines_arm *out, int max,
+int ps_lines_range_arms(struct ps_lines *l, const char *file, int *pl1, int *pl2, struct ps_lines_arm *out, int max,
 			char *note, size_t notelen, struct ps_error *err);
 
 #endif

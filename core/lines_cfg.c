@@ -26,15 +26,23 @@ enum { M_OUT, M_RANGE, M_END };			 /* where an instruction is */
 enum { K_PLAIN, K_JCC, K_JMP, K_IND, K_CALL, K_STOP }; /* how control leaves it */
 
 struct insn {
-	uint64_t addr, target; /* target: of a direct jump, jcc or call */
-	uint8_t len, kind, member, st;
-	int next, to; /* indices of the fall-through and jump successors, -1 if none */
-	int npred;
-	uint8_t arm; /* 1 start, 2 end */
+	uint64_t addr, target; /* target: of a direct jump, jcc or call; of rip-relative lea */
+	uint64_t table;	       /* K_IND: its jump table's link-time address (0: none found) */
+	uint8_t len, kind, member, st, reached, rowstart;
+	uint8_t both; /* rows of the start line (1) and of the end line (2) begin here */
+	uint8_t lea;  /* a lea of a rip-relative address, into register @reg */
+	uint8_t nout; /* edges out */
+	uint8_t arm;  /* 1 start, 2 end */
+	int reg;
+};
+
+struct edge {
+	int from, to;
 };
 
 #define MAX_RANGES 8
 #define MAX_FUNCS 16
+#define MAX_TABLE 1024
 
 struct fn {
 	uint64_t lo[MAX_RANGES], hi[MAX_RANGES], entry;
@@ -42,6 +50,13 @@ struct fn {
 	const char *name;
 	struct insn *in;
 	int n;
+	struct edge *e;
+	int ne, cape;
+	uint8_t ind; /* the states after indirect jumps whose targets are unknown (they may go to
+			any instruction that begins a row) */
+	bool unknown_ind;
+	uint8_t entry_st; /* the state at the entry: closed, or either when a hit may be open
+			     as control leaves a function of the range */
 };
 
 static int cmp_insn(const void *pa, const void *pb)
@@ -66,16 +81,16 @@ static int find_insn(const struct fn *f, uint64_t addr)
 	return -1;
 }
 
-/* The bytes of link-time range [lo, hi) in an executable section of @elf, or NULL. */
-static const uint8_t *code_bytes(Elf *elf, uint64_t lo, uint64_t hi)
+/* The bytes of link-time range [lo, hi) in a section of @elf (@exec: an executable one). */
+static const uint8_t *elf_bytes(Elf *elf, uint64_t lo, uint64_t hi, bool exec)
 {
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
 
 	while ((scn = elf_nextscn(elf, scn))) {
 		Elf_Data *d;
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_EXECINSTR) ||
-		    lo < sh.sh_addr || hi > sh.sh_addr + sh.sh_size)
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_ALLOC) ||
+		    (exec && !(sh.sh_flags & SHF_EXECINSTR)) || lo < sh.sh_addr || hi > sh.sh_addr + sh.sh_size)
 			continue;
 		d = elf_getdata(scn, NULL);
 		if (!d || !d->d_buf || d->d_size < hi - sh.sh_addr)
@@ -83,6 +98,32 @@ static const uint8_t *code_bytes(Elf *elf, uint64_t lo, uint64_t hi)
 		return (const uint8_t *)d->d_buf + (lo - sh.sh_addr);
 	}
 	return NULL;
+}
+
+static void classify(struct insn *in, const ZydisDecodedInstruction *zi, const ZydisDecodedOperand *op)
+{
+	in->kind = K_PLAIN;
+	if (zi->meta.category == ZYDIS_CATEGORY_COND_BR)
+		in->kind = K_JCC;
+	else if (zi->meta.category == ZYDIS_CATEGORY_UNCOND_BR)
+		in->kind = zi->raw.imm[0].is_relative ? K_JMP : K_IND;
+	else if (zi->meta.category == ZYDIS_CATEGORY_CALL)
+		in->kind = K_CALL;
+	else if (zi->meta.category == ZYDIS_CATEGORY_RET || zi->mnemonic == ZYDIS_MNEMONIC_UD2 ||
+		 zi->mnemonic == ZYDIS_MNEMONIC_HLT)
+		in->kind = K_STOP;
+	if (zi->raw.imm[0].is_relative)
+		in->target = in->addr + zi->length + (uint64_t)zi->raw.imm[0].value.s;
+	if (zi->mnemonic == ZYDIS_MNEMONIC_LEA && op[1].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+	    op[1].mem.base == ZYDIS_REGISTER_RIP && op[1].mem.index == ZYDIS_REGISTER_NONE) {
+		in->lea = 1;
+		in->reg = op[0].reg.value;
+		in->target = in->addr + zi->length + (uint64_t)op[1].mem.disp.value;
+	}
+	/* jmp *TABLE(,%reg,8): a table of absolute addresses (non-PIE) */
+	if (in->kind == K_IND && op[0].type == ZYDIS_OPERAND_TYPE_MEMORY && op[0].mem.base == ZYDIS_REGISTER_NONE &&
+	    op[0].mem.scale == 8 && op[0].mem.disp.has_displacement)
+		in->table = (uint64_t)op[0].mem.disp.value | 1; /* bit 0: absolute entries */
 }
 
 /* Decode every range of @f into f->in, sorted. 0, or -1 (an unknown instruction, no bytes). */
@@ -97,49 +138,123 @@ static int decode(Elf *elf, struct fn *f)
 	if (!(f->in = calloc(cap ? cap : 1, sizeof *f->in)))
 		return -1;
 	for (int r = 0; r < f->nr; r++) {
-		const uint8_t *buf = code_bytes(elf, f->lo[r], f->hi[r]);
+		const uint8_t *buf = elf_bytes(elf, f->lo[r], f->hi[r], true);
 		uint64_t a = f->lo[r];
 
 		if (!buf)
 			return -1;
 		while (a < f->hi[r]) {
 			ZydisDecodedInstruction zi;
+			ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
 			struct insn *in = &f->in[f->n];
 
-			if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&dec, NULL, buf + (a - f->lo[r]),
-									f->hi[r] - a, &zi)))
+			if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec, buf + (a - f->lo[r]), f->hi[r] - a, &zi, op)))
 				return -1;
 			in->addr = a;
 			in->len = zi.length;
-			in->kind = K_PLAIN;
-			if (zi.meta.category == ZYDIS_CATEGORY_COND_BR)
-				in->kind = K_JCC;
-			else if (zi.meta.category == ZYDIS_CATEGORY_UNCOND_BR)
-				in->kind = zi.raw.imm[0].is_relative ? K_JMP : K_IND;
-			else if (zi.meta.category == ZYDIS_CATEGORY_CALL)
-				in->kind = K_CALL;
-			else if (zi.meta.category == ZYDIS_CATEGORY_RET || zi.mnemonic == ZYDIS_MNEMONIC_UD2 ||
-				 zi.mnemonic == ZYDIS_MNEMONIC_HLT)
-				in->kind = K_STOP;
-			if (zi.raw.imm[0].is_relative)
-				in->target = a + zi.length + (uint64_t)zi.raw.imm[0].value.s;
+			classify(in, &zi, op);
 			a += zi.length;
 			f->n++;
 		}
 	}
 	qsort(f->in, (size_t)f->n, sizeof *f->in, cmp_insn);
+	return 0;
+}
+
+static int add_edge(struct fn *f, int from, int to)
+{
+	if (to < 0)
+		return 0;
+	for (int k = f->ne - 1; k >= 0 && f->e[k].from == from; k--)
+		if (f->e[k].to == to)
+			return 0;
+	if (f->ne == f->cape) {
+		int ncap = f->cape ? f->cape * 2 : 256;
+		struct edge *e = realloc(f->e, (size_t)ncap * sizeof *e);
+		if (!e)
+			return -1;
+		f->e = e;
+		f->cape = ncap;
+	}
+	f->e[f->ne++] = (struct edge){from, to};
+	f->in[from].nout++;
+	return 0;
+}
+
+/*
+ * The targets of the jump table of indirect jump @i: gcc's PIE form is "lea TABLE(%rip),%rX
+ * ... movslq (%rX,%rY,4),%rY; add %rX,%rY; jmp *%rY" (32-bit offsets from TABLE), the
+ * non-PIE one "jmp *TABLE(,%rY,8)". Entries are read while they land on instructions of the
+ * function. Returns how many were found.
+ */
+static int table_edges(Elf *elf, struct fn *f, int i)
+{
+	uint64_t t = f->in[i].table & ~(uint64_t)1;
+	bool abs = f->in[i].table & 1;
+	int found = 0;
+
+	if (!f->in[i].table)
+		for (int k = i - 1; k >= 0 && k >= i - 12 && !t; k--)
+			if (f->in[k].lea)
+				t = f->in[k].target;
+	if (!t)
+		return 0;
+	for (int k = 0; k < MAX_TABLE; k++) {
+		const uint8_t *p = elf_bytes(elf, t + (uint64_t)k * (abs ? 8 : 4), t + (uint64_t)(k + 1) * (abs ? 8 : 4),
+					     false);
+		uint64_t to;
+		int32_t off;
+		int j;
+
+		if (!p)
+			break;
+		if (abs) {
+			memcpy(&to, p, 8);
+		} else {
+			memcpy(&off, p, 4);
+			to = t + (uint64_t)(int64_t)off;
+		}
+		if ((j = find_insn(f, to)) < 0 || add_edge(f, i, j) < 0)
+			break;
+		found++;
+	}
+	return found;
+}
+
+/* The edges between instructions, and which instructions the entry reaches. */
+static int edges(Elf *elf, struct fn *f)
+{
+	int *stack, sp = 0, entry = find_insn(f, f->entry);
+
 	for (int i = 0; i < f->n; i++) {
 		struct insn *in = &f->in[i];
 		bool falls = in->kind == K_PLAIN || in->kind == K_JCC || in->kind == K_CALL;
-		in->next = falls && i + 1 < f->n && f->in[i + 1].addr == in->addr + in->len ? i + 1 : -1;
-		in->to = in->kind == K_JCC || in->kind == K_JMP ? find_insn(f, in->target) : -1;
+		int next = falls && i + 1 < f->n && f->in[i + 1].addr == in->addr + in->len ? i + 1 : -1;
+		if (add_edge(f, i, next) < 0 ||
+		    add_edge(f, i, in->kind == K_JCC || in->kind == K_JMP ? find_insn(f, in->target) : -1) < 0)
+			return -1;
+		if (in->kind == K_IND && table_edges(elf, f, i) == 0)
+			f->unknown_ind = true;
 	}
-	for (int i = 0; i < f->n; i++) {
-		if (f->in[i].next >= 0)
-			f->in[f->in[i].next].npred++;
-		if (f->in[i].to >= 0 && f->in[i].to != f->in[i].next)
-			f->in[f->in[i].to].npred++;
+	if (entry < 0 || !(stack = malloc((size_t)f->n * sizeof *stack)))
+		return -1;
+	f->in[entry].reached = 1;
+	stack[sp++] = entry;
+	while (sp) {
+		int i = stack[--sp];
+		for (int k = 0; k < f->ne; k++)
+			if (f->e[k].from == i && !f->in[f->e[k].to].reached) {
+				f->in[f->e[k].to].reached = 1;
+				stack[sp++] = f->e[k].to;
+			}
+		if (f->in[i].kind == K_IND && f->unknown_ind)
+			for (int j = 0; j < f->n; j++)
+				if (f->in[j].rowstart && !f->in[j].reached) {
+					f->in[j].reached = 1;
+					stack[sp++] = j;
+				}
 	}
+	free(stack);
 	return 0;
 }
 
@@ -184,6 +299,13 @@ static int place(struct ps_lines *l, struct fn *f, const char *file, int l1, int
 		if (!k)
 			continue;
 		r = &l->rows[rr[k - 1].idx];
+		f->in[i].rowstart = r->addr == f->in[i].addr;
+		/* rows of both lines at this address: no instruction tells the start from the end */
+		for (size_t j = k; j-- > 0 && rr[j].addr == f->in[i].addr;) {
+			const struct row *o = &l->rows[rr[j].idx];
+			if (ps__same_file(o->file, file) && (o->line == l1 || o->line == l2))
+				f->in[i].both |= o->line == l1 ? 1 : 2;
+		}
 		if (r->line <= 0 || !ps__same_file(r->file, file))
 			continue;
 		f->in[i].member = r->line >= l1 && r->line < l2 ? M_RANGE : r->line == l2 ? M_END : M_OUT;
@@ -192,44 +314,51 @@ static int place(struct ps_lines *l, struct fn *f, const char *file, int l1, int
 	return 0;
 }
 
-/* The states after each instruction, to a fixed point. @ind: the states after the indirect
-   jumps, which may go anywhere in the function. */
-static uint8_t flow(struct fn *f)
+/* The state coming into @i from outside the edges: the entry's, unknown indirect jumps'. */
+static uint8_t outer_state(const struct fn *f, int i)
 {
-	uint8_t ind = 0;
+	return (f->in[i].addr == f->entry ? f->entry_st : 0) | (f->in[i].rowstart ? f->ind : 0);
+}
+
+/* The states after each reached instruction, to a fixed point. */
+static int flow(struct fn *f)
+{
+	uint8_t *in_st = malloc((size_t)f->n);
 	bool changed = true;
 
+	if (!in_st)
+		return -1;
 	while (changed) {
-		uint8_t *in_st = calloc((size_t)f->n, 1);
 		changed = false;
-		if (!in_st)
-			return 0;
-		for (int i = 0; i < f->n; i++) {
-			if (f->in[i].addr == f->entry || f->in[i].npred == 0)
-				in_st[i] |= ST_CLOSED;
-			in_st[i] |= ind;
-		}
-		for (int i = 0; i < f->n; i++) {
-			if (f->in[i].next >= 0)
-				in_st[f->in[i].next] |= f->in[i].st;
-			if (f->in[i].to >= 0)
-				in_st[f->in[i].to] |= f->in[i].st;
-		}
+		for (int i = 0; i < f->n; i++)
+			in_st[i] = outer_state(f, i);
+		for (int k = 0; k < f->ne; k++)
+			in_st[f->e[k].to] |= f->in[f->e[k].from].st;
 		for (int i = 0; i < f->n; i++) {
 			struct insn *in = &f->in[i];
 			uint8_t st = in->member == M_RANGE ? ST_OPEN : in->member == M_END ? ST_CLOSED : in_st[i];
-			if (st != in->st) {
-				in->st = st;
-				changed = true;
-			}
-			if (in->kind == K_IND && (ind | st) != ind) {
-				ind |= st;
-				changed = true;
-			}
+			if (!in->reached || st == in->st)
+				continue;
+			in->st = st;
+			changed = true;
+			if (in->kind == K_IND && f->unknown_ind)
+				f->ind |= st;
 		}
-		free(in_st);
 	}
-	return ind;
+	free(in_st);
+	return 0;
+}
+
+/* Can control leave @f (a call, a return, a jump elsewhere) while a hit is open? */
+static bool leaves_open(const struct fn *f)
+{
+	for (int i = 0; i < f->n; i++) {
+		const struct insn *in = &f->in[i];
+		if ((in->st & ST_OPEN) && (in->kind == K_CALL || in->kind == K_STOP || in->kind == K_IND ||
+					   (in->kind == K_JMP && find_insn(f, in->target) < 0)))
+			return true;
+	}
+	return false;
 }
 
 /* What an edge into @to from a state @st needs: 1 start, 2 end, 0 nothing. */
@@ -243,7 +372,7 @@ static int need(const struct insn *to, uint8_t st)
 }
 
 /* Choose the breakpoints of @f (insn.arm). Returns whether any edge can end a hit. */
-static bool choose(struct fn *f, uint8_t ind)
+static bool choose(struct fn *f)
 {
 	int *all = calloc((size_t)f->n, sizeof *all); /* per target: edges in, edges needing it */
 	int *needed = calloc((size_t)f->n, sizeof *needed);
@@ -254,48 +383,41 @@ static bool choose(struct fn *f, uint8_t ind)
 		free(needed);
 		return false;
 	}
-	for (int i = 0; i < f->n; i++) {
-		struct insn *in = &f->in[i];
-		int succ[2] = {in->next, in->to != in->next ? in->to : -1};
-		for (int k = 0; k < 2; k++)
-			if (succ[k] >= 0) {
-				all[succ[k]]++;
-				needed[succ[k]] += need(&f->in[succ[k]], in->st) != 0;
-			}
-	}
-	/* edges from outside the graph: the entry, code nothing jumps to, indirect jumps */
-	for (int i = 0; i < f->n; i++) {
-		uint8_t st = (f->in[i].addr == f->entry || f->in[i].npred == 0 ? ST_CLOSED : 0) | ind;
-		if (st) {
-			all[i]++;
-			needed[i] += need(&f->in[i], st) != 0;
-		}
+	for (int k = 0; k < f->ne; k++) {
+		const struct insn *src = &f->in[f->e[k].from];
+		if (!src->reached)
+			continue;
+		all[f->e[k].to]++;
+		needed[f->e[k].to] += need(&f->in[f->e[k].to], src->st) != 0;
 	}
 	for (int i = 0; i < f->n; i++) {
 		struct insn *in = &f->in[i];
 		int kind = need(in, ST_CLOSED | ST_OPEN);
-		if (!needed[i])
+		uint8_t outer = outer_state(f, i);
+		bool by_source;
+
+		if (outer) {
+			all[i]++;
+			needed[i] += need(in, outer) != 0;
+		}
+		if (!needed[i] || !in->reached)
 			continue;
 		ends |= kind == 2;
-		if (needed[i] == all[i]) {
-			in->arm = (uint8_t)kind;
-			continue;
-		}
 		/* some ways in need no stop: arm instead the sources that only lead here, if all can be */
-		uint8_t virt = (in->addr == f->entry || in->npred == 0 ? ST_CLOSED : 0) | ind;
-		bool by_source = !need(in, virt);
-		for (int p = 0; p < f->n && by_source; p++) {
-			const struct insn *src = &f->in[p];
-			if ((src->next == i || src->to == i) && need(in, src->st))
-				by_source = (src->kind == K_PLAIN || src->kind == K_JMP) && !needed[p];
+		by_source = needed[i] != all[i] && !need(in, outer);
+		for (int k = 0; k < f->ne && by_source; k++) {
+			const struct insn *src = &f->in[f->e[k].from];
+			if (f->e[k].to == i && src->reached && need(in, src->st))
+				by_source = src->nout == 1 && (src->kind == K_PLAIN || src->kind == K_JMP) &&
+					    !needed[f->e[k].from] && f->e[k].from < i;
 		}
 		if (!by_source) {
 			in->arm = (uint8_t)kind;
 			continue;
 		}
-		for (int p = 0; p < f->n; p++)
-			if ((f->in[p].next == i || f->in[p].to == i) && need(in, f->in[p].st))
-				f->in[p].arm = (uint8_t)kind;
+		for (int k = 0; k < f->ne; k++)
+			if (f->e[k].to == i && f->in[f->e[k].from].reached && need(in, f->in[f->e[k].from].st))
+				f->in[f->e[k].from].arm = (uint8_t)kind;
 	}
 	free(all);
 	free(needed);
@@ -353,33 +475,78 @@ static int find_fns(struct ps_lines *l, const char *file, int l1, int l2, struct
 	return n;
 }
 
-int ps_lines_range_arms(struct ps_lines *l, const char *file, int l1, int l2, struct ps_lines_arm *out, int max,
+/* The first line from @line on with code (any row) in @file, or 0. */
+static int line_with_code(const struct ps_lines *l, const char *file, int line)
+{
+	int best = 0;
+
+	for (size_t i = 0; i < l->nrows; i++) {
+		const struct row *r = &l->rows[i];
+		if (!r->end && r->line >= line && (!best || r->line < best) && ps__same_file(r->file, file))
+			best = r->line;
+	}
+	return best;
+}
+
+int ps_lines_range_arms(struct ps_lines *l, const char *file, int *pl1, int *pl2, struct ps_lines_arm *out, int max,
 			char *note, size_t notelen, struct ps_error *err)
 {
 	struct fn fns[MAX_FUNCS];
 	const char *f = ps__lines_find_file(l, file, err);
-	int nf, n = 0, rc = 0, nrange = 0;
+	int nf, n = 0, rc = 0, nrange = 0, l1, l2;
 	bool ends = false;
 
 	note[0] = '\0';
 	if (!f)
 		return -1;
+	l1 = line_with_code(l, f, *pl1);
+	l2 = line_with_code(l, f, *pl2);
+	if (!l1 || !l2 || l1 >= l2)
+		return 0;
+	*pl1 = l1;
+	*pl2 = l2;
 	if ((nf = find_fns(l, f, l1, l2, fns, MAX_FUNCS)) <= 0)
 		return 0;
 	for (int k = 0; k < nf; k++) {
-		struct fn *fn = &fns[k];
-		uint8_t ind;
-		if (decode(l->elf, fn) < 0 || place(l, fn, f, l1, l2) < 0)
+		fns[k].entry_st = ST_CLOSED;
+		if (decode(l->elf, &fns[k]) < 0 || place(l, &fns[k], f, l1, l2) < 0 || edges(l->elf, &fns[k]) < 0)
 			goto fallback;
-		ind = flow(fn);
-		ends |= choose(fn, ind);
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		bool leaks = false;
+		for (int k = 0; k < nf; k++) {
+			for (int i = 0; i < fns[k].n; i++)
+				fns[k].in[i].st = 0;
+			fns[k].ind = 0;
+			if (flow(&fns[k]) < 0)
+				goto fallback;
+			leaks |= leaves_open(&fns[k]);
+			for (int i = 0; i < fns[k].n && !pass && !note[0]; i++)
+				if (fns[k].in[i].kind == K_STOP && (fns[k].in[i].st & ST_OPEN))
+					snprintf(note, notelen,
+						 "%s: some paths return from %s inside the range; their hits end at "
+						 "the next arrival at line %d",
+						 file, fns[k].name, l2);
+		}
+		if (!leaks || pass)
+			break;
+		/* a hit may be open in a callee, a caller, or the next call: any entry may be in it */
+		for (int k = 0; k < nf; k++)
+			fns[k].entry_st = ST_CLOSED | ST_OPEN;
+	}
+	for (int k = 0; k < nf; k++) {
+		struct fn *fn = &fns[k];
+		ends |= choose(fn);
 		for (int i = 0; i < fn->n; i++) {
-			nrange += fn->in[i].member == M_RANGE;
-			if (fn->in[i].kind == K_STOP && (fn->in[i].st & ST_OPEN) && !note[0])
-				snprintf(note, notelen,
-					 "%s: some paths return from %s inside the range; their hits end at the next "
-					 "arrival at line %d",
-					 file, fn->name, l2);
+			if (fn->in[i].both == 3) {
+				rc = ps_error_set(err, PS_EUSAGE,
+						  "ambiguous in this build: lines %d and %d of %s begin at one address "
+						  "(0x%" PRIx64 " in %s), so no instruction tells the start from the end; "
+						  "choose other lines",
+						  l1, l2, file, fn->in[i].addr, fn->name);
+				goto done;
+			}
+			nrange += fn->in[i].member == M_RANGE && fn->in[i].reached;
 		}
 	}
 	if (!nrange) {
@@ -410,7 +577,9 @@ int ps_lines_range_arms(struct ps_lines *l, const char *file, int l1, int l2, st
 fallback:
 	rc = 0;
 done:
-	for (int k = 0; k < nf; k++)
+	for (int k = 0; k < nf; k++) {
 		free(fns[k].in);
+		free(fns[k].e);
+	}
 	return rc;
 }

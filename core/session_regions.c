@@ -411,31 +411,24 @@ static int parse_addr_range(const char *spec, uint64_t *a, uint64_t *b)
 
 /*
  * A range in one file: from its functions' control flow, arm only where a hit can start or
- * end (core/lines_cfg.c). Refused when the start and end lines begin at one address
- * (optimized code merged them: no instruction tells one from the other). Return 0 when
- * armed, 1 when the flow cannot be analysed (arm the lines' first addresses), -1 on error.
+ * end (core/lines_cfg.c). Return 0 when armed, 1 when the flow cannot be analysed (arm the
+ * lines' first addresses), -1 on error.
  */
-static int flow_range(struct ps_session *s, struct ps_region_info *ri, struct ps_lines *l, const char *file, int a1,
-		      int a2, const uint64_t *from, int n1, const uint64_t *to, int n2, struct ps_error *err)
+static int flow_range(struct ps_session *s, struct ps_region_info *ri, struct ps_lines *l, const char *file, int l1,
+		      int l2, struct ps_error *err)
 {
 	struct ps_lines_arm arms[64];
 	char note[300];
 	uint64_t bias = main_bias(s);
-	int n;
+	int n, a1 = l1, a2 = l2;
 
-	for (int i = 0; i < n1; i++)
-		for (int k = 0; k < n2; k++)
-			if (from[i] == to[k])
-				return ps_error_set(err, PS_EUSAGE,
-						    "ambiguous in this build: lines %d and %d begin at one address "
-						    "(0x%" PRIx64 "), so no instruction tells the start from the end; "
-						    "choose other lines",
-						    a1, a2, from[i]);
-	if ((n = ps_lines_range_arms(l, file, a1, a2, arms, 64, note, sizeof note, err)) < 0)
-		return -1;
-	if (n == 0)
-		return 1;
-	ri->addr = from[0] + bias;
+	if ((n = ps_lines_range_arms(l, file, &a1, &a2, arms, 64, note, sizeof note, err)) <= 0)
+		return n < 0 ? -1 : 1;
+	if (a1 != l1)
+		ps__notice(s, "%s: line %d has no code; the range starts at line %d", ri->name, l1, a1);
+	if (a2 != l2)
+		ps__notice(s, "%s: line %d has no code; the range ends at line %d", ri->name, l2, a2);
+	ri->addr = arms[n - 1].addr + bias; /* a start: they come after the ends */
 	for (int i = 0; i < n; i++)
 		if (ps__bp_role(s, arms[i].addr + bias, PS_BP_ADDR, ri->id, arms[i].end ? ROLE_END : ROLE_START, err) <
 		    0)
@@ -448,7 +441,7 @@ static int flow_range(struct ps_session *s, struct ps_region_info *ri, struct ps
 static int arm_range(struct ps_session *s, struct ps_region_info *ri, struct ps_error *err)
 {
 	char f1[256], f2[256];
-	int l1, l2, a1, a2, n1, n2;
+	int l1, l2, a1, a2, n1, n2, rc;
 	uint64_t from[32], to[32], bias = main_bias(s);
 	struct ps_lines *l;
 
@@ -461,6 +454,8 @@ static int arm_range(struct ps_session *s, struct ps_region_info *ri, struct ps_
 			return -1;
 		if (!(l = lines(s, err)))
 			return -1;
+		if (!strcmp(f1, f2) && (rc = flow_range(s, ri, l, f1, l1, l2, err)) <= 0)
+			return rc;
 		if ((n1 = ps_lines_addrs(l, f1, l1, from, 32, &a1, err)) < 0 ||
 		    (n2 = ps_lines_addrs(l, f2, l2, to, 32, &a2, err)) < 0)
 			return -1;
@@ -468,11 +463,6 @@ static int arm_range(struct ps_session *s, struct ps_region_info *ri, struct ps_
 			ps__notice(s, "%s: line %d has no code; the range starts at line %d", ri->name, l1, a1);
 		if (a2 != l2)
 			ps__notice(s, "%s: line %d has no code; the range ends at line %d", ri->name, l2, a2);
-		if (!strcmp(f1, f2)) {
-			int rc = flow_range(s, ri, l, f1, a1, a2, from, n1, to, n2, err);
-			if (rc <= 0)
-				return rc;
-		}
 		for (int i = 0; i < n1; i++)
 			from[i] += bias;
 		for (int i = 0; i < n2; i++)
