@@ -6,9 +6,9 @@
  * hit counts however many iterations run:
  *   FILL-BEFORE to FILL-FOR        the loop header as end line: 1 hit, before the loop
  *   FILL-FOR to FILL-AFTER         the loop header as start line: 1 hit, the whole loop
- *   DISPATCH-FIRST to DISPATCH-RETURN   a whole loop with a jump table: CALLS hits
- *   DISPATCH-CASE to DISPATCH-RETURN    from a case inside the loop to the return line: one
- *                                       hit per call (a stop at each entry to the case)
+ *   DISPATCH-FIRST to DISPATCH-AFTER    a whole loop with a jump table: CALLS hits
+ *   DISPATCH-CASE to DISPATCH-AFTER     from a case inside the loop to the line after the
+ *                                       loop: one hit per call (a stop at each entry to the case)
  *
  *   usage: loops [N] [CALLS]    defaults N = 1000000, CALLS = 3
  *   prints: the checksum, then "ok"
@@ -55,7 +55,8 @@ unsigned __attribute__((noinline)) dispatch(const unsigned char *ops, int n)
 			break;
 		}
 	}
-	return acc; /* DISPATCH-RETURN */
+	sink = acc; /* DISPATCH-AFTER */
+	return acc;
 }
 
 int main(int argc, char **argv)
