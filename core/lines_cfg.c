@@ -21,8 +21,8 @@
 
 #include "lines_priv.h"
 
-enum { ST_CLOSED = 1, ST_OPEN = 2 };		 /* the state after an instruction: a set */
-enum { M_OUT, M_RANGE, M_END };			 /* where an instruction is */
+enum { ST_CLOSED = 1, ST_OPEN = 2 };		       /* the state after an instruction: a set */
+enum { M_OUT, M_RANGE, M_END };			       /* where an instruction is */
 enum { K_PLAIN, K_JCC, K_JMP, K_IND, K_CALL, K_STOP }; /* how control leaves it */
 
 struct insn {
@@ -200,8 +200,8 @@ static int table_edges(Elf *elf, struct fn *f, int i)
 	if (!t)
 		return 0;
 	for (int k = 0; k < MAX_TABLE; k++) {
-		const uint8_t *p = elf_bytes(elf, t + (uint64_t)k * (abs ? 8 : 4), t + (uint64_t)(k + 1) * (abs ? 8 : 4),
-					     false);
+		const uint8_t *p =
+		    elf_bytes(elf, t + (uint64_t)k * (abs ? 8 : 4), t + (uint64_t)(k + 1) * (abs ? 8 : 4), false);
 		uint64_t to;
 		int32_t off;
 		int j;
@@ -541,7 +541,8 @@ int ps_lines_range_arms(struct ps_lines *l, const char *file, int *pl1, int *pl2
 			if (fn->in[i].both == 3) {
 				rc = ps_error_set(err, PS_EUSAGE,
 						  "ambiguous in this build: lines %d and %d of %s begin at one address "
-						  "(0x%" PRIx64 " in %s), so no instruction tells the start from the end; "
+						  "(0x%" PRIx64
+						  " in %s), so no instruction tells the start from the end; "
 						  "choose other lines",
 						  l1, l2, file, fn->in[i].addr, fn->name);
 				goto done;
@@ -550,8 +551,9 @@ int ps_lines_range_arms(struct ps_lines *l, const char *file, int *pl1, int *pl2
 		}
 	}
 	if (!nrange) {
-		rc = ps_error_set(err, PS_EUSAGE, "lines %d-%d of %s have no code of their own (optimized away or merged)",
-				  l1, l2 - 1, file);
+		rc = ps_error_set(err, PS_EUSAGE,
+				  "lines %d-%d of %s have no code of their own (optimized away or merged)", l1, l2 - 1,
+				  file);
 		goto done;
 	}
 	if (!ends) {

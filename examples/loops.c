@@ -20,7 +20,7 @@ static volatile unsigned sink;
 
 void __attribute__((noinline)) fill(unsigned char *ops, int n)
 {
-	sink = (unsigned)n; /* FILL-BEFORE */
+	sink = (unsigned)n;	    /* FILL-BEFORE */
 	for (int i = 0; i < n; i++) /* FILL-FOR */
 		ops[i] = (unsigned char)((i * 7 + sink) % 8);
 	sink = 0; /* FILL-AFTER */
