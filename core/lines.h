@@ -55,8 +55,8 @@ int ps_lines_addrs(struct ps_lines *l, const char *file, int line, uint64_t *add
  * @err:           "bad line range 'SPEC': expected FILE:L1-L2 or FILE:L1-FILE:L2", or
  *                 a range in one file that ends where or before it starts.
  *
- * The region of a range runs from the first address of L1 (inclusive: a start
- * point) to the first address of L2 (exclusive: a stop point). File names may
+ * The region of a range runs from L1 (inclusive) to L2 (exclusive); where its hits
+ * start and end is found by ps_lines_range_arms(). File names may
  * contain '-' and ':'; the split is at the first ":DIGITS-".
  * Return: 0, or -1 with @err set.
  */
