@@ -29,11 +29,10 @@ struct insn {
 	uint64_t addr, target; /* target: of a direct jump, jcc or call; of rip-relative lea */
 	uint64_t table;	       /* K_IND: its jump table's link-time address (0: none found) */
 	uint8_t len, kind, member, st, reached, rowstart;
-	uint8_t both; /* rows of the start line (1) and of the end line (2) begin here */
-	uint8_t lea;  /* a lea of a rip-relative address, into register @reg */
-	uint8_t nout; /* edges out */
-	uint8_t arm;  /* 1 start, 2 end */
-	int reg;
+	uint8_t both;	      /* rows of the start line (1) and of the end line (2) begin here */
+	uint8_t lea;	      /* a lea of a rip-relative address, into register @reg */
+	uint8_t arm;	      /* 1 start, 2 end */
+	int reg, first, nout; /* nout edges out: f->e[first .. first + nout) */
 };
 
 struct edge {
@@ -230,6 +229,7 @@ static int edges(Elf *elf, struct fn *f)
 		struct insn *in = &f->in[i];
 		bool falls = in->kind == K_PLAIN || in->kind == K_JCC || in->kind == K_CALL;
 		int next = falls && i + 1 < f->n && f->in[i + 1].addr == in->addr + in->len ? i + 1 : -1;
+		in->first = f->ne;
 		if (add_edge(f, i, next) < 0 ||
 		    add_edge(f, i, in->kind == K_JCC || in->kind == K_JMP ? find_insn(f, in->target) : -1) < 0)
 			return -1;
@@ -242,8 +242,8 @@ static int edges(Elf *elf, struct fn *f)
 	stack[sp++] = entry;
 	while (sp) {
 		int i = stack[--sp];
-		for (int k = 0; k < f->ne; k++)
-			if (f->e[k].from == i && !f->in[f->e[k].to].reached) {
+		for (int k = f->in[i].first; k < f->in[i].first + f->in[i].nout; k++)
+			if (!f->in[f->e[k].to].reached) {
 				f->in[f->e[k].to].reached = 1;
 				stack[sp++] = f->e[k].to;
 			}
