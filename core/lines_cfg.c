@@ -39,6 +39,12 @@ struct edge {
 	int from, to;
 };
 
+/* An address range of an inlined call, and the line of the call in the range's file. */
+struct inl {
+	uint64_t lo, hi;
+	int line;
+};
+
 #define MAX_RANGES 8
 #define MAX_FUNCS 16
 #define MAX_TABLE 1024
@@ -54,6 +60,8 @@ struct fn {
 	uint8_t ind; /* the states after indirect jumps whose targets are unknown (they may go to
 			any instruction that begins a row) */
 	bool unknown_ind;
+	struct inl *inl; /* the function's inlined calls made from the range's file */
+	int ninl;
 	uint8_t entry_st; /* the state at the entry: closed, or either when a hit may be open
 			     as control leaves a function of the range */
 };
@@ -279,6 +287,14 @@ static bool in_fn(const struct fn *f, uint64_t addr)
 	return false;
 }
 
+/* Where line @line puts an instruction that is @was so far: the range wins over the end line. */
+static uint8_t member(int line, int l1, int l2, uint8_t was)
+{
+	if ((line >= l1 && line < l2) || was == M_RANGE)
+		return M_RANGE;
+	return line == l2 ? M_END : was;
+}
+
 /* Each instruction's place: the last row at or before its address (rows at one address: the
    last one is the instruction's line). */
 static int place(struct ps_lines *l, struct fn *f, const char *file, int l1, int l2)
@@ -306,11 +322,40 @@ static int place(struct ps_lines *l, struct fn *f, const char *file, int l1, int
 			if (ps__same_file(o->file, file) && (o->line == l1 || o->line == l2))
 				f->in[i].both |= o->line == l1 ? 1 : 2;
 		}
-		if (r->line <= 0 || !ps__same_file(r->file, file))
-			continue;
-		f->in[i].member = r->line >= l1 && r->line < l2 ? M_RANGE : r->line == l2 ? M_END : M_OUT;
+		/* the line, or the line of an inlined call this instruction belongs to */
+		if (r->line > 0 && ps__same_file(r->file, file))
+			f->in[i].member = member(r->line, l1, l2, M_OUT);
+		for (int c = 0; c < f->ninl; c++)
+			if (f->in[i].addr >= f->inl[c].lo && f->in[i].addr < f->inl[c].hi)
+				f->in[i].member = member(f->inl[c].line, l1, l2, f->in[i].member);
 	}
 	free(rr);
+	return 0;
+}
+
+/*
+ * Optimized code interleaves lines: an instruction of the end line may come before more of
+ * the range's in straight-line code (no branch out, nothing jumps in between). Control has
+ * not left the range for the end line there: such an instruction is no end.
+ */
+static int interleaved(struct fn *f)
+{
+	int *npred = calloc((size_t)f->n + 1, sizeof *npred);
+	bool range_after = false;
+
+	if (!npred)
+		return -1;
+	for (int k = 0; k < f->ne; k++)
+		npred[f->e[k].to]++;
+	for (int i = f->n - 1; i >= 0; i--) {
+		const struct insn *in = &f->in[i];
+		bool straight = i + 1 < f->n && (in->kind == K_PLAIN || in->kind == K_CALL) && in->nout == 1 &&
+				f->e[in->first].to == i + 1 && npred[i + 1] == 1;
+		range_after = straight && (f->in[i + 1].member == M_RANGE || range_after);
+		if (f->in[i].member == M_END && range_after)
+			f->in[i].member = M_OUT;
+	}
+	free(npred);
 	return 0;
 }
 
@@ -424,6 +469,44 @@ static bool choose(struct fn *f)
 	return ends;
 }
 
+static int add_inl(struct fn *f, uint64_t lo, uint64_t hi, int line)
+{
+	struct inl *p = realloc(f->inl, (size_t)(f->ninl + 1) * sizeof *p);
+
+	if (!p)
+		return -1;
+	f->inl = p;
+	f->inl[f->ninl++] = (struct inl){lo, hi, line};
+	return 0;
+}
+
+/* The inlined calls under @die made from @file (DW_AT_call_file, DW_AT_call_line). */
+static void find_inlines(Dwarf_Die *die, Dwarf_Files *files, const char *file, struct fn *f)
+{
+	Dwarf_Die child;
+
+	if (dwarf_child(die, &child) != 0)
+		return;
+	do {
+		Dwarf_Attribute a;
+		Dwarf_Word cf, cl;
+		const char *name;
+
+		if (dwarf_tag(&child) == DW_TAG_inlined_subroutine &&
+		    dwarf_formudata(dwarf_attr(&child, DW_AT_call_file, &a), &cf) == 0 &&
+		    dwarf_formudata(dwarf_attr(&child, DW_AT_call_line, &a), &cl) == 0 &&
+		    (name = dwarf_filesrc(files, cf, NULL, NULL)) && ps__same_file(name, file)) {
+			Dwarf_Addr base, lo, hi;
+			ptrdiff_t off = 0;
+			while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0)
+				if (add_inl(f, lo, hi, (int)cl) < 0)
+					return;
+		}
+		if (dwarf_haschildren(&child) > 0)
+			find_inlines(&child, files, file, f);
+	} while (dwarf_siblingof(&child, &child) == 0);
+}
+
 /* The functions (DWARF subprograms) holding code of lines [l1, l2] of @file. */
 static int find_fns(struct ps_lines *l, const char *file, int l1, int l2, struct fn *fns, int max)
 {
@@ -433,6 +516,8 @@ static int find_fns(struct ps_lines *l, const char *file, int l1, int l2, struct
 	for (size_t i = 0; i < l->nrows; i++) {
 		const struct row *r = &l->rows[i];
 		Dwarf_Die cu, *scopes = NULL, *sp = NULL;
+		Dwarf_Files *files;
+		size_t nfiles;
 		int ns;
 		bool known = false;
 
@@ -467,6 +552,8 @@ static int find_fns(struct ps_lines *l, const char *file, int l1, int l2, struct
 			if (!f->name)
 				f->name = "?";
 			seen[n] = dwarf_dieoffset(sp);
+			if (dwarf_diecu(sp, &cu, NULL, NULL) && dwarf_getsrcfiles(&cu, &files, &nfiles) == 0)
+				find_inlines(sp, files, file, f);
 			if (f->nr)
 				n++;
 		}
@@ -509,7 +596,8 @@ int ps_lines_range_arms(struct ps_lines *l, const char *file, int *pl1, int *pl2
 		return 0;
 	for (int k = 0; k < nf; k++) {
 		fns[k].entry_st = ST_CLOSED;
-		if (decode(l->elf, &fns[k]) < 0 || place(l, &fns[k], f, l1, l2) < 0 || edges(l->elf, &fns[k]) < 0)
+		if (decode(l->elf, &fns[k]) < 0 || place(l, &fns[k], f, l1, l2) < 0 || edges(l->elf, &fns[k]) < 0 ||
+		    interleaved(&fns[k]) < 0)
 			goto fallback;
 	}
 	for (int pass = 0; pass < 2; pass++) {
@@ -558,9 +646,9 @@ int ps_lines_range_arms(struct ps_lines *l, const char *file, int *pl1, int *pl2
 	}
 	if (!ends) {
 		rc = ps_error_set(err, PS_EUSAGE,
-				  "no path from line %d of %s reaches line %d in %s (optimized code): the range never "
-				  "ends; choose another end line",
-				  l1, file, l2, fns[0].name);
+				  "line %d of %s never follows the code of line %d in %s (optimized code reorders or "
+				  "interleaves them): the range never ends; choose another end line",
+				  l2, file, l1, fns[0].name);
 		goto done;
 	}
 	/* ends first: where one hit ends and the next starts, the roles run in that order */
@@ -582,6 +670,7 @@ done:
 	for (int k = 0; k < nf; k++) {
 		free(fns[k].in);
 		free(fns[k].e);
+		free(fns[k].inl);
 	}
 	return rc;
 }

@@ -7,6 +7,7 @@
  *   FILL-BEFORE to FILL-FOR        the loop header as end line: 1 hit, before the loop
  *   FILL-FOR to FILL-AFTER         the loop header as start line: 1 hit, the whole loop
  *   DISPATCH-FIRST to DISPATCH-AFTER    a whole loop with a jump table: CALLS hits
+ *   MAIN-TWICE to MAIN-PRINT            a line whose code is an inlined call: 1 hit
  *   DISPATCH-CASE to DISPATCH-AFTER     from a case inside the loop to the line after the
  *                                       loop: one hit per call (a stop at each entry to the case)
  *
@@ -17,6 +18,11 @@
 #include <stdlib.h>
 
 static volatile unsigned sink;
+
+static inline unsigned twice(unsigned x)
+{
+	return x * 2 + sink;
+}
 
 void __attribute__((noinline)) fill(unsigned char *ops, int n)
 {
@@ -70,7 +76,8 @@ int main(int argc, char **argv)
 	fill(ops, n);
 	for (int c = 0; c < calls; c++)
 		sum += dispatch(ops, n);
-	printf("%u\nok\n", sum);
+	sum = twice(sum); /* MAIN-TWICE */
+	printf("%u\nok\n", sum); /* MAIN-PRINT */
 	free(ops);
 	return 0;
 }

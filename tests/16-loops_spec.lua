@@ -101,4 +101,18 @@ describe("a line range and a loop", function()
     assert.are.equal(3, #hits)
   end)
 
+  it("over a line whose code is an inlined call, interleaved with the next line's: one hit", function()
+    local hits, stops = run_loops(("loops.c:%d-loops.c:%d"):format(loops("MAIN-TWICE"), loops("MAIN-PRINT")), 1000, 2)
+    assert.are.equal(1, #hits)
+    assert.is_true(stops < FEW_STOPS, tostring(stops))
+  end)
+
+  it("says in one line that a range interleaved with its end line never ends", function()
+    local body = line_of("examples/sum.c", "numbers[i] = (uint32_t)rand();")
+    local _, err, rc = support.sh(("%s stat -r sum.c:%d-sum.c:%d -e task-clock examples/sum"):format(P, body - 1, body))
+    assert.are_not.equal(0, rc)
+    assert.truthy(err:find("the range never ends; choose another end line", 1, true), err)
+    assert.are.equal(1, select(2, err:gsub("\n", "")), err)
+  end)
+
 end)

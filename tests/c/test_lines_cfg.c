@@ -57,6 +57,8 @@ TEST(lines_cfg_loops)
 	    {"examples/loops", "examples/loops.c", "/* FILL-FOR */", "/* FILL-AFTER */", 0, 0, 1, 1},
 	    {"examples/loops", "examples/loops.c", "/* FILL-BEFORE */", "/* FILL-FOR */", 0, 0, 1, 1},
 	    {"examples/loops", "examples/loops.c", "/* DISPATCH-FIRST */", "/* DISPATCH-AFTER */", 0, 0, 1, 1},
+	    /* a line whose code is an inlined call, interleaved with the next line's */
+	    {"examples/loops", "examples/loops.c", "/* MAIN-TWICE */", "/* MAIN-PRINT */", 0, 0, 1, 1},
 	};
 
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
