@@ -188,16 +188,17 @@ static bool choose(struct fn *f)
 		all[f->e[k].to]++;
 		needed[f->e[k].to] += need(&f->in[f->e[k].to], src->st) != 0;
 	}
+	for (int i = 0; i < f->n; i++)
+		if (outer_state(f, i)) {
+			all[i]++;
+			needed[i] += need(&f->in[i], outer_state(f, i)) != 0;
+		}
 	for (int i = 0; i < f->n; i++) {
 		struct insn *in = &f->in[i];
 		int kind = need(in, ST_CLOSED | ST_OPEN);
 		uint8_t outer = outer_state(f, i);
 		bool by_source;
 
-		if (outer) {
-			all[i]++;
-			needed[i] += need(in, outer) != 0;
-		}
 		if (!needed[i] || !in->reached)
 			continue;
 		ends |= kind == 2;
@@ -207,7 +208,7 @@ static bool choose(struct fn *f)
 			const struct insn *src = &f->in[f->e[k].from];
 			if (f->e[k].to == i && src->reached && need(in, src->st))
 				by_source = src->nout == 1 && (src->kind == K_PLAIN || src->kind == K_JMP) &&
-					    !needed[f->e[k].from] && f->e[k].from < i;
+					    !needed[f->e[k].from];
 		}
 		if (!by_source) {
 			in->arm = (uint8_t)kind;
