@@ -400,9 +400,9 @@ int ps_lines_range_arms(struct ps_lines *l, const char *file, int *pl1, int *pl2
 	}
 	if (!ends) {
 		rc = ps_error_set(err, PS_EUSAGE,
-				  "line %d of %s never follows the code of line %d in %s (optimized code reorders or "
-				  "interleaves them): the range never ends; choose another end line",
-				  l2, file, l1, fns[0].name);
+				  "line %d of %s never comes after the code of lines %d-%d in %s (optimized code "
+				  "reorders or interleaves them): the range never ends; choose another end line",
+				  l2, file, l1, l2 - 1, fns[0].name);
 		goto done;
 	}
 	/* ends first: where one hit ends and the next starts, the roles run in that order */
