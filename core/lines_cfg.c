@@ -399,10 +399,12 @@ int ps_lines_range_arms(struct ps_lines *l, const char *file, int *pl1, int *pl2
 		goto done;
 	}
 	if (!ends) {
+		char lines[40];
+		snprintf(lines, sizeof lines, l2 - 1 > l1 ? "lines %d-%d" : "line %d", l1, l2 - 1);
 		rc = ps_error_set(err, PS_EUSAGE,
-				  "line %d of %s never comes after the code of lines %d-%d in %s (optimized code "
-				  "reorders or interleaves them): the range never ends; choose another end line",
-				  l2, file, l1, l2 - 1, fns[0].name);
+				  "line %d of %s never comes after the code of %s in %s (optimized code reorders or "
+				  "interleaves them): the range never ends; choose another end line",
+				  l2, file, lines, fns[0].name);
 		goto done;
 	}
 	/* ends first: where one hit ends and the next starts, the roles run in that order */
