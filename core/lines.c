@@ -17,26 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lines_priv.h"
 #include "symbols.h"
-
-struct row {
-	uint64_t addr;
-	const char *file;
-	int line;
-	bool stmt;
-	bool end; /* end of a sequence: its address is past the code */
-};
-
-struct ps_lines {
-	char *path;
-	int fd, dfd; /* the file, and its separate debug file (-1 if none) */
-	Elf *elf, *delf;
-	Dwarf *dw;
-	struct row *rows;
-	size_t nrows, cap;
-	char **pool; /* strings made here (demangled callers) */
-	size_t npool;
-};
 
 void ps_lines_close(struct ps_lines *l)
 {
@@ -218,7 +200,7 @@ static const char *base_name(const char *path)
 }
 
 /* The one file of the line tables that @q names, or NULL with @err set. */
-static const char *find_file(struct ps_lines *l, const char *q, struct ps_error *err)
+const char *ps__lines_find_file(struct ps_lines *l, const char *q, struct ps_error *err)
 {
 	const char *found = NULL, *other = NULL, *last = NULL;
 	struct ps_sym_near near = {0};
@@ -265,15 +247,10 @@ static int cmp_u64(const void *pa, const void *pb)
 	return a < b ? -1 : a > b;
 }
 
-static bool same_file(const char *a, const char *b)
-{
-	return a == b || strcmp(a, b) == 0;
-}
-
 int ps_lines_addrs(struct ps_lines *l, const char *file, int line, uint64_t *addrs, int max, int *actual_line,
 		   struct ps_error *err)
 {
-	const char *f = find_file(l, file, err);
+	const char *f = ps__lines_find_file(l, file, err);
 	uint64_t *all;
 	size_t n = 0, k = 0;
 	int next = 0, last = 0;
@@ -286,7 +263,7 @@ int ps_lines_addrs(struct ps_lines *l, const char *file, int line, uint64_t *add
 	/* the line itself or the next one with code */
 	for (size_t i = 0; i < l->nrows; i++) {
 		const struct row *r = &l->rows[i];
-		if (r->end || !r->stmt || !same_file(r->file, f))
+		if (r->end || !r->stmt || !ps__same_file(r->file, f))
 			continue;
 		if (r->line >= line && (!next || r->line < next))
 			next = r->line;
@@ -301,7 +278,7 @@ int ps_lines_addrs(struct ps_lines *l, const char *file, int line, uint64_t *add
 	/* the first stmt row of each run of rows of (f, next) */
 	for (size_t i = 0; i < l->nrows; i++) {
 		const struct row *r = &l->rows[i];
-		if (r->end || r->line != next || !same_file(r->file, f)) {
+		if (r->end || r->line != next || !ps__same_file(r->file, f)) {
 			in_block = false;
 			continue;
 		}

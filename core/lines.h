@@ -55,8 +55,8 @@ int ps_lines_addrs(struct ps_lines *l, const char *file, int line, uint64_t *add
  * @err:           "bad line range 'SPEC': expected FILE:L1-L2 or FILE:L1-FILE:L2", or
  *                 a range in one file that ends where or before it starts.
  *
- * The region of a range runs from the first address of L1 (inclusive: a start
- * point) to the first address of L2 (exclusive: a stop point). File names may
+ * The region of a range runs from L1 (inclusive) to L2 (exclusive); where its hits
+ * start and end is found by ps_lines_range_arms(). File names may
  * contain '-' and ':'; the split is at the first ":DIGITS-".
  * Return: 0, or -1 with @err set.
  */
@@ -101,5 +101,44 @@ int ps_lines_inlined(struct ps_lines *l, const char *name, struct ps_inline *out
  * Return: 0, or -1 if @addr has no line info.
  */
 int ps_lines_addr2line(struct ps_lines *l, uint64_t addr, const char **file, int *line);
+
+/**
+ * struct ps_lines_arm - a breakpoint of a line range: where a hit may start or end.
+ * @addr: link-time address.
+ * @end:  1 where a hit ends (before the instruction runs), 0 where it starts.
+ */
+struct ps_lines_arm {
+	uint64_t addr;
+	int end;
+};
+
+/**
+ * ps_lines_range_arms() - the breakpoints of the line range FILE:L1-FILE:L2, from the
+ * control flow of the functions that hold its code.
+ * @l:       the tables.
+ * @file:    the source file (as for ps_lines_addrs()).
+ * @pl1, @pl2: the start and end lines; each is moved to the next line with code (any row
+ *           of the line table, is_stmt or not) when it has none.
+ * @out:     receives up to @max breakpoints, ends first.
+ * @max:     room in @out.
+ * @note:    receives a remark for the user ("" if none), e.g. paths that return inside
+ *           the range; @notelen bytes.
+ * @err:     a range whose lines have no code, whose start and end lines begin at one
+ *           address, or whose end line no path from the start reaches (optimized code):
+ *           one line saying so.
+ *
+ * The range's code is every instruction of a line in [@l1, @l2) of @file; the end line's
+ * code every instruction of line @l2. A hit starts where control enters the range's code
+ * while no hit is open and ends at the first instruction of the end line after that. The
+ * instructions of the functions are decoded (Zydis) into a flow graph, and which edges
+ * can start or end a hit is found from it: only their targets (or their sources, when
+ * the target is also reached from elsewhere) are returned, so a loop wholly inside or
+ * outside the range costs no stop per iteration.
+ * Return: the number of breakpoints (1..@max); 0 when the code cannot be analysed (no
+ * functions in the DWARF, an instruction Zydis does not know, too many breakpoints): the
+ * caller arms the lines' first addresses instead; -1 with @err set.
+ */
+int ps_lines_range_arms(struct ps_lines *l, const char *file, int *pl1, int *pl2, struct ps_lines_arm *out, int max,
+			char *note, size_t notelen, struct ps_error *err);
 
 #endif

@@ -397,10 +397,39 @@ int ps_session_region_func(struct ps_session *s, const char *name, unsigned flag
 	return first;
 }
 
+/*
+ * A range in one file: from its functions' control flow, arm only where a hit can start or
+ * end (core/lines_cfg.c). Return 0 when armed, 1 when the flow cannot be analysed (arm the
+ * lines' first addresses), -1 on error.
+ */
+static int flow_range(struct ps_session *s, struct ps_region_info *ri, struct ps_lines *l, const char *file, int l1,
+		      int l2, struct ps_error *err)
+{
+	struct ps_lines_arm arms[64];
+	char note[300];
+	uint64_t bias = main_bias(s);
+	int n, a1 = l1, a2 = l2;
+
+	if ((n = ps_lines_range_arms(l, file, &a1, &a2, arms, 64, note, sizeof note, err)) <= 0)
+		return n < 0 ? -1 : 1;
+	if (a1 != l1)
+		ps__notice(s, "%s: line %d has no code; the range starts at line %d", ri->name, l1, a1);
+	if (a2 != l2)
+		ps__notice(s, "%s: line %d has no code; the range ends at line %d", ri->name, l2, a2);
+	ri->addr = arms[n - 1].addr + bias; /* a start: they come after the ends */
+	for (int i = 0; i < n; i++)
+		if (ps__bp_role(s, arms[i].addr + bias, PS_BP_ADDR, ri->id, arms[i].end ? ROLE_END : ROLE_START, err) <
+		    0)
+			return -1;
+	if (note[0])
+		ps__notice(s, "%s", note);
+	return 0;
+}
+
 static int arm_range(struct ps_session *s, struct ps_region_info *ri, struct ps_error *err)
 {
 	struct ps_region_spec rs;
-	int a1, a2, n1, n2;
+	int a1, a2, n1, n2, rc;
 	uint64_t from[32], to[32], bias = main_bias(s);
 	struct ps_lines *l;
 
@@ -416,6 +445,8 @@ static int arm_range(struct ps_session *s, struct ps_region_info *ri, struct ps_
 	} else {
 		if (!(l = lines(s, err)))
 			return -1;
+		if (!strcmp(rs.file1, rs.file2) && (rc = flow_range(s, ri, l, rs.file1, rs.line1, rs.line2, err)) <= 0)
+			return rc;
 		if ((n1 = ps_lines_addrs(l, rs.file1, rs.line1, from, 32, &a1, err)) < 0 ||
 		    (n2 = ps_lines_addrs(l, rs.file2, rs.line2, to, 32, &a2, err)) < 0)
 			return -1;

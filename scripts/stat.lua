@@ -16,7 +16,8 @@ of an unmodified binary, per thread, and prints one aggregated table per region.
 
 regions:
   -r, --region R      a function (sum, ns::Klass::method, libm.so.6:frexp, 0x401136) or
-                      a line range FILE:L1-FILE:L2 / FILE:L1-L2 (L1 inclusive, L2 exclusive);
+                      a line range FILE:L1-FILE:L2 / FILE:L1-L2 (L1 inclusive, L2 exclusive:
+                      a hit from entering L1..L2-1 to reaching L2; loops inside cost no stop);
                       may be repeated. Inlined copies of a function are reported too.
   -f, --function R    the same as -r
   --every-level       count every level of a recursion (default: the outermost call only)
