@@ -832,6 +832,18 @@ int ps_session_detach(struct ps_session *s, struct ps_error *err)
 	return rc;
 }
 
+uint64_t ps_session_open_calls(struct ps_session *s, int id)
+{
+	uint64_t n = 0;
+
+	if (id < 0 || id >= s->nreg)
+		return 0;
+	for (unsigned b = 0; b < THR_BUCKETS; b++)
+		for (struct thr *th = s->threads[b]; th; th = th->next)
+			n += th->depth[id] ? th->depth[id] : th->active[id] >= 0;
+	return n;
+}
+
 void ps_session_free(struct ps_session *s)
 {
 	if (!s)
