@@ -408,9 +408,11 @@ int ps_session_region_sample(struct ps_session *s, int id, const struct ps_sampl
 	if ((how->every > 0) + (how->p > 0) + (how->period_ms > 0) != 1)
 		return ps_error_set(err, PS_EUSAGE, "region '%s': give one of every, p, or window_ms with period_ms",
 				    ri->name);
-	if (how->p > 1 || (how->period_ms && (how->window_ms == 0 || how->window_ms >= how->period_ms)))
-		return ps_error_set(err, PS_EUSAGE,
-				    "region '%s': p is in (0, 1]; window_ms is above 0 and below period_ms", ri->name);
+	if (how->p > 1)
+		return ps_error_set(err, PS_EUSAGE, "region '%s': p is a probability above 0 and at most 1, not %g",
+				    ri->name, how->p);
+	if (how->period_ms && (how->window_ms == 0 || how->window_ms >= how->period_ms))
+		return ps_error_set(err, PS_EUSAGE, "region '%s': window_ms is above 0 and below period_ms", ri->name);
 	if (sample_k(s, id) >= 0)
 		return ps_error_set(err, PS_EUSAGE, "region '%s' is sampled already", ri->name);
 	if (s->nsampled == PS_MAX_HW)

@@ -674,8 +674,11 @@ int ps_session_set_groups(struct ps_session *s, const int *sizes, int n, struct 
 
 	if (s->started || s->ring)
 		return ps_error_set(err, PS_EUSAGE, "groups are set before the program starts running");
-	if (n < 1 || n > PS_MAX_GROUPS)
-		return ps_error_set(err, PS_EUSAGE, "between 1 and %d groups (got %d)", PS_MAX_GROUPS, n);
+	if (n < 1)
+		return ps_error_set(err, PS_EUSAGE, "no counter group given; give at least one event");
+	if (n > PS_MAX_GROUPS)
+		return ps_error_set(err, PS_EUSAGE, "at most %d counter groups (got %d); merge some -g lists",
+				    PS_MAX_GROUPS, n);
 	for (int g = 0; g < n; g++) {
 		if (sizes[g] < 1)
 			return ps_error_set(err, PS_EUSAGE, "group %d is empty", g + 1);
@@ -834,6 +837,18 @@ int ps_session_detach(struct ps_session *s, struct ps_error *err)
 	if (s->ring)
 		drain(s);
 	return rc;
+}
+
+uint64_t ps_session_open_calls(struct ps_session *s, int id)
+{
+	uint64_t n = 0;
+
+	if (id < 0 || id >= s->nreg)
+		return 0;
+	for (unsigned b = 0; b < THR_BUCKETS; b++)
+		for (struct thr *th = s->threads[b]; th; th = th->next)
+			n += th->depth[id] ? th->depth[id] : th->active[id] >= 0;
+	return n;
 }
 
 void ps_session_free(struct ps_session *s)

@@ -116,6 +116,12 @@ int ps_session_spill_close(struct ps_session *s, struct ps_error *err);
 /* Entries of region @id so far (for a sampled region: the hardware count). */
 uint64_t ps_session_entries(struct ps_session *s, int id);
 
+/**
+ * ps_session_open_calls() - calls of region @id entered and not yet ended (every level of an
+ * every-level region): after a pause or a detach, the calls still running then.
+ */
+uint64_t ps_session_open_calls(struct ps_session *s, int id);
+
 /* Trace forked children too (1), or release them with every breakpoint removed (0, default). */
 int ps_session_set_follow_fork(struct ps_session *s, int follow);
 

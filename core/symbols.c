@@ -24,6 +24,10 @@ struct ps_symtab {
 	int is_pie;
 	int has_symtab;
 	uint64_t entry;
+	struct ps_import {
+		char *name, *lib; /* lib: from the symbol's version (libc.so.6), or NULL */
+	} * imports;		  /* functions the file calls in a shared library (undefined in .dynsym) */
+	size_t nimports, capimports;
 };
 
 #define MAX_LISTED 8 /* names listed in an "ambiguous" message */
@@ -205,6 +209,61 @@ static Elf_Data *versym_data(Elf *elf)
 	return NULL;
 }
 
+/* The file that defines version @idx of @elf (a vn_file of .gnu.version_r), or NULL. */
+static const char *version_file(Elf *elf, unsigned idx)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Data *d = elf_getdata(scn, NULL);
+		size_t off = 0;
+		GElf_Verneed vn;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_GNU_verneed || !d)
+			continue;
+		while (gelf_getverneed(d, (int)off, &vn)) {
+			size_t aoff = off + vn.vn_aux;
+			GElf_Vernaux va;
+			for (unsigned j = 0; j < vn.vn_cnt && gelf_getvernaux(d, (int)aoff, &va); j++) {
+				if (va.vna_other == idx)
+					return elf_strptr(elf, sh.sh_link, vn.vn_file);
+				aoff += va.vna_next;
+			}
+			if (!vn.vn_next)
+				break;
+			off += vn.vn_next;
+		}
+	}
+	return NULL;
+}
+
+/* Remember an undefined function of .dynsym, and the library its version names. */
+static int add_import(struct ps_symtab *st, Elf *elf, const char *name, Elf_Data *vers, size_t i)
+{
+	GElf_Versym ver;
+	const char *lib = NULL;
+
+	if (vers && gelf_getversym(vers, (int)i, &ver) && (ver & 0x7fff) >= 2)
+		lib = version_file(elf, ver & 0x7fff);
+	if (st->nimports == st->capimports) {
+		size_t ncap = st->capimports ? 2 * st->capimports : 32;
+		struct ps_import *p = realloc(st->imports, ncap * sizeof *p);
+		if (!p)
+			return -1;
+		st->imports = p;
+		st->capimports = ncap;
+	}
+	st->imports[st->nimports].name = strdup(name);
+	st->imports[st->nimports].lib = lib ? strdup(lib) : NULL;
+	if (!st->imports[st->nimports].name || (lib && !st->imports[st->nimports].lib)) {
+		free(st->imports[st->nimports].name);
+		free(st->imports[st->nimports].lib);
+		return -1;
+	}
+	st->nimports++;
+	return 0;
+}
+
 /* Append the function symbols of one symbol section. In .dynsym, old versions kept for
  * compatibility (memcpy@GLIBC_2.2.5 beside memcpy@@GLIBC_2.14) are left out. */
 static int read_symbols(struct ps_symtab *st, Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, size_t *cap)
@@ -224,10 +283,15 @@ static int read_symbols(struct ps_symtab *st, Elf *elf, Elf_Scn *scn, const GElf
 		if (vers && gelf_getversym(vers, (int)i, &ver) && (ver & 0x8000))
 			continue; /* VERSYM_HIDDEN: not the default version */
 		type = GELF_ST_TYPE(sym.st_info);
-		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF || sym.st_value == 0)
-			continue;
 		name = elf_strptr(elf, sh->sh_link, sym.st_name);
 		if (!name || !name[0])
+			continue;
+		if (type == STT_FUNC && sym.st_shndx == SHN_UNDEF && sh->sh_type == SHT_DYNSYM) {
+			if (add_import(st, elf, name, vers, i) < 0)
+				return -1;
+			continue;
+		}
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF || sym.st_value == 0)
 			continue;
 		if (st->n == *cap) {
 			size_t ncap = *cap ? *cap * 2 : 256;
@@ -322,6 +386,11 @@ void ps_sym_close(struct ps_symtab *st)
 		free((char *)st->syms[i].name);
 		free((char *)st->syms[i].demangled);
 	}
+	for (size_t i = 0; i < st->nimports; i++) {
+		free(st->imports[i].name);
+		free(st->imports[i].lib);
+	}
+	free(st->imports);
 	free(st->syms);
 	free(st->path);
 	free(st);
@@ -433,10 +502,17 @@ static int not_found(const struct ps_symtab *st, const char *q, struct ps_error 
 	struct ps_sym_near near = {0};
 	char list[300];
 
+	for (size_t i = 0; i < st->nimports; i++)
+		if (strcmp(st->imports[i].name, q) == 0)
+			return ps_error_set(err, PS_ENOTFOUND,
+					    "'%s' is not in %s but in a library it loads: name it %s:%s%s", q, st->path,
+					    st->imports[i].lib ? st->imports[i].lib : "LIB", q,
+					    st->imports[i].lib ? "" : " (ldd lists the libraries)");
 	if (!st->has_symtab)
 		return ps_error_set(err, PS_ENOTFOUND,
-				    "%s is stripped (no .symtab): rebuild with -g (and without -s), "
-				    "or mark the region in code with the marker API",
+				    "%s is stripped (no .symtab): rebuild it without -s (with -g for line "
+				    "regions), or give the function's address, -r 0xADDR (as nm prints it on an "
+				    "unstripped build)",
 				    st->path);
 	for (size_t i = 0; i < st->n; i++) {
 		size_t len;

@@ -62,8 +62,10 @@ int ps_sym_has_symtab(const struct ps_symtab *st);
  *        path without its hash, or a substring of a single demangled name.
  * @out:  set to the symbol (owned by @st).
  * @err:  on failure: "'f' is ambiguous: f(int), f(double) (give the full name)",
- *        "no function 'x' in PATH; did you mean 'a', 'b' or 'c'?", or for a stripped
- *        file "PATH is stripped (no .symtab): rebuild with -g ...". Code PS_ENOTFOUND
+ *        "no function 'x' in PATH; did you mean 'a', 'b' or 'c'?", for a function the
+ *        file imports "'x' is not in PATH but in a library it loads: name it libc.so.6:x",
+ *        or for a stripped file "PATH is stripped (no .symtab): rebuild it without -s
+ *        ...". Code PS_ENOTFOUND
  *        (PS_EUSAGE when ambiguous).
  *
  * The forms are tried in that order; the first form that matches anything decides.

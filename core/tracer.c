@@ -46,6 +46,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -923,6 +924,60 @@ static struct ps_tracer *tracer_new(const struct ps_tracer_ops *ops, void *ud)
 	return t;
 }
 
+/* The file execvp() would run for @prog, in @path; 0, or -1 with errno (ENOENT). */
+static int find_program(const char *prog, char *path, size_t size)
+{
+	const char *dirs = getenv("PATH");
+
+	if (strchr(prog, '/'))
+		return snprintf(path, size, "%s", prog) < (int)size ? 0 : (errno = ENAMETOOLONG, -1);
+	for (const char *d = dirs ? dirs : "/usr/local/bin:/usr/bin:/bin"; d;
+	     d = strchr(d, ':') ? strchr(d, ':') + 1 : NULL) {
+		int len = (int)strcspn(d, ":");
+		if (snprintf(path, size, "%.*s%s%s", len, d, len ? "/" : "", prog) < (int)size &&
+		    access(path, X_OK) == 0)
+			return 0;
+	}
+	errno = ENOENT;
+	return -1;
+}
+
+/* One line on why @prog cannot be traced (missing, a directory, not executable, a script,
+ * not ELF), or 0 when it is an executable ELF file. */
+static int check_program(const char *prog, struct ps_error *err)
+{
+	char path[4096], head[128] = {0};
+	struct stat sb;
+	ssize_t n;
+	int fd;
+
+	if (find_program(prog, path, sizeof path) || stat(path, &sb)) {
+		if (!strchr(prog, '/') && access(prog, F_OK) == 0)
+			return ps_error_set(err, ENOENT, "cannot run '%s': it is not in PATH; give its path, ./%s",
+					    prog, prog);
+		return ps_error_set(err, ENOENT, "cannot run '%s': no such program; give the path of a program", prog);
+	}
+	if (S_ISDIR(sb.st_mode))
+		return ps_error_set(err, EISDIR, "cannot run '%s': it is a directory; give the program to run", prog);
+	if (access(path, X_OK))
+		return ps_error_set(err, EACCES, "cannot run '%s': it is not executable (chmod +x it)", prog);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return ps_error_set(err, errno, "cannot run '%s': %s", prog, strerror(errno));
+	n = read(fd, head, sizeof head - 1);
+	close(fd);
+	if (n >= 2 && head[0] == '#' && head[1] == '!') {
+		head[strcspn(head, "\n")] = '\0';
+		return ps_error_set(err, ENOEXEC,
+				    "'%s' is a script (%s); perfsh traces the ELF program itself: give that program "
+				    "and its arguments instead",
+				    prog, head);
+	}
+	if (n < 4 || memcmp(head, ELFMAG, SELFMAG))
+		return ps_error_set(err, ENOEXEC, "cannot run '%s': it is not an ELF program; give a compiled program",
+				    prog);
+	return 0;
+}
+
 int ps_tracer_spawn(struct ps_tracer **tp, char *const argv[], const struct ps_tracer_ops *ops, void *ud,
 		    struct ps_error *err)
 {
@@ -933,6 +988,8 @@ int ps_tracer_spawn(struct ps_tracer **tp, char *const argv[], const struct ps_t
 	*tp = NULL;
 	if (!argv || !argv[0])
 		return ps_error_set(err, PS_EUSAGE, "spawn: no program given");
+	if (check_program(argv[0], err))
+		return -1;
 	if (!(t = tracer_new(ops, ud)))
 		return ps_error_set(err, ENOMEM, "out of memory");
 	if (pipe2(fds, O_CLOEXEC)) {
@@ -1015,6 +1072,41 @@ int ps_tracer_spawn(struct ps_tracer **tp, char *const argv[], const struct ps_t
 	return 0;
 }
 
+/* Why ptrace(SEIZE) of @pid failed with @e: another user's process, one traced already, or
+ * (where the yama module is loaded) its ptrace_scope. */
+static int attach_denied(pid_t pid, int e, struct ps_error *err)
+{
+	char path[64], line[256];
+	long uid = -1, tracer = 0;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	if (e == EPERM && (f = fopen(path, "re"))) {
+		while (fgets(line, sizeof line, f)) {
+			sscanf(line, "Uid: %ld", &uid);
+			sscanf(line, "TracerPid: %ld", &tracer);
+		}
+		fclose(f);
+	}
+	if (e != EPERM)
+		return ps_error_set(err, e, "ptrace(SEIZE, %d): %s", (int)pid, strerror(e));
+	if (tracer > 0)
+		return ps_error_set(err, e,
+				    "attach %d: the process is traced already (by pid %ld); end that tracer first",
+				    (int)pid, tracer);
+	if (uid >= 0 && uid != (long)geteuid() && geteuid() != 0)
+		return ps_error_set(err, e,
+				    "attach %d: the process belongs to another user (uid %ld); run perfsh as that "
+				    "user (or as root)",
+				    (int)pid, uid);
+	if (access("/proc/sys/kernel/yama/ptrace_scope", F_OK) == 0)
+		return ps_error_set(err, e,
+				    "attach %d: not permitted by /proc/sys/kernel/yama/ptrace_scope; set it to 0 "
+				    "or run perfsh as root",
+				    (int)pid);
+	return ps_error_set(err, e, "attach %d: not permitted (ptrace: %s); run perfsh as root", (int)pid, strerror(e));
+}
+
 int ps_tracer_attach(struct ps_tracer **tp, pid_t pid, const struct ps_tracer_ops *ops, void *ud, struct ps_error *err)
 {
 	struct ps_tracer *t;
@@ -1048,10 +1140,7 @@ int ps_tracer_attach(struct ps_tracer **tp, pid_t pid, const struct ps_tracer_op
 				int e = errno;
 				closedir(d);
 				ps_tracer_free(t);
-				return ps_error_set(err, e, "ptrace(SEIZE, %d): %s%s", (int)pid, strerror(e),
-						    e == EPERM ? " (traced already, or see "
-								 "/proc/sys/kernel/yama/ptrace_scope)"
-							       : "");
+				return attach_denied(pid, e, err);
 			}
 			t->attached = 1;
 			if (!p && !(p = proc_new(t, pid))) {

@@ -408,13 +408,14 @@ static const struct ps_region_info *check_region(lua_State *L, struct ps_session
 	return ri;
 }
 
-/* t:region_info(id) -> {id, name, kind, addr, entries, entry_counter, hits, incomplete, dropped, why, pending} */
+/* t:region_info(id) -> {id, name, kind, addr, entries, running, entry_counter, hits, incomplete, dropped, why, pending}
+ */
 static int l_region_info(lua_State *L)
 {
 	struct ps_session *s = check(L);
 	const struct ps_region_info *ri = check_region(L, s, 2);
 
-	lua_createtable(L, 0, 10);
+	lua_createtable(L, 0, 11);
 	lua_pushinteger(L, ri->id);
 	lua_setfield(L, -2, "id");
 	lua_pushstring(L, ri->name);
@@ -425,6 +426,8 @@ static int l_region_info(lua_State *L)
 	lua_setfield(L, -2, "addr");
 	lua_pushinteger(L, (lua_Integer)ps_session_entries(s, ri->id));
 	lua_setfield(L, -2, "entries");
+	lua_pushinteger(L, (lua_Integer)ps_session_open_calls(s, ri->id));
+	lua_setfield(L, -2, "running");
 	lua_pushboolean(L, ri->sample_every || ri->sample_p > 0 || ri->period_ms);
 	lua_setfield(L, -2, "sampled");
 	lua_pushinteger(L, (lua_Integer)ri->late);

@@ -89,10 +89,19 @@ local function main(argv)
   for _, g in ipairs(groups) do for _, e in ipairs(g) do all[#all + 1] = e end end
   cli.check_events("stat", all)
   for _, note in ipairs(perfsh.event_notes(all)) do io.stderr:write("perfsh stat: note: ", note, "\n") end
+  local seconds = opts.seconds and cli.number("stat", "--seconds", opts.seconds, "a time in seconds above 0 (e.g. "
+    .. "--seconds 2.5)", function(n) return n > 0 and n < math.huge end)
+  local sample = opts.sample and cli.number("stat", "--sample", opts.sample, "a probability above 0 and at most 1 "
+    .. "(e.g. --sample 0.01)", function(n) return n > 0 and n <= 1 end)
+  if opts.save then cli.writable("stat", "--save", opts.save) end
+  if opts.trace then cli.writable("stat", "--trace", opts.trace) end
   local out = io.stdout
   if opts.output then
-    out = io.open(opts.output, "w")
-    if not out then error(("perfsh stat: cannot write %s"):format(opts.output), 0) end
+    local why
+    out, why = io.open(opts.output, "w")
+    if not out then
+      error(("perfsh stat: -o: cannot write %s; give a file in a directory you can write"):format(why), 0)
+    end
   end
 
   local t = cli.start("stat", cmd, opts.pid, {events = events, groups = groups, follow_fork = opts.follow_fork,
@@ -102,10 +111,8 @@ local function main(argv)
   for _, r in ipairs(opts.regions) do
     local spec = cli.region_spec(r, "stat")
     spec.every_level = opts.every_level
-    if opts.sample then
-      local p = tonumber(opts.sample)
-      if not p then error(("perfsh stat: --sample needs a probability, not '%s'"):format(opts.sample), 0) end
-      spec.sample = {p = p}
+    if sample then
+      spec.sample = {p = sample}
     elseif opts.every then
       local n = math.tointeger(tonumber(opts.every))
       if not n or n < 1 then error(("perfsh stat: --every needs a positive count, not '%s'"):format(opts.every), 0) end
@@ -114,11 +121,14 @@ local function main(argv)
     cli.arm("stat", t, r, spec)
   end
 
-  local status
+  local status, detached
   local rok, err = pcall(function()
-    if opts.seconds then
-      local st, why = t:run{seconds = tonumber(opts.seconds)}
-      if not st and why == "paused" and opts.pid then t:detach() end
+    if seconds then
+      local st, why = t:run{seconds = seconds}
+      if not st and why == "paused" and opts.pid then
+        t:detach()
+        detached = true
+      end
       status = st
     else
       status = t:run()
@@ -152,7 +162,7 @@ local function main(argv)
   if status then how = status.signal and (", killed by " .. status.signal) or (", exit " .. status.code) end
   report.regions(out, t.regions, {
     csv = opts.csv, every_call = opts.every_call, per_thread = opts.per_thread, events = info.events,
-    dropped = info.dropped,
+    dropped = info.dropped, detached = detached,
     header = ("perfsh stat: %s%s; events %s (user space); %d stops"):format(opts.pid and ("pid " .. what) or what,
       how, table.concat(info.events, ","), info.stops),
   })

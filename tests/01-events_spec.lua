@@ -195,7 +195,7 @@ describe("bad event lists", function()
   end)
   it("refuse a duplicate", function()
     local _, err = support.sh(support.perfsh .. " count -e task-clock,page-faults,task-clock true")
-    assert.are.equal("perfsh count: duplicate event task-clock in the group; name it once\n", err)
+    assert.are.equal("perfsh count: event 'task-clock' is given twice; name each event once\n", err)
     assert.has.error(function() perfsh.group{"page-faults", "page-faults"} end,
       "bad argument #1 to 'group' (duplicate event page-faults in the group; name it once)")
   end)

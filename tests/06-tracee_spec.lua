@@ -184,7 +184,8 @@ describe("a function region", function()
   it("says a stripped binary is stripped", function()
     local t <close> = perfsh.spawn{"examples/sum-stripped", events = events(), stdout = "/dev/null"}
     assert.has.error(function() t:region{func = "sum"} end, support.abspath("examples/sum-stripped")
-      .. " is stripped (no .symtab): rebuild with -g (and without -s), or mark the region in code with the marker API")
+      .. " is stripped (no .symtab): rebuild it without -s (with -g for line regions), or give the function's"
+      .. " address, -r 0xADDR (as nm prints it on an unstripped build)")
   end)
 end)
 

@@ -76,9 +76,10 @@ describe("perfsh stat", function()
   it("gives one-line errors for bad input", function()
     local rows = {
       {"stat -r nosuch examples/sum", "perfsh stat: region 'nosuch': no function 'nosuch' in "},
-      {"stat -r sum examples/sum-stripped", "is stripped (no .symtab): rebuild with -g"},
+      {"stat -r sum examples/sum-stripped", "is stripped (no .symtab): rebuild it without -s"},
       {"stat -r sum -e instrs examples/sum", "perfsh stat: unknown event 'instrs'; did you mean 'instructions'"},
-      {"stat -r sum ./no/such/program", "perfsh stat: cannot run './no/such/program': No such file or directory"},
+      {"stat -r sum ./no/such/program",
+        "perfsh stat: cannot run './no/such/program': no such program; give the path of a program"},
       {"stat examples/sum", "perfsh stat: no region given; name one with -r FUNCTION or -r FILE:L1-L2"},
       {"stat -r sum", "perfsh stat: no command given (or -p PID to attach)"},
       {"stat --bogus -r sum examples/sum", "perfsh stat: unknown option '--bogus' (perfsh stat --help lists them)"},

@@ -83,7 +83,7 @@ describe("region sampling", function()
   it("refuses what it cannot do", function()
     local t <close> = spawn_loop(10)
     assert.has.error(function() t:region{func = "spin", sample = {p = 2}} end,
-      "region 'spin': p is in (0, 1]; window_ms is above 0 and below period_ms")
+      "region 'spin': p is a probability above 0 and at most 1, not 2")
     assert.has.error(function() t:region{func = "spin", sample = {p = 0.5, every = 3}} end,
       "region 'spin': give one of every, p, or window_ms with period_ms")
     local b, e

@@ -55,18 +55,45 @@ function cli.parse(name, spec, argv, usage)
   return opts, rest
 end
 
---- The reason in an error message, without the "file:line: " a Lua error puts first.
+--- The reason in an error message, without the "file:line: " a Lua error puts first, nor the
+-- "bad argument #N to 'f' (...)" wrapper of an API call a recipe made.
 function cli.reason(err)
-  return (tostring(err):gsub("^[^\n]-:%d+: ", ""))
+  local why = tostring(err):gsub("^[^\n]-:%d+: ", "")
+  return why:match("^bad argument #%d+ to '[^']*' %((.*)%)$") or why
 end
 
---- Every name must resolve; else "perfsh NAME: unknown event ...".
+--- Every name must resolve, and come once; else "perfsh NAME: unknown event ...".
 function cli.check_events(name, events)
   local core = require "perfsh.core"
+  local seen = {}
   for _, e in ipairs(events) do
     local ok, why = core.resolve(e)
     if not ok then error(("perfsh %s: %s"):format(name, why), 0) end
+    if seen[e] then error(("perfsh %s: event '%s' is given twice; name each event once"):format(name, e), 0) end
+    seen[e] = true
   end
+end
+
+--- The value of a numeric option when ok(n) holds, else one line saying what it needs.
+function cli.number(name, flag, value, what, ok)
+  local n = tonumber(value)
+  if not n or n ~= n or not ok(n) then
+    error(("perfsh %s: %s needs %s, not '%s'"):format(name, flag, what, value), 0)
+  end
+  return n
+end
+
+--- Fail now, before anything runs, when @path cannot be written (a file of option @flag).
+function cli.writable(name, flag, path)
+  local existed = io.open(path, "r")
+  if existed then existed:close() end
+  local f, why = io.open(path, "a")
+  if not f then
+    error(("perfsh %s: %s: cannot write %s; give a file in a directory you can write"):format(name, flag,
+      cli.reason(why)), 0)
+  end
+  f:close()
+  if not existed then os.remove(path) end
 end
 
 --- A region named on a command line (parsed by core/regionspec.c): FILE:L1-L2, FILE:L1-FILE:L2
@@ -104,7 +131,8 @@ function cli.arm(name, t, label, spec)
   local ok, r = pcall(t.region, t, spec)
   if not ok then
     t:close()
-    error(("perfsh %s: region '%s': %s"):format(name, label, cli.reason(r)), 0)
+    local why = cli.reason(r):gsub("^region '[^']*': ", "")
+    error(("perfsh %s: region '%s': %s"):format(name, label, why), 0)
   end
   return r
 end

@@ -155,8 +155,15 @@ function report.regions(out, regions, opts)
         if st.incomplete > 0 then extra = extra .. (", %d incomplete (unwound or exited)"):format(st.incomplete) end
         if st.sampled then
           extra = extra .. (", sampled from %d calls"):format(st.entries or 0)
-        elseif rinfo.entries and rinfo.entries > st.hits + st.incomplete then
-          extra = extra .. (", %d nested entries"):format(rinfo.entries - st.hits - st.incomplete)
+        end
+        local running = rinfo.running or 0
+        if running > 0 then
+          extra = extra .. (", %d call%s still running at %s"):format(running, running == 1 and "" or "s",
+            opts.detached and "detach" or "the end")
+        end
+        local nested = (rinfo.entries or 0) - st.hits - st.incomplete - running
+        if not st.sampled and rinfo.entries and nested > 0 then
+          extra = extra .. (", %d nested entries"):format(nested)
         end
         report.print_table(out, ("region %s (%s, %d hit%s%s)"):format(r.name, rinfo.kind, st.hits,
           st.hits == 1 and "" or "s", extra), events, st)

@@ -168,7 +168,7 @@ TEST(session_bad_names)
 	char *missing[] = {"examples/no-such-program", NULL};
 
 	CHECK(ps_session_spawn(&s, missing, NULL, 0, &err) == -1);
-	CHECK_STR(err.msg, "cannot run 'examples/no-such-program': No such file or directory");
+	CHECK_STR(err.msg, "cannot run 'examples/no-such-program': no such program; give the path of a program");
 	if (access("examples/recursive", X_OK))
 		SKIP("examples/recursive is not built (make)");
 	CHECK(ps_session_spawn(&s, walk_argv, NULL, 0, &err) == 0);

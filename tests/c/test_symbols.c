@@ -176,8 +176,8 @@ TEST(sym_stripped)
 	CHECK_EQ_INT(ps_sym_has_symtab(st), 0);
 	CHECK_EQ_INT(ps_sym_lookup(st, "sum", &s, &err), -1);
 	snprintf(want, sizeof want,
-		 "%s is stripped (no .symtab): rebuild with -g (and without -s), or mark the "
-		 "region in code with the marker API",
+		 "%s is stripped (no .symtab): rebuild it without -s (with -g for line regions), or give "
+		 "the function's address, -r 0xADDR (as nm prints it on an unstripped build)",
 		 path);
 	CHECK_STR(err.msg, want);
 	ps_sym_close(st);

@@ -678,7 +678,8 @@ TEST(tracer_spawn_missing)
 	CHECK_EQ_INT(ps_tracer_spawn(&t, argv, &ops, NULL, &err), -1);
 	CHECK(t == NULL);
 	CHECK_EQ_INT(err.code, ENOENT);
-	CHECK_STR(err.msg, "cannot run '/nonexistent/perfsh-no-such-program': No such file or directory");
+	CHECK_STR(err.msg, "cannot run '/nonexistent/perfsh-no-such-program': no such program; give the path of a "
+			   "program");
 }
 
 TEST(tracer_fork_released)
