@@ -3,20 +3,7 @@ local perfsh = require "perfsh"
 local core = require "perfsh.core"
 local support = dofile("tests/support.lua")
 
--- events that work everywhere, plus instructions where the PMU is
-local function events()
-  if core.pmu_present() then return {"instructions", "task-clock"} end
-  return {"task-clock"}
-end
-
-local function line_of(file, marker)
-  local n = 0
-  for l in io.lines(file) do
-    n = n + 1
-    if l:find(marker, 1, true) then return n end
-  end
-  error("no " .. marker .. " in " .. file)
-end
+local events, line_of = support.events, support.line_of
 
 describe("a function region", function()
   it("records one hit of sum in a PIE binary", function()

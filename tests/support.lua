@@ -13,6 +13,22 @@ function support.need_pmu(pending)
   return false
 end
 
+--- Events that work everywhere, plus instructions where the PMU is.
+function support.events()
+  if core.pmu_present() then return {"instructions", "task-clock"} end
+  return {"task-clock"}
+end
+
+--- The number of the first line of @file that holds @marker.
+function support.line_of(file, marker)
+  local n = 0
+  for l in io.lines(file) do
+    n = n + 1
+    if l:find(marker, 1, true) then return n end
+  end
+  error("no " .. marker .. " in " .. file)
+end
+
 --- Run a shell command; returns its stdout, stderr and exit code.
 function support.sh(cmd, input)
   local out, err = os.tmpname(), os.tmpname()
