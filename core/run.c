@@ -30,12 +30,26 @@ static void close_pair(int p[2])
 			close(p[i]);
 }
 
+static volatile sig_atomic_t forward_sig; /* set by ps_run_forward(), sent by reap() */
+
+void ps_run_forward(int sig)
+{
+	forward_sig = sig;
+}
+
+/* Wait for the command; a signal given to ps_run_forward() meanwhile is passed on to it
+   (the handler that calls ps_run_forward() is installed without SA_RESTART). */
 static pid_t reap(pid_t pid, int *status)
 {
 	pid_t r;
-	do
+	do {
+		int sig = forward_sig;
+		if (sig) {
+			forward_sig = 0;
+			kill(pid, sig);
+		}
 		r = waitpid(pid, status, 0);
-	while (r < 0 && errno == EINTR);
+	} while (r < 0 && errno == EINTR);
 	return r;
 }
 
@@ -48,6 +62,7 @@ int ps_run(char *const argv[], const struct ps_event *ev, int n, struct ps_run_r
 	ssize_t got;
 
 	memset(res, 0, sizeof *res);
+	forward_sig = 0;
 	if (!argv || !argv[0])
 		return ps_error_set(err, PS_EUSAGE, "no command to run");
 	if (pipe2(gate, O_CLOEXEC) || pipe2(report, O_CLOEXEC)) {
