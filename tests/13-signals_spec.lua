@@ -2,7 +2,7 @@
 -- Every wait polls a condition for up to 20 s; no test depends on a fixed sleep being long
 -- enough, and the only time bound (a deadline) allows more than 4x its length.
 local support = dofile("tests/support.lua")
-local P = support.abspath(support.perfsh:gsub("^%./", ""))
+local P = support.perfsh:match("^/") and support.perfsh or support.abspath((support.perfsh:gsub("^%./", "")))
 local q = support.q
 
 local dir, napper
