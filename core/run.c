@@ -8,10 +8,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,19 +39,40 @@ void ps_run_forward(int sig)
 	forward_sig = sig;
 }
 
-/* Wait for the command; a signal given to ps_run_forward() meanwhile is passed on to it
-   (the handler that calls ps_run_forward() is installed without SA_RESTART). */
+/* Wait for the command; a signal given to ps_run_forward() meanwhile is passed on to it.
+   SIGINT, SIGTERM and SIGHUP are unblocked only inside ppoll() on a pidfd of the command, so
+   one that arrives just before the wait is not missed. */
 static pid_t reap(pid_t pid, int *status)
 {
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0), e;
+	sigset_t blk, old;
 	pid_t r;
-	do {
+
+	sigemptyset(&blk);
+	sigaddset(&blk, SIGINT);
+	sigaddset(&blk, SIGTERM);
+	sigaddset(&blk, SIGHUP);
+	/* without a pidfd, a blocking waitpid() that a signal interrupts (EINTR) */
+	sigprocmask(SIG_BLOCK, pfd >= 0 ? &blk : NULL, &old);
+	for (;;) {
 		int sig = forward_sig;
 		if (sig) {
 			forward_sig = 0;
 			kill(pid, sig);
 		}
-		r = waitpid(pid, status, 0);
-	} while (r < 0 && errno == EINTR);
+		r = waitpid(pid, status, pfd >= 0 ? WNOHANG : 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r != 0)
+			break;
+		struct pollfd p = {.fd = pfd, .events = POLLIN};
+		ppoll(&p, 1, NULL, &old);
+	}
+	e = errno;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (pfd >= 0)
+		close(pfd);
+	errno = e;
 	return r;
 }
 
