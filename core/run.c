@@ -8,10 +8,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,12 +32,47 @@ static void close_pair(int p[2])
 			close(p[i]);
 }
 
+static volatile sig_atomic_t forward_sig; /* set by ps_run_forward(), sent by reap() */
+
+void ps_run_forward(int sig)
+{
+	forward_sig = sig;
+}
+
+/* Wait for the command; a signal given to ps_run_forward() meanwhile is passed on to it.
+   SIGINT, SIGTERM and SIGHUP are unblocked only inside ppoll() on a pidfd of the command, so
+   one that arrives just before the wait is not missed. */
 static pid_t reap(pid_t pid, int *status)
 {
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0), e;
+	sigset_t blk, old;
 	pid_t r;
-	do
-		r = waitpid(pid, status, 0);
-	while (r < 0 && errno == EINTR);
+
+	sigemptyset(&blk);
+	sigaddset(&blk, SIGINT);
+	sigaddset(&blk, SIGTERM);
+	sigaddset(&blk, SIGHUP);
+	/* without a pidfd, a blocking waitpid() that a signal interrupts (EINTR) */
+	sigprocmask(SIG_BLOCK, pfd >= 0 ? &blk : NULL, &old);
+	for (;;) {
+		int sig = forward_sig;
+		if (sig) {
+			forward_sig = 0;
+			kill(pid, sig);
+		}
+		r = waitpid(pid, status, pfd >= 0 ? WNOHANG : 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r != 0)
+			break;
+		struct pollfd p = {.fd = pfd, .events = POLLIN};
+		ppoll(&p, 1, NULL, &old);
+	}
+	e = errno;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (pfd >= 0)
+		close(pfd);
+	errno = e;
 	return r;
 }
 
@@ -48,6 +85,7 @@ int ps_run(char *const argv[], const struct ps_event *ev, int n, struct ps_run_r
 	ssize_t got;
 
 	memset(res, 0, sizeof *res);
+	forward_sig = 0;
 	if (!argv || !argv[0])
 		return ps_error_set(err, PS_EUSAGE, "no command to run");
 	if (pipe2(gate, O_CLOEXEC) || pipe2(report, O_CLOEXEC)) {

@@ -29,6 +29,10 @@ struct ps_run_result {
  */
 int ps_run(char *const argv[], const struct ps_event *ev, int n, struct ps_run_result *res, struct ps_error *err);
 
+/* ps_run_forward() - from a signal handler (installed without SA_RESTART) while ps_run()
+ * waits: send @sig to the command. Async-signal-safe. */
+void ps_run_forward(int sig);
+
 /* CLOCK_MONOTONIC in ns. */
 uint64_t ps_now_ns(void);
 

@@ -809,6 +809,7 @@ int ps_session_run(struct ps_session *s, uint64_t max_records, uint64_t deadline
 	s->deadline = deadline_ns;
 	s->written_at_run_start = s->seq;
 	s->failed = 0;
+	ps_tracer_set_deadline(s->t, deadline_ns); /* on time even when no stop comes */
 	rc = ps__hw_windows(s) ? run_windows(s, err) : ps_tracer_run(s->t, err);
 	if (drain(s)) {
 		if (s->spill && err)

@@ -858,7 +858,7 @@ static int handle(struct ps_tracer *t, pid_t pid, int st)
 	}
 	if (sig == SIGTRAP)
 		return on_trap(t, th);
-	resume(t, th, sig);
+	resume(t, th, ps__tr_tty_signal(t, th->tid, sig) ? 0 : sig);
 	return 0;
 }
 
@@ -917,6 +917,7 @@ static struct ps_tracer *tracer_new(const struct ps_tracer_ops *ops, void *ud)
 	t->ud = ud;
 	t->code = -1;
 	t->err = &t->errbuf;
+	t->sfd = -1;
 	if (bph_rebuild(t, 16)) {
 		free(t);
 		return NULL;
@@ -1134,7 +1135,8 @@ int ps_tracer_attach(struct ps_tracer **tp, pid_t pid, const struct ps_tracer_op
 			pid_t tid = (pid_t)atoi(de->d_name);
 			if (tid <= 0 || th_find(t, tid))
 				continue;
-			if (ptrace(PTRACE_SEIZE, tid, 0, PTRACE_OPTS)) {
+			/* no PTRACE_O_EXITKILL: a process perfsh did not start outlives it */
+			if (ptrace(PTRACE_SEIZE, tid, 0, PTRACE_OPTS & ~PTRACE_O_EXITKILL)) {
 				if (tid != pid || t->attached)
 					continue;
 				int e = errno;
@@ -1302,7 +1304,9 @@ int ps_tracer_run(struct ps_tracer *t, struct ps_error *err)
 			t->intr = 0;
 			return 0;
 		}
-		pid_t w = waitpid(-1, &st, __WALL);
+		pid_t w = ps__tr_wait(t, &st);
+		if (w == 0)
+			continue; /* interrupted, or the deadline passed */
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -1321,11 +1325,6 @@ int ps_tracer_run(struct ps_tracer *t, struct ps_error *err)
 		if (handle(t, w, st))
 			return -1;
 	}
-}
-
-void ps_tracer_interrupt(struct ps_tracer *t)
-{
-	t->intr = 1;
 }
 
 int ps_tracer_status(const struct ps_tracer *t, int *exited, int *code, int *signo)
@@ -1475,6 +1474,8 @@ void ps_tracer_free(struct ps_tracer *t)
 		free(p->slot);
 		free(p);
 	}
+	if (t->sfd >= 0)
+		close(t->sfd);
 	free(t->th);
 	free(t->bp);
 	free(t->bph);

@@ -160,10 +160,18 @@ int ps_tracer_run(struct ps_tracer *t, struct ps_error *err);
 /**
  * ps_tracer_interrupt() - make ps_tracer_run() return 0 soon. Async-signal-safe.
  *
- * It only sets a flag: install the signal handler that calls it without SA_RESTART so
- * that the blocking waitpid() returns EINTR, or the flag is seen at the next stop.
+ * It only sets a flag; ps_tracer_run() waits with SIGINT, SIGTERM, SIGHUP and SIGALRM
+ * unblocked only inside ppoll(), so a handler of one of them that calls it is seen at once.
+ * A SIGINT or SIGQUIT that a terminal sends to a spawned program is not delivered to it.
  */
 void ps_tracer_interrupt(struct ps_tracer *t);
+
+/**
+ * ps_tracer_set_deadline() - make ps_tracer_run() return 0 once CLOCK_MONOTONIC reaches
+ * @deadline_ns (0: no deadline), even if no stop arrives (a thread blocked in a system call
+ * or inside one long call). The running threads go on; ps_tracer_detach() stops them.
+ */
+void ps_tracer_set_deadline(struct ps_tracer *t, uint64_t deadline_ns);
 
 /**
  * ps_tracer_status() - how the main process ended.

@@ -109,6 +109,8 @@ struct ps_tracer {
 	int *bph; /* address hash: bp index, -1 empty */
 	unsigned bphcap;
 	volatile sig_atomic_t intr;
+	uint64_t deadline; /* CLOCK_MONOTONIC ns at which ps_tracer_run() pauses, 0: none */
+	int sfd;	   /* signalfd for SIGCHLD (tracer_wait.c), -1 until first needed */
 	int pause;
 	const char *abort;
 	int ended, code, signo;
@@ -176,6 +178,10 @@ static inline void stash(struct thread *th, int sig)
 /* tracer.c */
 void ps__tr_thread_gone(struct ps_tracer *t, struct thread *th, int st);
 uint64_t ps__tr_read_auxv(pid_t pid, unsigned long type);
+
+/* tracer_wait.c */
+pid_t ps__tr_wait(struct ps_tracer *t, int *st);
+int ps__tr_tty_signal(const struct ps_tracer *t, pid_t tid, int sig);
 
 /* tracer_xol.c */
 int ps__tr_bp_prepare(struct bp *b, const uint8_t *code, size_t n, struct ps_error *err);

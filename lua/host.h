@@ -11,6 +11,9 @@ int ps_host_docall(lua_State *L, int narg, int nres);
 /* Print the error message on top of the stack to stderr (prefixed "perfsh: ") and pop it. */
 void ps_host_report(lua_State *L);
 
+/* Set while the REPL runs: Ctrl-C during t:run() pauses it instead of raising an error. */
+extern int ps_host_repl_mode;
+
 /* The interactive loop. Returns the exit status. */
 int ps_host_repl(lua_State *L);
 

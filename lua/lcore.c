@@ -5,8 +5,6 @@
 
 #include "group.h"
 
-void (*volatile ps_l_interrupt_cb)(void);
-
 int ps_l_fail(lua_State *L, const struct ps_error *err)
 {
 	luaL_pushfail(L);
@@ -125,5 +123,6 @@ int luaopen_perfsh_core(lua_State *L)
 	ps_l_open_hist(L);
 	ps_l_open_topo(L);
 	ps_l_open_lsq(L);
+	ps_l_open_signal(L);
 	return 1;
 }

@@ -4,8 +4,8 @@
 #include "events.h"
 #include "group.h"
 #include "lhelp.h"
-#include "tracepoint.h"
 #include "regionspec.h"
+#include "tracepoint.h"
 
 static const char *source_name(enum ps_event_source s)
 {

@@ -46,8 +46,18 @@ void ps_l_open_topo(lua_State *L);    /* core.topology (lua/ltopo.c) */
 void ps_l_open_lsq(lua_State *L);     /* core.lstsq (lua/llsq.c) */
 void ps_l_open_tracee(lua_State *L);  /* core.spawn, core.attach, metatable perfsh.tracee */
 
-/* Called (if set) from the host's SIGINT handler: stops a C loop such as a traced run. */
-extern void (*volatile ps_l_interrupt_cb)(void);
+void ps_l_open_signal(lua_State *L); /* core.defer_signals, core.signal (lua/lsignal.c) */
+
+/* Called (if set) from the handlers of SIGINT, SIGTERM and SIGHUP: stops a C loop such as a
+   traced run. @from_tty: the terminal sent it (to its whole process group). */
+extern void (*volatile ps_l_interrupt_cb)(int sig, int from_tty);
+
+/* lua/lsignal.c: what the handlers noted. Async-signal-safe: ps_l_signal_note. */
+void ps_l_signal_note(int sig, int from_tty);
+int ps_l_signal_caught(void);	/* the last signal noted, 0 if none */
+int ps_l_signal_seen(void);	/* changes each time one is noted */
+int ps_l_signal_deferred(void); /* core.defer_signals() was called */
+void ps_l_signal_clear(void);
 
 /* Push the name of signal @n ("SIGSEGV"). */
 void ps_l_push_signame(lua_State *L, int n);

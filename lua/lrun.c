@@ -16,6 +16,13 @@ void ps_l_push_signame(lua_State *L, int n)
 		lua_pushfstring(L, "signal %d", n);
 }
 
+/* The terminal sends its keys' signals to the command itself (same process group). */
+static void forward(int sig, int from_tty)
+{
+	if (!from_tty)
+		ps_run_forward(sig);
+}
+
 /* core.run(argv, events) -> a reading (see group:read) plus exited, code, signo, signal, wall_ns
    | nil, msg, errno */
 static int l_run(lua_State *L)
@@ -23,7 +30,7 @@ static int l_run(lua_State *L)
 	struct ps_event ev[PS_MAX_EVENTS];
 	struct ps_run_result res;
 	struct ps_error err;
-	int argc, n;
+	int argc, n, rc;
 	char **argv;
 
 	luaL_checktype(L, 1, LUA_TTABLE);
@@ -38,7 +45,10 @@ static int l_run(lua_State *L)
 		lua_insert(L, 3);
 	}
 	argv[argc] = NULL;
-	if (ps_run(argv, ev, n, &res, &err))
+	ps_l_interrupt_cb = forward; /* a signal perfsh gets is the command's too */
+	rc = ps_run(argv, ev, n, &res, &err);
+	ps_l_interrupt_cb = NULL;
+	if (rc)
 		return ps_l_fail(L, &err);
 	ps_l_push_reading(L, ev, &res.reading);
 	lua_pushboolean(L, res.exited);

@@ -19,11 +19,13 @@ struct ltracee {
 	struct ps_session *s;
 };
 
-static struct ps_session *running; /* the session inside t:run(), for SIGINT */
+static struct ps_session *running; /* the session inside t:run(), for the signal handlers */
 
-static void interrupt_running(void)
+static void interrupt_running(int sig, int from_tty)
 {
 	struct ps_session *s = running;
+	(void)sig;
+	(void)from_tty;
 	if (s)
 		ps_session_interrupt(s);
 }
@@ -257,22 +259,28 @@ static int l_region_range(lua_State *L)
 	return 1;
 }
 
-/* t:run([max_records [, deadline_ns]]) -> "exited" | "paused" | nil, msg */
+/* t:run([max_records [, deadline_ns]]) -> "exited" | "paused" | "interrupted" (SIGINT, SIGTERM
+   or SIGHUP arrived; after core.defer_signals() every later run too) | nil, msg */
 static int l_run(lua_State *L)
 {
 	struct ps_session *s = check(L);
 	lua_Integer max = luaL_optinteger(L, 2, 0), deadline = luaL_optinteger(L, 3, 0);
+	int seen = ps_l_signal_seen();
 	struct ps_error err;
-	int rc;
+	int rc = 0;
 
 	running = s;
-	ps_l_interrupt_cb = interrupt_running;
-	rc = ps_session_run(s, (uint64_t)max, (uint64_t)deadline, &err);
+	ps_l_interrupt_cb = interrupt_running; /* before the check: a signal after it interrupts */
+	if (!(ps_l_signal_deferred() && ps_l_signal_caught()))
+		rc = ps_session_run(s, (uint64_t)max, (uint64_t)deadline, &err);
 	ps_l_interrupt_cb = NULL;
 	running = NULL;
 	if (rc < 0)
 		return ps_l_fail(L, &err);
-	lua_pushstring(L, rc == 1 ? "exited" : "paused");
+	if (rc == 0 && (ps_l_signal_seen() != seen || ps_l_signal_deferred()) && ps_l_signal_caught())
+		lua_pushliteral(L, "interrupted");
+	else
+		lua_pushstring(L, rc == 1 ? "exited" : "paused");
 	return 1;
 }
 
@@ -458,6 +466,8 @@ static void view_of(struct ps_session *s, struct ps_view *v)
 	v->get = NULL;
 	v->ctx = NULL;
 	v->n = ps_session_nrecords(s);
+	if (v->n && !ps_session_record(s, v->n - 1))
+		v->n = 0; /* spilled to a file: none are in memory */
 	v->recsize = ps_session_recsize(s);
 	v->nev = ps_session_nevents(s);
 	for (int k = 0; k < v->nev; k++) {

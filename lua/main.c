@@ -131,20 +131,28 @@ static void setup_paths(lua_State *L)
 
 /* ---- running chunks (after lua.c) ---- */
 
+int ps_host_repl_mode;
+
 static void lstop(lua_State *L, lua_Debug *ar)
 {
+	int sig = ps_l_signal_caught();
 	(void)ar;
 	lua_sethook(L, NULL, 0, 0);
+	if (sig && sig != SIGINT)
+		luaL_error(L, "terminated by SIG%s", sigabbrev_np(sig));
 	luaL_error(L, "interrupted!");
 }
 
-static void laction(int sig)
+/* SIGINT, SIGTERM, SIGHUP while a chunk runs: stop the C loop running (a traced run: it only
+   sets a flag) and the Lua code, except Ctrl-C in the REPL during t:run(), which pauses it. */
+static void laction(int sig, siginfo_t *si, void *uc)
 {
 	int flag = LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT;
-	void (*cb)(void) = ps_l_interrupt_cb;
-	(void)sig;
-	if (cb)
-		cb(); /* stop a tracer loop running in C; it only sets a flag */
+	int in_run = ps_l_interrupt_cb != NULL;
+	(void)uc;
+	ps_l_signal_note(sig, si && si->si_code == SI_KERNEL);
+	if (sig == SIGINT && in_run && ps_host_repl_mode)
+		return;
 	lua_sethook(globalL, lstop, flag, 1);
 }
 
@@ -162,17 +170,21 @@ static int msghandler(lua_State *L)
 
 int ps_host_docall(lua_State *L, int narg, int nres)
 {
+	static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
 	int base = lua_gettop(L) - narg, status;
-	struct sigaction sa = {0}, old;
+	struct sigaction sa = {0}, old[3];
 
 	lua_pushcfunction(L, msghandler);
 	lua_insert(L, base);
 	globalL = L;
-	sa.sa_handler = laction;
+	sa.sa_sigaction = laction;
+	sa.sa_flags = SA_SIGINFO; /* no SA_RESTART: blocking waits return EINTR */
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old);
+	for (int i = 0; i < 3; i++)
+		sigaction(sigs[i], &sa, &old[i]);
 	status = lua_pcall(L, narg, nres, base);
-	sigaction(SIGINT, &old, NULL);
+	for (int i = 0; i < 3; i++)
+		sigaction(sigs[i], &old[i], NULL);
 	lua_remove(L, base);
 	return status;
 }

@@ -11,16 +11,17 @@
 #include <lua.h>
 
 #include "host.h"
+#include "lhelp.h"
 
 static char history_file[1024];
 static volatile sig_atomic_t prompt_interrupted;
 
-/* Ctrl-C at the prompt: not the end of the shell (see get_line); ps_host_docall() installs
-   its own handler while a chunk runs. */
-static void on_prompt_sigint(int sig)
+/* Ctrl-C at the prompt: not the end of the shell (see get_line); SIGTERM or SIGHUP ends it,
+   closing the tracees (an attached process is detached). ps_host_docall() installs its own
+   handlers while a chunk runs. */
+static void on_prompt_signal(int sig)
 {
-	(void)sig;
-	prompt_interrupted = 1;
+	prompt_interrupted = sig;
 }
 
 /* Read one line; NULL at end of input. The result is malloc'd. Ctrl-C at the prompt drops
@@ -34,6 +35,8 @@ static char *get_line(int tty, const char *prompt)
 			l = readline(prompt);
 			if (l || !prompt_interrupted)
 				return l;
+			if (prompt_interrupted != SIGINT)
+				return NULL;
 			fputs("^C\n", stdout);
 			fflush(stdout);
 		}
@@ -126,10 +129,13 @@ int ps_host_repl(lua_State *L)
 		printf("perfsh %s - Lua %s.%s; perfsh is loaded. Ctrl-D leaves.\n", PS_VERSION, LUA_VERSION_MAJOR,
 		       LUA_VERSION_MINOR);
 	}
-	struct sigaction sa = {0}, old;
-	sa.sa_handler = on_prompt_sigint;
+	static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+	struct sigaction sa = {0}, old[3];
+	sa.sa_handler = on_prompt_signal;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old);
+	for (int i = 0; i < 3; i++)
+		sigaction(sigs[i], &sa, &old[i]);
+	ps_host_repl_mode = 1;
 	while ((line = get_line(tty, "perfsh> "))) {
 		int top = lua_gettop(L), status;
 		if (!line[0]) {
@@ -145,8 +151,13 @@ int ps_host_repl(lua_State *L)
 		else
 			ps_host_report(L);
 		lua_settop(L, top);
+		if (ps_l_signal_caught() == SIGTERM || ps_l_signal_caught() == SIGHUP)
+			break;
+		ps_l_signal_clear();
 	}
-	sigaction(SIGINT, &old, NULL);
+	ps_host_repl_mode = 0;
+	for (int i = 0; i < 3; i++)
+		sigaction(sigs[i], &old[i], NULL);
 	if (tty) {
 		putchar('\n');
 		if (history_file[0])

@@ -10,7 +10,9 @@ Counts COMMAND and every thread and child it starts, from its exec to its exit, 
 event group (user space only unless an event says :k; tracepoints such as
 syscalls:sys_enter_write count wherever they fire). Where the kernel refuses that, perfsh
 retries as perf does and says so in a note: a PMU that cannot count user space alone (msr)
-counts kernel and user. Exits with COMMAND's status (128 + the signal if a signal killed it).
+counts kernel and user. Exits with COMMAND's status (128 + the signal if a signal killed it;
+stderr then names the signal). SIGTERM, SIGHUP and SIGINT sent to perfsh are passed on to
+COMMAND, and what was counted is printed.
 
   -e, --events LIST   events to count (default: instructions,cycles,task-clock where the
                       machine has a hardware PMU, task-clock,page-faults,context-switches
@@ -19,6 +21,9 @@ counts kernel and user. Exits with COMMAND's status (128 + the signal if a signa
 ]]
 
 local function main(argv)
+  -- SIGINT, SIGTERM, SIGHUP are passed on to the command (the terminal's keys reach it
+  -- directly) and perfsh reports how it ended
+  require("perfsh.core").defer_signals()
   local opts, cmd = cli.parse("count", {
     {"-e", "--events", arg = true, repeatable = true, key = "events"},
     {"--csv", key = "csv"},
@@ -40,6 +45,9 @@ local function main(argv)
   if opts.csv then
     print("event,value,scaling")
     for _, name in ipairs(r.events) do print(("%s,%d,%.4f"):format(name, r[name], r.ratio)) end
+    if not r.exited then
+      io.stderr:write(("perfsh count: %s killed by %s\n"):format(table.concat(cmd, " "), r.signal))
+    end
   else
     io.stderr:write(("\n Performance counter stats for '%s':\n\n"):format(table.concat(cmd, " ")))
     for _, name in ipairs(r.events) do

@@ -30,7 +30,8 @@ events:
   --list [KIND|WORD]  list the events that open on this machine (or the names with WORD)
 target:
   -p, --pid PID       attach to a running process instead of starting COMMAND
-  --seconds S         stop after S seconds (detaching from an attached process)
+  --seconds S         stop after S seconds (detaching from an attached process), even
+                      while the program is blocked in a system call
   --follow-fork       trace forked children too (default: they run untraced)
 sampling (function regions; every call is still counted, estimated totals are printed):
   --sample P          record each call with probability P
@@ -50,10 +51,15 @@ output:
 The time column is the thread's on-CPU time from the entry breakpoint to the return one
 (the counter group's time_enabled): time the thread sat stopped by perfsh is left out, the
 kernel's handling of the two traps is in it. perfsh exits with COMMAND's status (128 +
-signal when a signal killed it).
+signal when a signal killed it; then one stderr line names the signal and the regions it was
+in). SIGINT, SIGTERM or SIGHUP to perfsh stop the run: what was measured is printed and
+saved, an attached process is detached unharmed, a started COMMAND is killed; perfsh then
+exits with 128 + that signal.
 ]]
 
 local function main(argv)
+  -- SIGINT, SIGTERM, SIGHUP end the run, not perfsh: the report and the files are written
+  core.defer_signals()
   local opts, cmd = cli.parse("stat", {
     {"-r", "--region", "-f", "--function", arg = true, repeatable = true, key = "regions"},
     {"-e", "--events", arg = true, repeatable = true, key = "events"},
@@ -123,21 +129,26 @@ local function main(argv)
 
   local status, detached
   local rok, err = pcall(function()
-    if seconds then
-      local st, why = t:run{seconds = seconds}
-      if not st and why == "paused" and opts.pid then
-        t:detach()
-        detached = true
-      end
-      status = st
-    else
-      status = t:run()
-    end
+    status = t:run{seconds = seconds}
   end)
+  local signame, signo = core.signal()
+  if not status then
+    -- paused (--seconds), interrupted or failed: an attached process goes on unharmed, a
+    -- spawned one is killed by t:close() below; what was measured is kept either way
+    if opts.pid then
+      local dok, why = pcall(t.detach, t)
+      if dok then detached = true else io.stderr:write("perfsh stat: detach: ", cli.reason(why), "\n") end
+    end
+    local fok, why = pcall(t.finish_spill, t)
+    if not fok then io.stderr:write("perfsh stat: ", cli.reason(why), "\n") end
+  end
   local info = t:info()
   if not rok then
     io.stderr:write("perfsh stat: ", cli.reason(err), " (the hits recorded so far follow)\n")
+  elseif signame and not status then
+    io.stderr:write("perfsh stat: ", signame, ": stopped (the hits recorded so far follow)\n")
   end
+  if status and status.signal then cli.report_death("stat", t, status) end
 
   -- files first: what was measured is kept even if the report fails
   if opts.save and opts.pid then
@@ -159,7 +170,11 @@ local function main(argv)
   -- the report
   local what = table.concat(t.argv, " ")
   local how = ""
-  if status then how = status.signal and (", killed by " .. status.signal) or (", exit " .. status.code) end
+  if status then
+    how = status.signal and (", killed by " .. status.signal) or (", exit " .. status.code)
+  elseif signame then
+    how = ", stopped by " .. signame
+  end
   report.regions(out, t.regions, {
     csv = opts.csv, every_call = opts.every_call, per_thread = opts.per_thread, events = info.events,
     dropped = info.dropped, detached = detached,
@@ -178,7 +193,7 @@ local function main(argv)
   if out ~= io.stdout then out:close() end
   t:close()
   if not rok then return 1 end
-  if not status then return 0 end
+  if not status then return signo and 128 + signo or 0 end
   return cli.status(status.exited, status.code, status.signo)
 end
 

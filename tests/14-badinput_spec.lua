@@ -116,9 +116,11 @@ local rows = {
   {"an unprivileged user", "stat -r region -e task-clock %T", 0, nil, "region region %(func, 1 hit%)",
     nobody = true},
   -- crashes, kills and execs inside a region: the report is kept, the status passed on
-  {"a crash inside a region", "stat -r region -e task-clock %T crash", 139, nil,
+  {"a crash inside a region", "stat -r region -e task-clock %T crash", 139,
+    "^perfsh stat: .*badinput crash killed by SIGSEGV in region region$",
     "killed by SIGSEGV.*\nregion region %(func, 0 hits, 1 incomplete"},
-  {"a kill inside a region", "stat -r region -e task-clock %T kill", 137, nil,
+  {"a kill inside a region", "stat -r region -e task-clock %T kill", 137,
+    "^perfsh stat: .*badinput kill killed by SIGKILL in region region$",
     "killed by SIGKILL.*\nregion region %(func, 0 hits, 1 incomplete"},
   {"an exec inside a region", "stat -r region -e task-clock %T exec", 0,
     "^perfsh: region 'region' dropped after exec of /usr/bin/true", "exit 0.*\nregion region %(func, 0 hits, dropped"},

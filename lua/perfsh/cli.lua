@@ -152,6 +152,31 @@ function cli.status(exited, code, signo)
   return 128 + (signo or 0)
 end
 
+--- A target killed by a signal: one stderr line naming the signal and the regions it was in
+-- (the hits each thread never returned from: its last records, closed as unwound at its end).
+function cli.report_death(name, t, status)
+  local trailing, names, inside = {}, {}, {}
+  for _, r in ipairs(t.regions) do names[r.id] = r.name end
+  for h in t:hits() do
+    if not (h.unwound or h.exited) then
+      trailing[h.tid] = nil
+    else
+      trailing[h.tid] = trailing[h.tid] or {}
+      table.insert(trailing[h.tid], h.region)
+    end
+  end
+  for _, ids in pairs(trailing) do
+    for _, id in ipairs(ids) do
+      if names[id] and not inside[names[id]] then
+        inside[names[id]] = true
+        inside[#inside + 1] = names[id]
+      end
+    end
+  end
+  io.stderr:write(("perfsh %s: %s killed by %s%s\n"):format(name, table.concat(t.argv, " "), status.signal,
+    #inside > 0 and (" in region " .. table.concat(inside, ", ")) or " outside every region"))
+end
+
 --- Run main(argv) of a recipe; errors print one line (no traceback) and exit 2.
 function cli.main(fn, argv)
   local ok, result = xpcall(fn, function(e)
@@ -160,9 +185,9 @@ function cli.main(fn, argv)
   end, argv)
   if not ok then
     io.stderr:write(tostring(result), "\n")
-    os.exit(2)
+    os.exit(2, true) -- closing the state closes the tracees: an attached process is detached
   end
-  os.exit(result or 0)
+  os.exit(result or 0, true)
 end
 
 return cli

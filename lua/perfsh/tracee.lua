@@ -180,6 +180,7 @@ local function run_feeding(self, max_hits, deadline)
     local before = self.ud:nrecords()
     local how, msg = self.ud:run(chunk, deadline)
     if not how then return nil, msg end
+    if how == "interrupted" then how = "paused" chunk = math.huge end
     if self.spill then self:reload_spill(false) end
     self:feed_loggers()
     local got = self.ud:nrecords() - before
@@ -201,13 +202,18 @@ function Tracee:run(opts)
     repeat
       how, msg = self.ud:run(1, deadline)
     until how ~= "paused" or opts["until"](self) or (deadline > 0 and core.now() >= deadline)
+    if how == "interrupted" then how = "paused" end
   else
     how, msg = self.ud:run(opts.hits or 0, deadline)
+    if how == "interrupted" then how = "paused" end -- a signal (Ctrl-C) pauses too
   end
   if not how then fail(msg, 2) end
   local info = self.ud:info()
   if info.notice then io.stderr:write("perfsh: ", (info.notice:gsub("\n", "\nperfsh: ")), "\n") end
-  if self.spill then self:reload_spill(how == "exited") end
+  if self.spill and not self.spill_done then
+    self:reload_spill(how == "exited")
+    self.spill_done = how == "exited"
+  end
   if how == "paused" then return nil, "paused" end
   for _, loggers in pairs(self.slow) do
     for _, lg in ipairs(loggers) do lg:finish() end
@@ -282,6 +288,15 @@ function Tracee:reload_spill(final)
   end
   if not ok then fail(why, 3) end
   self.file = snapfile.load(self.spill, {quiet = true})
+end
+
+--- After the last run of a program that is still running (paused, interrupted): write what
+-- was spilled completely, metadata included, so that the file reads like one of a full run.
+function Tracee:finish_spill()
+  if self.spill and not self.spill_done then
+    self.spill_done = true
+    self:reload_spill(true)
+  end
 end
 
 --- t:save(path): write every record so far to a .psnap file (perfsh.load and perfsh report

@@ -884,3 +884,36 @@ TEST(tracer_interrupt)
 	CHECK_EQ_INT(ps_tracer_run(intr_t, &err), 1);
 	ps_tracer_free(intr_t);
 }
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* A deadline ends the run on time although no stop comes (the program sleeps in usleep and
+   has no breakpoint); the program is still there afterwards. */
+TEST(tracer_deadline_without_stops)
+{
+	static struct rec r;
+	struct ps_error err = {0};
+	const char *bin = fx(0);
+	struct timespec now;
+
+	if (!bin)
+		SKIP("cc failed");
+	char *argv[] = {(char *)bin, "slow", "100000", NULL};
+	struct ps_tracer *t = spawn_out(argv, NULL, &r, &err);
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	uint64_t t0 = mono_ms(), start_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	ps_tracer_set_deadline(t, start_ns + 300000000u);
+	CHECK_EQ_INT(ps_tracer_run(t, &err), 0);
+	uint64_t took = mono_ms() - t0;
+	CHECK(took >= 290 && took < 3000);
+	CHECK(kill(ps_tracer_pid(t), 0) == 0);
+	ps_tracer_free(t);
+}
