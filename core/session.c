@@ -554,23 +554,10 @@ static int make_ring(struct ps_session *s, struct ps_error *err)
 	if (!s->ring)
 		return -1;
 	if (s->spill_path[0]) {
-		const char *events[PS_MAX_EVENTS];
-		char groups[64] = "";
-		struct ps_psnap_meta meta = {"groups", groups};
-		struct ps_psnap_info info = {0};
+		struct ps_session_header h;
 
-		for (int k = 0; k < s->nev; k++)
-			events[k] = s->ev[k].name;
-		for (int g = 0; g < s->ngroups; g++)
-			snprintf(groups + strlen(groups), sizeof groups - strlen(groups), "%s%d", g ? "," : "",
-				 s->gsize[g]);
-		info.nvals = (unsigned)ps_session_nvals(s);
-		info.nargs = (unsigned)s->nargs;
-		info.nevents = (size_t)s->nev;
-		info.events = events;
-		info.nmeta = 1;
-		info.meta = &meta;
-		s->spill = ps_psnap_create(s->spill_path, &info, err);
+		ps__session_header(s, &h);
+		s->spill = ps_psnap_create(s->spill_path, &h.info, err);
 		if (!s->spill)
 			return -1;
 		s->spill_nreg = 0;

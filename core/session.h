@@ -19,6 +19,7 @@
 #include "snapshot.h"
 
 struct ps_session;
+struct ps_psnap_meta;
 
 #define PS_MAX_REGIONS 256
 
@@ -112,6 +113,15 @@ int ps_session_spill(struct ps_session *s, const char *path, struct ps_error *er
 int ps_session_spill_flush(struct ps_session *s, struct ps_error *err);
 int ps_session_spill_meta(struct ps_session *s, const char *key, const char *value, struct ps_error *err);
 int ps_session_spill_close(struct ps_session *s, struct ps_error *err);
+
+/**
+ * ps_session_save() - write every record so far to a new .psnap file at @path: the header the
+ * spill file has (events, group layout, argument words), the region names, and @nmeta more
+ * metadata pairs. Not for a session that spills (its records are in that file already).
+ * Returns 0, or -1 with @err set.
+ */
+int ps_session_save(const struct ps_session *s, const char *path, const struct ps_psnap_meta *meta, size_t nmeta,
+		    struct ps_error *err);
 
 /* Entries of region @id so far (for a sampled region: the hardware count). */
 uint64_t ps_session_entries(struct ps_session *s, int id);

@@ -125,6 +125,16 @@ int ps__hw_at_entry(struct ps_session *s, int id, const struct user_regs_struct 
 int ps__int3_entry(struct ps_session *s, struct thr *th, int id);
 int ps__int3_skips(const struct ps_session *s, const struct thr *th, int id);
 
+/* session_save.c: the .psnap header of the session's records, which the spill file and
+   ps_session_save() begin with; @h holds what @h->info points at. */
+struct ps_session_header {
+	struct ps_psnap_info info;
+	const char *events[PS_MAX_EVENTS];
+	char groups[64];
+	struct ps_psnap_meta meta; /* "groups" = the group layout, "2,1" */
+};
+void ps__session_header(const struct ps_session *s, struct ps_session_header *h);
+
 /* session_regions.c */
 int ps__bp_role(struct ps_session *s, uint64_t addr, int kind, int region, enum role_kind role, struct ps_error *err);
 int ps__arm_pending(struct ps_session *s, int final);

@@ -516,71 +516,42 @@ static int l_series(lua_State *L)
 	return ps_l_push_series(L, &v, ri->id, (int)k);
 }
 
-/* t:save(path [, {key = value}]) -> number of records | nil, msg: a .psnap file with the event
-   and region names, the group layout ("groups" = "2,1") and the given metadata. */
+/* t:save(path [, {key = value}]) -> number of records | nil, msg: a .psnap file with the
+   session's header (event and region names, group layout) and the given metadata. */
 static int l_save(lua_State *L)
 {
 	struct ps_session *s = check(L);
 	const char *path = luaL_checkstring(L, 2);
-	const char *events[PS_MAX_EVENTS], *regions[PS_MAX_REGIONS];
-	struct ps_psnap_meta meta[64];
-	struct ps_psnap_info info = {0};
-	struct ps_psnap_writer *w;
+	struct ps_psnap_meta *meta = NULL;
 	struct ps_error err;
-	struct ps_view v;
-	luaL_Buffer gb;
-	size_t nmeta = 0;
+	size_t nmeta = 0, cap = 0;
 
-	view_of(s, &v);
-	for (int k = 0; k < v.nev; k++)
-		events[k] = v.names[k];
-	for (int i = 0; i < ps_session_nregions(s); i++)
-		regions[i] = ps_session_region(s, i)->name;
-	/* the group layout: sizes of consecutive runs of the same group */
-	luaL_buffinit(L, &gb);
-	for (int k = 0, run = 0; k < v.nev; k++) {
-		run++;
-		if (k + 1 == v.nev || v.group[k + 1] != v.group[k]) {
-			lua_pushfstring(L, "%s%d", luaL_bufflen(&gb) ? "," : "", run);
-			luaL_addvalue(&gb);
-			run = 0;
-		}
-	}
-	luaL_pushresult(&gb); /* stays on the stack while meta points at it */
-	meta[nmeta].key = "groups";
-	meta[nmeta++].value = lua_tostring(L, -1);
+	lua_settop(L, 3);
+	lua_newtable(L); /* 4: key, value, key, ... as strings, anchored while meta points at them */
 	if (lua_type(L, 3) == LUA_TTABLE) {
 		lua_pushnil(L);
-		while (lua_next(L, 3) && nmeta < 64) {
+		while (lua_next(L, 3)) {
 			if (lua_type(L, -2) == LUA_TSTRING && lua_isstring(L, -1)) {
 				lua_pushvalue(L, -2);
-				lua_insert(L, 4); /* anchor key and value below the iteration */
-				lua_pushvalue(L, -1);
-				lua_insert(L, 5);
-				meta[nmeta].key = lua_tostring(L, 4);
-				meta[nmeta++].value = lua_tostring(L, 5);
+				lua_rawseti(L, 4, (lua_Integer)(2 * cap + 1));
+				lua_pushstring(L, lua_tostring(L, -1)); /* a number as its text */
+				lua_rawseti(L, 4, (lua_Integer)(2 * cap + 2));
+				cap++;
 			}
 			lua_pop(L, 1);
 		}
 	}
-	info.nvals = (unsigned)ps_session_nvals(s);
-	info.nargs = v.n ? ps_view_rec(&v, 0)->nargs : 0;
-	info.nevents = (size_t)v.nev;
-	info.events = events;
-	info.nregions = (size_t)ps_session_nregions(s);
-	info.regions = regions;
-	info.nmeta = nmeta;
-	info.meta = meta;
-	if (v.n && ps_view_rec(&v, 0)->nvals != info.nvals)
-		info.nvals = ps_view_rec(&v, 0)->nvals;
-	if (v.n == 0)
-		info.nargs = (unsigned)((ps_session_recsize(s) - sizeof(struct ps_snap)) / 8 - 2 * info.nvals);
-	w = ps_psnap_create(path, &info, &err);
-	if (!w)
+	meta = lua_newuserdatauv(L, (cap ? cap : 1) * sizeof *meta, 0);
+	for (nmeta = 0; nmeta < cap; nmeta++) {
+		lua_rawgeti(L, 4, (lua_Integer)(2 * nmeta + 1));
+		meta[nmeta].key = lua_tostring(L, -1);
+		lua_rawgeti(L, 4, (lua_Integer)(2 * nmeta + 2));
+		meta[nmeta].value = lua_tostring(L, -1);
+		lua_pop(L, 2);
+	}
+	if (ps_session_save(s, path, meta, nmeta, &err))
 		return ps_l_fail(L, &err);
-	if ((v.n && ps_psnap_write(w, v.base, v.n, &err)) | ps_psnap_close(w, &err))
-		return ps_l_fail(L, &err);
-	lua_pushinteger(L, (lua_Integer)v.n);
+	lua_pushinteger(L, (lua_Integer)ps_session_nrecords(s));
 	return 1;
 }
 

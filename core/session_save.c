@@ -1,0 +1,63 @@
+/* core/session_save.c - the .psnap header of a session's records, and saving them to a file:
+ * the spill file (core/session.c) and ps_session_save() begin with the same header. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "session_priv.h"
+
+void ps__session_header(const struct ps_session *s, struct ps_session_header *h)
+{
+	size_t len = 0;
+
+	memset(h, 0, sizeof *h);
+	for (int k = 0; k < s->nev; k++)
+		h->events[k] = s->ev[k].name;
+	/* the group layout: "2,1" is two groups, of the first two events and of the third */
+	for (int g = 0; g < s->ngroups && len < sizeof h->groups; g++)
+		len += (size_t)snprintf(h->groups + len, sizeof h->groups - len, "%s%d", g ? "," : "", s->gsize[g]);
+	h->meta.key = "groups";
+	h->meta.value = h->groups;
+	h->info.nvals = (unsigned)ps_session_nvals(s);
+	h->info.nargs = (unsigned)s->nargs;
+	h->info.nevents = (size_t)s->nev;
+	h->info.events = h->events;
+	h->info.nmeta = 1;
+	h->info.meta = &h->meta;
+}
+
+int ps_session_save(const struct ps_session *s, const char *path, const struct ps_psnap_meta *meta, size_t nmeta,
+		    struct ps_error *err)
+{
+	struct ps_session_header h;
+	const char *regions[PS_MAX_REGIONS];
+	struct ps_psnap_meta *all;
+	struct ps_psnap_writer *w;
+	int rc = 0;
+
+	if (s->spill_path[0])
+		return ps_error_set(err, PS_EUSAGE, "the records are in the spill file %s already", s->spill_path);
+	all = calloc(nmeta + 1, sizeof *all);
+	if (!all)
+		return ps_error_set(err, ENOMEM, "out of memory");
+	ps__session_header(s, &h);
+	all[0] = h.meta;
+	if (nmeta)
+		memcpy(all + 1, meta, nmeta * sizeof *meta);
+	for (int i = 0; i < s->nreg; i++)
+		regions[i] = s->reg[i].name;
+	h.info.nregions = (size_t)s->nreg;
+	h.info.regions = regions;
+	h.info.nmeta = nmeta + 1;
+	h.info.meta = all;
+	w = ps_psnap_create(path, &h.info, err);
+	free(all);
+	if (!w)
+		return -1;
+	if (s->nstore && ps_psnap_write(w, s->store, (size_t)s->nstore, err))
+		rc = -1;
+	if (ps_psnap_close(w, err)) /* after a failed write: says the same */
+		rc = -1;
+	return rc;
+}
