@@ -1,9 +1,9 @@
 -- solve for the cost of each work unit of a function: perfsh attribute -r FUNC --args A,B,C -e EVENT CMD...
 local perfsh = require "perfsh"
 local cli = require "perfsh.cli"
-local core = require "perfsh.core"
+local defaults = require "perfsh.defaults"
 
-local usage = [[
+local usage = defaults.usage([[
 usage: perfsh attribute -r FUNC --args A,B,C [-e EVENT] [--csv] [--] CMD [ARGS...]
 
 Records FUNC's first integer arguments (x86-64: rdi, rsi, rdx, ...) at each call, named
@@ -11,11 +11,11 @@ A, B, C..., and the counter EVENT over the call, then solves EVENT = a*A + b*B +
 least squares (SVD, LAPACKE dgelsd) and prints the cost per unit of each argument and the
 constant, with the fit's residual and condition number.
 
-  -e, --event EVENT   what to attribute (default: instructions with a hardware PMU, else
-                      task-clock); time_ns (on-CPU time) also works
+  -e, --event EVENT   what to attribute (default: {pmu} with a hardware PMU, else
+                      {none}); time_ns (on-CPU time) also works
   --csv               name,cost rows (const is the constant term)
   --no-const          fit without a constant term
-]]
+]], "attribute")
 
 local function main(argv)
   local opts, cmd = cli.parse("attribute", {
@@ -29,7 +29,7 @@ local function main(argv)
   if not opts.args then error("perfsh attribute: name the arguments with --args A,B,C", 0) end
   if #cmd == 0 then error("perfsh attribute: no command given", 0) end
   local names = cli.split{opts.args}
-  local event = opts.event or (core.pmu_present() and "instructions" or "task-clock")
+  local event = opts.event or perfsh.default_events("attribute")[1]
   local events = {}
   if event ~= "time_ns" then
     events = {event}

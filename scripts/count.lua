@@ -2,8 +2,9 @@
 local perfsh = require "perfsh"
 local cli = require "perfsh.cli"
 local report = require "perfsh.report"
+local defaults = require "perfsh.defaults"
 
-local usage = [[
+local usage = defaults.usage([[
 usage: perfsh count [-e EVENT,...] [--csv] [--] COMMAND [ARGS...]
 
 Counts COMMAND and every thread and child it starts, from its exec to its exit, in one
@@ -14,11 +15,11 @@ counts kernel and user. Exits with COMMAND's status (128 + the signal if a signa
 stderr then names the signal). SIGTERM, SIGHUP and SIGINT sent to perfsh are passed on to
 COMMAND, and what was counted is printed.
 
-  -e, --events LIST   events to count (default: instructions,cycles,task-clock where the
-                      machine has a hardware PMU, task-clock,page-faults,context-switches
+  -e, --events LIST   events to count (default: {pmu} where the
+                      machine has a hardware PMU, {none}
                       elsewhere); may be repeated
   --csv               print event,value,scaling rows instead of the table
-]]
+]], "command")
 
 local function main(argv)
   -- SIGINT, SIGTERM, SIGHUP are passed on to the command (the terminal's keys reach it
@@ -29,7 +30,7 @@ local function main(argv)
     {"--csv", key = "csv"},
   }, argv, usage)
   if #cmd == 0 then error("perfsh count: no command given (perfsh count --help)", 0) end
-  local events = opts.events and cli.split(opts.events) or perfsh.default_events()
+  local events = opts.events and cli.split(opts.events) or perfsh.default_events("command")
   cli.check_events("count", events)
   local seen = {}
   for _, e in ipairs(events) do

@@ -5,8 +5,9 @@ local report = require "perfsh.report"
 local export = require "perfsh.export"
 local topo = require "perfsh.topology"
 local core = require "perfsh.core"
+local defaults = require "perfsh.defaults"
 
-local usage = [[
+local usage = defaults.usage([[
 usage: perfsh stat -r REGION [-r REGION...] [options] [--] COMMAND [ARGS...]
        perfsh stat -r REGION [options] -p PID
        perfsh stat --list [hw|sw|cache|pmu|tracepoint|all|WORD]
@@ -23,8 +24,8 @@ regions:
   --every-level       count every level of a recursion (default: the outermost call only)
 events:
   -e, --events LIST   events of the first group, e.g. instructions,cycles (default:
-                      instructions,cycles where there is a hardware PMU, else
-                      task-clock,page-faults); may be repeated
+                      {pmu} where there is a hardware PMU, else
+                      {none}); may be repeated
   -g, --group LIST    one more group, scheduled on the PMU on its own (more events than
                       counters are then multiplexed and scaled); may be repeated
   --list [KIND|WORD]  list the events that open on this machine (or the names with WORD)
@@ -55,7 +56,7 @@ signal when a signal killed it; then one stderr line names the signal and the re
 in). SIGINT, SIGTERM or SIGHUP to perfsh stop the run: what was measured is printed and
 saved, an attached process is detached unharmed, a started COMMAND is killed; perfsh then
 exits with 128 + that signal.
-]]
+]], "region")
 
 local function main(argv)
   -- SIGINT, SIGTERM, SIGHUP end the run, not perfsh: the report and the files are written
@@ -87,7 +88,7 @@ local function main(argv)
   local groups = {}
   for i, g in ipairs(opts.groups or {}) do groups[i] = cli.split{g} end
   if not events and #groups == 0 then
-    events = core.pmu_present() and {"instructions", "cycles"} or {"task-clock", "page-faults"}
+    events = perfsh.default_events()
   end
   events = events or {}
   local all = {}

@@ -1,8 +1,9 @@
 -- log the slow hits of a region while a program runs: perfsh tail -r REGION [options] CMD...
 local cli = require "perfsh.cli"
-local core = require "perfsh.core"
+local perfsh = require "perfsh"
+local defaults = require "perfsh.defaults"
 
-local usage = [==[
+local usage = defaults.usage([==[
 usage: perfsh tail -r REGION [--threshold-us X | --quantile Q [--factor F]] [options] [--] CMD...
        perfsh tail -r REGION ... -p PID
 
@@ -16,14 +17,14 @@ to the median of the hits before it, so the line says what made the hit slow.
   --quantile Q        slow: above F times the running Q-quantile of the earlier hits (after
                       --warmup hits; default Q 0.99, F 2, warm-up 50)
   --factor F, --warmup N
-  -e, --events LIST   counters to log (default: instructions,cycles,cache-misses with a
-                      hardware PMU, else task-clock,page-faults,context-switches)
+  -e, --events LIST   counters to log (default: {pmu} with a
+                      hardware PMU, else {none})
   --sample P, --every N   look at a random fraction P, or every Nth hit, only
   --log FILE          write the lines to FILE instead of stdout
   -p, --pid PID       attach to a running process
   --seconds S         stop after S seconds
 perfsh exits with CMD's status (128 + signal when a signal killed it).
-]==]
+]==], "tail")
 
 local function main(argv)
   local opts, cmd = cli.parse("tail", {
@@ -49,9 +50,7 @@ local function main(argv)
   if opts.threshold and opts.quantile then
     error("perfsh tail: give --threshold-us or --quantile, not both", 0)
   end
-  local events = opts.events and cli.split(opts.events)
-    or (core.pmu_present() and {"instructions", "cycles", "cache-misses"}
-      or {"task-clock", "page-faults", "context-switches"})
+  local events = opts.events and cli.split(opts.events) or perfsh.default_events("tail")
   cli.check_events("tail", events)
   local t = cli.start("tail", cmd, opts.pid, {events = events})
   local rspec = cli.region_spec(opts.region, "tail")

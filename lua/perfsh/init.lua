@@ -4,14 +4,11 @@ local core = require "perfsh.core"
 
 local perfsh = {version = core.version, core = core}
 
---- The events a whole-program count uses when none are given: hardware ones where the
--- machine has a PMU, software ones everywhere else.
-function perfsh.default_events()
-  if core.pmu_present() then
-    return {"instructions", "cycles", "task-clock"}
-  end
-  return {"task-clock", "page-faults", "context-switches"}
-end
+--- perfsh.default_events([use]): the events counted when none are given, hardware ones where
+-- the machine has a PMU, software ones elsewhere (perfsh.defaults defines them). use: "region"
+-- (default: perfsh stat, perfsh.spawn, perfsh.attach), "command" (perfsh count, perfsh.run),
+-- "tail" or "attribute".
+perfsh.default_events = require("perfsh.defaults").events
 
 --- Open a group: perfsh.group{"instructions", "cycles", pid = 0, cpu = -1, inherit = false}.
 -- Returns a perfsh.group (see README.md). Raises with a one-line reason when it cannot open.
@@ -149,7 +146,7 @@ function perfsh.run(spec)
   end
   local argv = {}
   for i, a in ipairs(spec) do argv[i] = tostring(a) end
-  local r, msg = core.run(argv, spec.events or perfsh.default_events())
+  local r, msg = core.run(argv, spec.events or perfsh.default_events("command"))
   if not r then error(msg, 2) end
   return r
 end

@@ -14,6 +14,7 @@ Tracee.__name = "perfsh.tracee"
 local Region = require "perfsh.region"
 local tail = require "perfsh.tail"
 local snapfile = require "perfsh.snapfile"
+local defaults = require "perfsh.defaults"
 
 --- r:on_slow{...}: log this region's slow hits while the program runs (see perfsh.tail).
 function Region:on_slow(opts)
@@ -30,7 +31,11 @@ local function fail(msg, level)
 end
 
 -- events = {...} and groups = {{...}, {...}}: one flat list and the size of each group.
+-- Neither given: the events perfsh stat counts by default (events = {} counts none).
 local function flatten(spec)
+  if spec.events == nil and (spec.groups == nil or #spec.groups == 0) then
+    return defaults.events("region"), nil
+  end
   local flat, sizes = {}, {}
   if spec.events and #spec.events > 0 then
     for _, e in ipairs(spec.events) do flat[#flat + 1] = e end
@@ -51,8 +56,9 @@ end
 --- perfsh.spawn{"cmd", args..., events = {...}, groups = {{...}, ...}, stdout = FILE,
 -- stderr = FILE, stdin = FILE, follow_fork = true, spill = "run.psnap"}: start a program
 -- traced, stopped before it runs any code of its own. events form one group; each list in
--- groups another. With spill, records go to the file as the ring fills (memory stays
--- bounded) and are read back from it.
+-- groups another; without either, the events perfsh stat counts (perfsh.default_events()).
+-- With spill, records go to the file as the ring fills (memory stays bounded) and are read
+-- back from it.
 -- Forked children are released (their breakpoints removed) unless follow_fork is set.
 function tracee.spawn(spec)
   if type(spec) ~= "table" or type(spec[1]) ~= "string" then
@@ -81,7 +87,8 @@ function tracee.spawn(spec)
   return t
 end
 
---- perfsh.attach(pid, {events = {...}}): trace a running process (every thread).
+--- perfsh.attach(pid, {events = {...}, groups = ...}): trace a running process (every thread);
+-- without events or groups, the events perfsh stat counts.
 function tracee.attach(pid, opts)
   if math.type(pid) ~= "integer" then fail("bad argument #1 to 'attach' (process id expected)", 2) end
   local events, sizes = flatten(opts or {})
