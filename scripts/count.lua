@@ -3,6 +3,7 @@ local perfsh = require "perfsh"
 local cli = require "perfsh.cli"
 local report = require "perfsh.report"
 local defaults = require "perfsh.defaults"
+local metrics = require "perfsh.metrics"
 
 local usage = defaults.usage([[
 usage: perfsh count [-e EVENT,...] [--csv] [--] COMMAND [ARGS...]
@@ -54,9 +55,8 @@ local function main(argv)
     for _, name in ipairs(r.events) do
       io.stderr:write(("%20s  %s\n"):format(report.human(r[name]), name))
     end
-    if r.instructions and r.cycles and r.cycles > 0 then
-      io.stderr:write(("%20.2f  instructions per cycle\n"):format(r.instructions / r.cycles))
-    end
+    local ipc = metrics.value(r, "ipc")
+    if ipc then io.stderr:write(("%20.2f  instructions per cycle\n"):format(ipc)) end
     io.stderr:write(("\n%20.6f  seconds wall time (exec to exit)\n"):format(r.wall_ns / 1e9))
     io.stderr:write(("%20s  of the time the group was on the PMU\n"):format(scaling))
     if not r.exited then io.stderr:write(("%20s  killed the command\n"):format(r.signal)) end

@@ -24,12 +24,12 @@ local function main(argv)
   local t = cli.start("ipc", cmd, nil, {events = {"instructions", "cycles"}})
   for _, r in ipairs(opts.regions) do cli.arm("ipc", t, r, cli.region_spec(r, "ipc")) end
   local status = t:run()
-  local ipc = metrics.compile("ipc")
   if opts.csv then print("region,hits,ipc,min,p50,p90,p99,max") end
   for _, r in ipairs(t.regions) do
     local per = {}
     for h in r:hits() do
-      if not (h.unwound or h.exited) and h.cycles > 0 then per[#per + 1] = ipc(h) end
+      local ipc = not (h.unwound or h.exited) and metrics.value(h, "ipc")
+      if ipc then per[#per + 1] = ipc end
     end
     local st, d = r:stats(), core.stats(per)
     if opts.csv then

@@ -1,7 +1,8 @@
--- One owner for each rule: the default events (perfsh.defaults).
+-- One owner for each rule: the default events (perfsh.defaults), IPC (perfsh.metrics).
 local support = dofile("tests/support.lua")
 local perfsh = require "perfsh"
 local core = require "perfsh.core"
+local metrics = require "perfsh.metrics"
 
 local P = support.perfsh
 
@@ -79,5 +80,17 @@ describe("default events", function()
     out = support.sh(P .. " tail --help")
     assert.truthy(out:find("(default: instructions,cycles,cache-misses with a\n"
       .. "                      hardware PMU, else task-clock,page-faults,context-switches)", 1, true))
+  end)
+end)
+
+describe("metrics.value() and metrics.of_totals()", function()
+  it("compute IPC where instructions and cycles are counted, and nil elsewhere", function()
+    assert.are.equal(2.5, metrics.value({instructions = 250, cycles = 100}, "ipc"))
+    assert.is_nil(metrics.value({instructions = 250, cycles = 0}, "ipc"))
+    assert.is_nil(metrics.value({instructions = 0, cycles = 0}, "ipc"))
+    assert.is_nil(metrics.value({["task-clock"] = 5}, "ipc"))
+    assert.are.equal(0.5, metrics.of_totals({instructions = {sum = 50}, cycles = {sum = 100}, hits = 3}, "ipc"))
+    assert.is_nil(metrics.of_totals({instructions = {sum = 50}, hits = 3}, "ipc"))
+    assert.are.equal(2, metrics.value({a = 4, b = 2}, "a / b"))
   end)
 end)

@@ -19,12 +19,13 @@ metrics.formulas = {
 
 local cache = {}
 
---- Compile a formula (or the name of one in metrics.formulas) to function(hit) -> number.
--- fields: the names that may appear (for the error message); nil allows any name.
+--- Compile a formula (or the name of one in metrics.formulas) to function(hit) -> number,
+-- and the names it uses. fields: the names that may appear (for the error message); nil
+-- allows any name.
 function metrics.compile(expr, fields)
   expr = metrics.formulas[expr] or expr
   local key = expr .. "\0" .. (fields and table.concat(fields, ",") or "")
-  if cache[key] then return cache[key] end
+  if cache[key] then return cache[key].fn, cache[key].names end
   local known
   if fields then
     known = {}
@@ -48,13 +49,36 @@ function metrics.compile(expr, fields)
     end
     return chunk(hit)
   end
-  cache[key] = fn
-  return fn
+  cache[key] = {fn = fn, names = names}
+  return fn, names
 end
 
 --- The value of a formula for one hit (or any table of named numbers).
 function metrics.derive(hit, expr)
   return metrics.compile(expr)(hit)
+end
+
+--- The value of a formula where it has one: nil when a name it uses is not a number in
+-- values (not counted) or the value is not finite (a division by zero).
+--   metrics.value(hit, "ipc"), metrics.value(perfsh.run{...}, "ipc")
+function metrics.value(values, expr)
+  local fn, names = metrics.compile(expr)
+  for _, n in ipairs(names) do
+    if type(values[n]) ~= "number" then return nil end
+  end
+  local v = fn(values)
+  if v ~= v or v == math.huge or v == -math.huge then return nil end
+  return v
+end
+
+--- The formula over a region's totals, the sum of each event in statistics st (r:stats()):
+-- metrics.of_totals(st, "ipc") is the region's IPC (nil where it has none).
+function metrics.of_totals(st, expr)
+  local sums = {}
+  for name, s in pairs(st) do
+    if type(s) == "table" and type(s.sum) == "number" then sums[name] = s.sum end
+  end
+  return metrics.value(sums, expr)
 end
 
 -- A field reference: "t_start", "time_ns", "instructions" (the delta), "start.instructions",

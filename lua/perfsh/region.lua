@@ -3,6 +3,8 @@
 --   src:record(i), src:stats_of(id), src:series_of(id, k)   the records and their statistics
 --   src:events()      the event names, in record order
 --   src:region_meta(id) -> {name, kind, entries, sampled, args = {names}, dropped, why, ...}
+local metrics = require "perfsh.metrics"
+
 local Region = {}
 Region.__index = Region
 Region.__name = "perfsh.region"
@@ -66,9 +68,7 @@ end
 function Region:stats()
   local st = self.src:stats_of(self.id)
   local meta = self.src:region_meta(self.id)
-  if st.instructions and st.cycles and st.cycles.sum > 0 then
-    st.ipc = st.instructions.sum / st.cycles.sum
-  end
+  st.ipc = metrics.of_totals(st, "ipc")
   st.entries = meta.entries
   st.late = meta.late_samples or 0
   st.entry_counter = meta.entry_counter -- "breakpoint", "uprobe" or "int3": what counted the entries
