@@ -57,7 +57,7 @@ local function main(argv)
   if opts.sample then rspec.sample = {p = num("--sample", opts.sample)} end
   if opts.every then rspec.sample = {every = math.tointeger(num("--every", opts.every))} end
   local r = cli.arm("tail", t, opts.region, rspec)
-  local sok, err = pcall(r.on_slow, r, {
+  local sok, logger = pcall(r.on_slow, r, {
     threshold_us = opts.threshold and num("--threshold-us", opts.threshold),
     quantile = not opts.threshold and (opts.quantile and num("--quantile", opts.quantile) or 0.99) or nil,
     factor = opts.factor and num("--factor", opts.factor) or (opts.threshold and 1 or 2),
@@ -66,7 +66,7 @@ local function main(argv)
   })
   if not sok then
     t:close()
-    error("perfsh tail: " .. cli.reason(err), 0)
+    error("perfsh tail: " .. cli.reason(logger), 0)
   end
   local status
   local runok, why = pcall(function()
@@ -80,7 +80,7 @@ local function main(argv)
   end)
   local st = r:stats()
   io.stderr:write(("perfsh tail: %s: %d hits%s, %d logged as slow\n"):format(r.name, st.hits,
-    st.sampled and (" sampled of " .. st.entries) or "", #t.slow[r.id][1].lines))
+    st.sampled and (" sampled of " .. st.entries) or "", #logger.lines))
   t:close()
   if not runok then
     io.stderr:write("perfsh tail: ", cli.reason(why), "\n")

@@ -1,4 +1,5 @@
--- One owner for each rule: the default events (perfsh.defaults), IPC (perfsh.metrics).
+-- One owner for each rule: the default events (perfsh.defaults), IPC (perfsh.metrics), slow-hit
+-- logging (perfsh.region).
 local support = dofile("tests/support.lua")
 local perfsh = require "perfsh"
 local core = require "perfsh.core"
@@ -92,5 +93,30 @@ describe("metrics.value() and metrics.of_totals()", function()
     assert.are.equal(0.5, metrics.of_totals({instructions = {sum = 50}, cycles = {sum = 100}, hits = 3}, "ipc"))
     assert.is_nil(metrics.of_totals({instructions = {sum = 50}, hits = 3}, "ipc"))
     assert.are.equal(2, metrics.value({a = 4, b = 2}, "a / b"))
+  end)
+end)
+
+describe("r:on_slow()", function()
+  it("belongs to the region: its loggers see its hits, with argument names", function()
+    local t <close> = perfsh.spawn{"examples/recursive", "4", "2", events = {"task-clock"}, stdout = "/dev/null"}
+    local r = t:region{func = "walk", args = {"n"}}
+    local seen = {}
+    local logger = r:on_slow{threshold_us = 0, log = function(_, h) seen[#seen + 1] = h.n end}
+    assert.are.same({logger}, r.loggers)
+    t:run()
+    assert.are.same({2, 2, 2, 2}, seen)
+    assert.are.equal(4, logger.logged)
+    assert.are.same({0, 1, 2, 3}, logger.lines)
+  end)
+
+  it("needs a live tracee", function()
+    local path = os.tmpname()
+    local t <close> = perfsh.spawn{"examples/recursive", "1", "1", events = {"task-clock"}, stdout = "/dev/null"}
+    t:region{func = "walk"}
+    t:run()
+    t:save(path)
+    local f = perfsh.load(path)
+    assert.has.error(function() f.regions[1]:on_slow{threshold_us = 1} end, "on_slow needs a live tracee")
+    os.remove(path)
   end)
 end)

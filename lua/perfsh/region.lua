@@ -1,13 +1,23 @@
---- perfsh.region: a region's hits and their statistics, from a live tracee or a loaded file.
+--- perfsh.region: a region's hits and their statistics, from a live tracee or a loaded file,
+-- and the logging of its slow hits while a live tracee runs (r:on_slow).
 -- A region belongs to a source (src) that has:
 --   src:record(i), src:stats_of(id), src:series_of(id, k)   the records and their statistics
 --   src:events()      the event names, in record order
 --   src:region_meta(id) -> {name, kind, entries, sampled, args = {names}, dropped, why, ...}
+local tail = require "perfsh.tail"
 local metrics = require "perfsh.metrics"
 
 local Region = {}
 Region.__index = Region
 Region.__name = "perfsh.region"
+
+-- Each argument of a record also by the name given in region{args = {...}}.
+local function name_args(rec, names)
+  if names then
+    for k, name in ipairs(names) do rec[name] = rec.args[k] end
+  end
+  return rec
+end
 
 function Region.new(src, id)
   local meta = src:region_meta(id)
@@ -25,12 +35,7 @@ function Region:hits()
       i = i + 1
       local rec = src:record(i)
       if not rec then return nil end
-      if rec.region == id then
-        if names then
-          for k, name in ipairs(names) do rec[name] = rec.args[k] end
-        end
-        return rec
-      end
+      if rec.region == id then return name_args(rec, names) end
     end
   end
 end
@@ -82,6 +87,29 @@ function Region:stats()
     st.time_ns.estimated_total = st.time_ns.sum * st.scale
   end
   return st
+end
+
+--- r:on_slow{...}: log this region's slow hits while the program runs (see perfsh.tail).
+-- Returns the logger (logger.logged: how many lines; logger.lines: the hit numbers logged).
+function Region:on_slow(opts)
+  local t = self.tracee
+  if not t then error("on_slow needs a live tracee", 2) end
+  local logger = tail.new(self, t:events(), opts)
+  self.loggers = self.loggers or {}
+  self.loggers[#self.loggers + 1] = logger
+  self.logged_args = self.src:region_meta(self.id).args
+  return logger
+end
+
+--- Hand one new record of this region to its slow-hit loggers (the tracee does, as it runs).
+function Region:log_slow(rec)
+  name_args(rec, self.logged_args)
+  for _, lg in ipairs(self.loggers) do lg:feed(rec) end
+end
+
+--- The program has ended: close the slow-hit logs.
+function Region:finish_slow()
+  for _, lg in ipairs(self.loggers) do lg:finish() end
 end
 
 function Region:info() return self.src:region_meta(self.id) end

@@ -12,19 +12,8 @@ Tracee.__index = Tracee
 Tracee.__name = "perfsh.tracee"
 
 local Region = require "perfsh.region"
-local tail = require "perfsh.tail"
 local snapfile = require "perfsh.snapfile"
 local defaults = require "perfsh.defaults"
-
---- r:on_slow{...}: log this region's slow hits while the program runs (see perfsh.tail).
-function Region:on_slow(opts)
-  local t = self.tracee
-  if not t then error("on_slow needs a live tracee", 2) end
-  local logger = tail.new(self, t:events(), opts)
-  t.slow[self.id] = t.slow[self.id] or {}
-  table.insert(t.slow[self.id], logger)
-  return logger
-end
 
 local function fail(msg, level)
   error(msg, (level or 1) + 1)
@@ -49,7 +38,7 @@ local function flatten(spec)
 end
 
 local function wrap(ud, argv)
-  return setmetatable({ud = ud, argv = argv, regions = {}, by_id = {}, args_by_id = {}, slow = {}, fed = 0},
+  return setmetatable({ud = ud, argv = argv, regions = {}, by_id = {}, args_by_id = {}, fed = 0},
     Tracee)
 end
 
@@ -162,19 +151,23 @@ end
 
 --- t:run() runs until the program ends and returns its status ({exited, code, signo, signal}).
 -- t:run{hits = N} / {seconds = S} / {until = function(t) ... end} pause earlier and return nil, "paused".
--- Hand the records written since the last call to the slow-hit loggers.
+-- Hand the records written since the last call to the regions that log slow hits.
 function Tracee:feed_loggers()
   local n = self.ud:nrecords()
   for i = self.fed + 1, n do
     local rec = self:record(i)
-    local loggers = rec and self.slow[rec.region]
-    if loggers then
-      local names = self.args_by_id[rec.region]
-      if names then for k, name in ipairs(names) do rec[name] = rec.args[k] end end
-      for _, lg in ipairs(loggers) do lg:feed(rec) end
-    end
+    local r = rec and self.by_id[rec.region]
+    if r and r.loggers then r:log_slow(rec) end
   end
   self.fed = n
+end
+
+-- Whether a region logs slow hits (r:on_slow).
+local function logging(self)
+  for _, r in ipairs(self.regions) do
+    if r.loggers then return true end
+  end
+  return false
 end
 
 -- Run in chunks so that the loggers see hits while the program runs.
@@ -203,7 +196,7 @@ function Tracee:run(opts)
   opts = opts or {}
   local deadline = opts.seconds and core.now() + math.floor(opts.seconds * 1e9) or 0
   local how, msg
-  if next(self.slow) and not opts["until"] then
+  if logging(self) and not opts["until"] then
     how, msg = run_feeding(self, opts.hits or 0, deadline)
   elseif opts["until"] then
     repeat
@@ -222,8 +215,8 @@ function Tracee:run(opts)
     self.spill_done = how == "exited"
   end
   if how == "paused" then return nil, "paused" end
-  for _, loggers in pairs(self.slow) do
-    for _, lg in ipairs(loggers) do lg:finish() end
+  for _, r in ipairs(self.regions) do
+    if r.loggers then r:finish_slow() end
   end
   return self.ud:status()
 end
