@@ -99,11 +99,12 @@ void ps_l_push_sdt_spec(lua_State *L, const struct ps_sdt_spec *sp)
 	}
 }
 
-/* core.sdt_check(path, "sdt:P:N[,...]") -> {{provider, name, sites, probe}, ...} | nil, msg, code:
-   the spec parsed and each of its probes found in the file (a missing one with "did you mean"). */
+/* core.sdt_check(path, "sdt:P:N[,...]" [, label]) -> {{provider, name, sites, probe}, ...} | nil, msg, code:
+   the spec parsed and each of its probes found in the file (a missing one with "did you mean");
+   messages name the file as @label (default: @path). */
 static int l_sdt_check(lua_State *L)
 {
-	const char *path = luaL_checkstring(L, 1);
+	const char *path = luaL_checkstring(L, 1), *label = luaL_optstring(L, 3, path);
 	struct ps_sdt_spec sp;
 	struct ps_sdt_set s;
 	struct ps_error err;
@@ -114,7 +115,7 @@ static int l_sdt_check(lua_State *L)
 		return ps_l_fail(L, &err);
 	lua_createtable(L, sp.npoints, 0);
 	for (int k = 0; k < sp.npoints; k++) {
-		const struct ps_sdt_probe *p = ps_sdt_find(&s, sp.provider[k], sp.name[k], path, &err);
+		const struct ps_sdt_probe *p = ps_sdt_find(&s, sp.provider[k], sp.name[k], label, &err);
 		if (!p) {
 			ps_sdt_free(&s);
 			return ps_l_fail(L, &err);
