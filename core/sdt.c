@@ -284,8 +284,9 @@ const struct ps_sdt_probe *ps_sdt_find(const struct ps_sdt_set *s, const char *p
 	snprintf(typed, sizeof typed, "%s:%s", provider, name);
 	ps_suggest_init(&sg, typed, out, 4);
 	for (size_t i = 0; i < s->n; i++) {
-		if (i && ps_sdt_count(&(struct ps_sdt_set){s->probes, i}, s->probes[i].provider, s->probes[i].name))
-			continue; /* offered already */
+		struct ps_sdt_set before = {s->probes, i};
+		if (ps_sdt_count(&before, s->probes[i].provider, s->probes[i].name))
+			continue; /* a probe with several sites is offered once */
 		snprintf(known, sizeof known, "%s:%s", s->probes[i].provider, s->probes[i].name);
 		ps_suggest_add(&sg, known);
 	}
