@@ -99,6 +99,10 @@ int ps_region_spec_parse(const char *text, struct ps_region_spec *out, struct ps
 	memset(out, 0, sizeof *out);
 	if (!*text)
 		return ps_error_set(err, PS_EUSAGE, "empty region: name a function, FILE:L1-L2 or 0xADDR");
+	if (ps_sdt_is_spec(text)) {
+		out->kind = PS_RSPEC_SDT;
+		return ps_sdt_spec_parse(text, &out->sdt, err);
+	}
 	if (text[0] == '0' && (text[1] == 'x' || text[1] == 'X'))
 		return parse_addrs(text, out, err);
 	if (has_line_dash(text)) {

@@ -124,5 +124,6 @@ int luaopen_perfsh_core(lua_State *L)
 	ps_l_open_topo(L);
 	ps_l_open_lsq(L);
 	ps_l_open_signal(L);
+	ps_l_open_sdt(L);
 	return 1;
 }

@@ -162,10 +162,11 @@ static int l_scale(lua_State *L)
 }
 
 /* core.region_spec(text) -> {kind=, func=, lib=, file1=, line1=, file2=, line2=, addr1=, addr2=} | nil, msg
-   (kind "func", "libfunc", "addr", "addr_range" or "line_range"; only its own fields are set) */
+   (kind "func", "libfunc", "addr", "addr_range", "line_range" or "sdt" with points = {{provider, name}, ...};
+   only its own fields are set) */
 static int l_region_spec(lua_State *L)
 {
-	static const char *kinds[] = {"", "func", "libfunc", "addr", "addr_range", "line_range"};
+	static const char *kinds[] = {"", "func", "libfunc", "addr", "addr_range", "line_range", "sdt"};
 	struct ps_region_spec rs;
 	struct ps_error err;
 
@@ -181,6 +182,9 @@ static int l_region_spec(lua_State *L)
 	if (rs.kind == PS_RSPEC_FUNC || rs.kind == PS_RSPEC_LIBFUNC) {
 		lua_pushstring(L, rs.func);
 		lua_setfield(L, -2, "func");
+	} else if (rs.kind == PS_RSPEC_SDT) {
+		ps_l_push_sdt_spec(L, &rs.sdt);
+		lua_setfield(L, -2, "points");
 	} else if (rs.kind == PS_RSPEC_LINE_RANGE) {
 		lua_pushstring(L, rs.file1);
 		lua_setfield(L, -2, "file1");

@@ -45,6 +45,11 @@ void ps_l_open_hist(lua_State *L);    /* core.hist: streaming log-bucket histogr
 void ps_l_open_topo(lua_State *L);    /* core.topology (lua/ltopo.c) */
 void ps_l_open_lsq(lua_State *L);     /* core.lstsq (lua/llsq.c) */
 void ps_l_open_tracee(lua_State *L);  /* core.spawn, core.attach, metatable perfsh.tracee */
+void ps_l_open_sdt(lua_State *L);     /* core.sdt, core.sdt_check: SDT probes (lua/lsdt.c) */
+
+struct ps_sdt_spec;
+/* Push an SDT region spec's probes as {{provider =, name =}, ...} (lua/lsdt.c). */
+void ps_l_push_sdt_spec(lua_State *L, const struct ps_sdt_spec *sp);
 
 void ps_l_open_signal(lua_State *L); /* core.defer_signals, core.signal (lua/lsignal.c) */
 

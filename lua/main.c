@@ -4,7 +4,7 @@
  *   perfsh script.lua args...    run a script (arg[0] = script, arg[1..] = args)
  *   perfsh -e 'code'             run code
  *   perfsh NAME args...          run the recipe NAME (scripts/NAME.lua)
- *   perfsh --list [hw|sw|cache|pmu|tracepoint|all|WORD], --help, --version
+ *   perfsh --list [hw|sw|cache|pmu|tracepoint|all|WORD], --list sdt BINARY, --help, --version
  *
  * Modules and recipes are found beside the executable: in a source tree (lua/, scripts/) or in
  * an installed prefix (share/lua/5.4, share/perfsh/scripts). No environment variable is needed.
@@ -50,6 +50,7 @@ static const char usage[] =
     "  --list [KIND|WORD]  list the events that resolve and open on this machine;\n"
     "                   KIND is hw, sw, cache, pmu, tracepoint or all (default);\n"
     "                   any other WORD lists the names containing it (--list syscalls)\n"
+    "  --list sdt BINARY   list the SDT probes (<sys/sdt.h>) of BINARY, one line each\n"
     "  -h, --help       this text\n"
     "  -v, --version    the version\n"
     "\n"
@@ -298,6 +299,9 @@ int main(int argc, char **argv)
 			goto out;
 		} else if (!strcmp(a, "-v") || !strcmp(a, "--version")) {
 			printf("perfsh %s (%s)\n", PS_VERSION, LUA_RELEASE);
+			goto out;
+		} else if (!strcmp(a, "--list") && i + 1 < argc && !strcmp(argv[i + 1], "sdt")) {
+			status = call_lib(L, "perfsh", "print_sdt", i + 2 < argc ? argv[i + 2] : NULL);
 			goto out;
 		} else if (!strcmp(a, "--list")) {
 			status = call_lib(L, "perfsh", "print_events", i + 1 < argc ? argv[i + 1] : NULL);

@@ -11,6 +11,7 @@ local usage = defaults.usage([[
 usage: perfsh stat -r REGION [-r REGION...] [options] [--] COMMAND [ARGS...]
        perfsh stat -r REGION [options] -p PID
        perfsh stat --list [hw|sw|cache|pmu|tracepoint|all|WORD]
+       perfsh stat --list sdt BINARY
 
 Counts hardware (or software) events over each hit of a function or a source-line range
 of an unmodified binary, per thread, and prints one aggregated table per region.
@@ -20,6 +21,9 @@ regions:
                       a line range FILE:L1-FILE:L2 / FILE:L1-L2 (L1 inclusive, L2 exclusive:
                       a hit from entering L1..L2-1 to reaching L2; loops inside cost no stop);
                       may be repeated. Inlined copies of a function are reported too.
+                      sdt:PROVIDER:NAME (a point) or sdt:P:START,sdt:P:END (a pair) name SDT
+                      probes (perfsh --list sdt BINARY); they need the uprobe catcher, which
+                      this build does not have yet
   -f, --function R    the same as -r
   --every-level       count every level of a recursion (default: the outermost call only)
 events:
@@ -28,7 +32,8 @@ events:
                       {none}); may be repeated
   -g, --group LIST    one more group, scheduled on the PMU on its own (more events than
                       counters are then multiplexed and scaled); may be repeated
-  --list [KIND|WORD]  list the events that open on this machine (or the names with WORD)
+  --list [KIND|WORD]  list the events that open on this machine (or the names with WORD);
+                      --list sdt BINARY lists the SDT probes (<sys/sdt.h>) of BINARY
 target:
   -p, --pid PID       attach to a running process instead of starting COMMAND
   --seconds S         stop after S seconds (detaching from an attached process), even
@@ -81,6 +86,7 @@ local function main(argv)
     {"--per-cpu", key = "per_cpu"},
     {"-o", "--output", arg = true, key = "output"},
   }, argv, usage)
+  if opts.list and cmd[1] == "sdt" then return perfsh.print_sdt(cmd[2]) end
   if opts.list then return perfsh.print_events(cmd[1]) end
   if not opts.regions then error("perfsh stat: no region given; name one with -r FUNCTION or -r FILE:L1-L2", 0) end
   if not opts.pid and #cmd == 0 then error("perfsh stat: no command given (or -p PID to attach)", 0) end

@@ -97,13 +97,15 @@ function cli.writable(name, flag, path)
 end
 
 --- A region named on a command line (parsed by core/regionspec.c): FILE:L1-L2, FILE:L1-FILE:L2
--- or 0xA-0xB is a line or address range, anything else a function (LIB:FUNC, 0xADDR).
+-- or 0xA-0xB is a line or address range, sdt:PROVIDER:NAME[,sdt:PROVIDER:NAME] SDT probes,
+-- anything else a function (LIB:FUNC, 0xADDR).
 -- A bad one ends the recipe with one line, e.g. for a single line FILE:N.
 function cli.region_spec(r, name)
   local core = require "perfsh.core"
   local rs, why = core.region_spec(r)
   if not rs then error(("perfsh %s: %s"):format(name or "stat", why), 0) end
   if rs.kind == "line_range" or rs.kind == "addr_range" then return {range = r} end
+  if rs.kind == "sdt" then return {sdt = r} end
   return {func = r}
 end
 

@@ -112,6 +112,55 @@ function perfsh.print_events(what)
   return 0
 end
 
+--- perfsh.sdt(path) -> the SDT probe sites (<sys/sdt.h>) of an ELF file, in note order:
+-- {provider, name, addr, offset, semaphore, semaphore_offset, base, argstr, args = {{size, signed,
+-- kind = "reg"|"mem"|"imm", text, reg, index, scale, sym, disp, value}, ...}} (args_error instead
+-- of args where the argument string is not understood); nil, msg when the file cannot be read.
+function perfsh.sdt(path)
+  if type(path) ~= "string" then error("bad argument #1 to 'sdt' (path of an ELF file expected)", 2) end
+  return core.sdt(path)
+end
+
+-- A command name without '/' that is no file here is looked up in PATH, as a shell would.
+local function in_path(name)
+  if name:find("/", 1, true) or io.open(name) then return name end
+  for dir in (os.getenv("PATH") or ""):gmatch("[^:]+") do
+    local f = io.open(dir .. "/" .. name)
+    if f then
+      f:close()
+      return dir .. "/" .. name
+    end
+  end
+  return name
+end
+
+--- Print the SDT probes of a binary (perfsh --list sdt BINARY), one line each. Returns 0 or 2.
+function perfsh.print_sdt(path)
+  if not path then
+    io.stderr:write("perfsh: --list sdt needs a binary, e.g. perfsh --list sdt ./examples/sdt\n")
+    return 2
+  end
+  path = in_path(path)
+  local probes, why = core.sdt(path)
+  if not probes then
+    io.stderr:write("perfsh: ", why, "\n")
+    return 2
+  end
+  if #probes == 0 then
+    print(("%s has no SDT probes (no .note.stapsdt: it was built without <sys/sdt.h> probes)"):format(path))
+    return 0
+  end
+  local width = 0
+  for _, p in ipairs(probes) do width = math.max(width, #p.provider + 1 + #p.name) end
+  for _, p in ipairs(probes) do
+    local sema = p.semaphore ~= 0 and ("0x%x (offset 0x%x)"):format(p.semaphore, p.semaphore_offset) or "none"
+    local args = p.args_error and (p.argstr .. " (not understood)") or (p.argstr ~= "" and p.argstr or "none")
+    print(("%-" .. width .. "s  addr 0x%x  offset 0x%x  semaphore %s  args %s"):format(p.provider .. ":" .. p.name,
+      p.addr, p.offset, sema, args))
+  end
+  return 0
+end
+
 --- List the recipes (perfsh recipes).
 function perfsh.print_recipes()
   local host = package.loaded["perfsh.host"]

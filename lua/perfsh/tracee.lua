@@ -84,7 +84,9 @@ function tracee.attach(pid, opts)
   local ud, msg = core.attach(pid, events, {group_sizes = sizes})
   if not ud then fail(msg, 2) end
   if opts and opts.follow_fork then ud:follow_fork(true) end
-  return wrap(ud, {tostring(pid)})
+  local t = wrap(ud, {tostring(pid)})
+  t.attached = true
+  return t
 end
 
 local function new_region(t, id)
@@ -96,13 +98,15 @@ local function new_region(t, id)
 end
 
 --- t:region{func = "sum"} | {from = "bench.c:19", to = "bench.c:24"} | {range = "bench.c:19-24"}
--- | {addr = 0x401136} | {addr = 0x401136, to = 0x401150}. Options: every_level = true (count
+-- | {addr = 0x401136} | {addr = 0x401136, to = 0x401150} | {sdt = "sdt:PROVIDER:NAME"} (refused
+-- until the uprobe catcher exists: see Tracee:sdt_region). Options: every_level = true (count
 -- every level of a recursion), inline = false (skip inlined copies), events = {...} (added to
 -- the group of every thread; only before the first run), sample = {p = 0.01} | {every = 100}
 -- | {window_ms = 5, period_ms = 100} (record only some hits; see README). Returns the region;
 -- inlined copies of a function are regions too (t.regions lists them all).
 function Tracee:region(spec)
   if type(spec) ~= "table" then fail("bad argument #1 to 'region' (table expected)", 2) end
+  if spec.sdt then self:sdt_region(spec.sdt) end
   local ud = self.ud
   if spec.events then
     local ok, msg = ud:add_events(spec.events)
@@ -147,6 +151,18 @@ function Tracee:region(spec)
   end
   if spec.events then first.events = spec.events end
   return first
+end
+
+-- {sdt = "sdt:PROVIDER:NAME"} or {sdt = "PROVIDER:START,sdt:PROVIDER:END"}: the probes are looked
+-- up in the target's executable (a missing one with "did you mean"); arming them needs the uprobe
+-- catcher, so the region is refused, with nothing armed.
+function Tracee:sdt_region(text)
+  text = tostring(text)
+  if not text:match("^sdt:") then text = "sdt:" .. text end
+  local exe = ("/proc/%d/exe"):format(self.ud:info().pid)
+  local ok, why = core.sdt_check(exe, text, self.attached and exe or self.argv[1])
+  if not ok then fail(("region '%s': %s"):format(text, why), 3) end
+  fail(("region '%s': SDT regions need the uprobe catcher (not yet available in this build)"):format(text), 3)
 end
 
 --- t:run() runs until the program ends and returns its status ({exited, code, signo, signal}).
