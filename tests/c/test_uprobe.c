@@ -218,8 +218,8 @@ TEST(uprobe_spawned_target_pairs)
 /* In this process: threads that wait for their probes before calling ut_work(). */
 static volatile long ut_sink;
 
-__attribute__((noinline)) long ut_work(long x);
-__attribute__((noinline)) long ut_work(long x)
+__attribute__((noinline, noclone)) long ut_work(long x);
+__attribute__((noinline, noclone)) long ut_work(long x)
 {
 	ut_sink += x;
 	return x * 3 + 1;
@@ -327,5 +327,65 @@ TEST(uprobe_small_ring_counts_loss)
 	CHECK(ps_uprobe_lost(u) > 0);
 	CHECK_EQ_INT(hits + (long)ps_uprobe_lost(u), 2 * NCALLS + 2);
 	CHECK_EQ_INT(ps_uprobe_hits(u), hits);
+	ps_uprobe_close(u);
+}
+
+__attribute__((noinline, noclone)) long ut_other(long x);
+__attribute__((noinline, noclone)) long ut_other(long x)
+{
+	ut_sink -= x;
+	return x + 1;
+}
+
+/* Two sites in two groups (per_group = 1), one without a return probe; disabled, nothing. */
+TEST(uprobe_sites_in_batches)
+{
+	static char path[2][4096];
+	static struct seen s;
+	struct ps_uprobe_site site[2];
+	struct ps_event ev[2];
+	struct ps_uprobe *u;
+	struct ps_error err;
+	uint64_t off[2];
+	char why[256];
+	int bad = 0;
+
+	if (!ps_uprobe_available(why, sizeof why))
+		SKIP("%s", why);
+	CHECK(counters(ev) == 0);
+	if (ps_machine_file_offset(0, (uint64_t)(uintptr_t)ut_work, path[0], sizeof path[0], &off[0], &err) ||
+	    ps_machine_file_offset(0, (uint64_t)(uintptr_t)ut_other, path[1], sizeof path[1], &off[1], &err)) {
+		CHECK(!"file offsets");
+		return;
+	}
+	site[0] = (struct ps_uprobe_site){path[0], off[0], 1};
+	site[1] = (struct ps_uprobe_site){path[1], off[1], 0};
+	struct ps_uprobe_opts o = {.ev = ev, .nev = 2, .sites = site, .nsites = 2, .per_group = 1, .ring_pages = 64};
+	if (ps_uprobe_open(&u, gettid(), &o, &err)) {
+		fprintf(stderr, "  %s\n", err.msg);
+		CHECK(!"open");
+		return;
+	}
+	ut_work(1); /* opened disabled: not seen */
+	CHECK(ps_uprobe_enable(u, 1, &err) == 0);
+	for (int i = 0; i < 100; i++) {
+		ut_work(i);
+		ut_other(i);
+	}
+	CHECK(ps_uprobe_enable(u, 0, &err) == 0);
+	ut_other(1);
+	s.n = 0;
+	ps_uprobe_drain(u, collect, &s);
+	CHECK_EQ_INT(s.n, 300);
+	for (int i = 0; i < s.n && i < MAXHITS && !bad; i++) {
+		/* entry 0, return 0, entry 1, ... */
+		uint32_t want_site = i % 3 == 2, want_kind = i % 3 == 1;
+		bad = s.h[i].site != want_site || s.h[i].kind != want_kind || s.h[i].nregs != 0;
+		/* each group has its own task-clock: monotonic per site */
+		if (i >= 3 && s.h[i].val[0] < s.h[i - 3].val[0])
+			bad = 1;
+	}
+	CHECK(!bad);
+	CHECK_EQ_INT(ps_uprobe_lost(u), 0);
 	ps_uprobe_close(u);
 }
