@@ -26,6 +26,7 @@ struct idmap {
 	uint64_t id;
 	uint32_t idx;
 	uint32_t kind;
+	uint64_t got; /* a probe's records decoded */
 };
 
 struct ps_uprobe {
@@ -82,7 +83,7 @@ static int add_id(struct ps_uprobe *u, int fd, uint32_t idx, uint32_t kind, stru
 		int e = errno;
 		return ps_error_set(err, e, "uprobe: PERF_EVENT_IOC_ID: %s", strerror(e));
 	}
-	u->map[u->nmap++] = (struct idmap){id, idx, kind};
+	u->map[u->nmap++] = (struct idmap){id, idx, kind, 0};
 	return 0;
 }
 
@@ -159,7 +160,7 @@ static int cmp_id(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static const struct idmap *lookup(const struct ps_uprobe *u, uint64_t id)
+static struct idmap *lookup(const struct ps_uprobe *u, uint64_t id)
 {
 	struct idmap key = {.id = id};
 	return bsearch(&key, u->map, (size_t)u->nmap, sizeof *u->map, cmp_id);
@@ -176,6 +177,9 @@ static int check_opts(const struct ps_uprobe_opts *o, struct ps_error *err)
 	for (int i = 0; i < o->nsites; i++)
 		if (!o->sites[i].path || o->sites[i].path[0] != '/')
 			return ps_error_set(err, PS_EUSAGE, "uprobe: site %d has no absolute file path", i);
+	if (o->per_group < 0 || o->per_group > PS_UPROBE_MAX_PER_GROUP)
+		return ps_error_set(err, PS_EUSAGE, "uprobe: %d sites per group; give 1 to %d", o->per_group,
+				    PS_UPROBE_MAX_PER_GROUP);
 	if (pages & (pages - 1))
 		return ps_error_set(err, PS_EUSAGE, "uprobe: ring of %u pages; give a power of two", pages);
 	if (__builtin_popcountll(o->regs_mask) > PS_UPROBE_MAX_REGS)
@@ -296,10 +300,10 @@ void ps_uprobe_close(struct ps_uprobe *u)
 static int decode_sample(const struct ps_uprobe *u, const uint64_t *p, size_t n, struct ps_uprobe_hit *h)
 {
 	const uint64_t *end = p + n;
-	const struct idmap *m;
+	struct idmap *m, *probe;
 	uint64_t nr;
 
-	if (n < 7 || !(m = lookup(u, p[0])) || m->kind == ID_COUNTER)
+	if (n < 7 || !(probe = m = lookup(u, p[0])) || m->kind == ID_COUNTER)
 		return -1;
 	memset(h, 0, sizeof *h);
 	h->site = m->idx;
@@ -314,15 +318,19 @@ static int decode_sample(const struct ps_uprobe *u, const uint64_t *p, size_t n,
 	if (nr > (size_t)(end - p) / 2)
 		return -1;
 	h->nval = u->nev;
-	for (uint64_t j = 0; j < nr; j++, p += 2)
-		if ((m = lookup(u, p[1])) && m->kind == ID_COUNTER)
+	for (uint64_t j = 0; j < nr; j++, p += 2) {
+		if (p[1] == probe->id)
+			h->seq = p[0];
+		else if ((m = lookup(u, p[1])) && m->kind == ID_COUNTER)
 			h->val[m->idx] = p[0];
+	}
 	if (u->nregs && p < end && *p++ != PERF_SAMPLE_REGS_ABI_NONE) {
 		if ((size_t)(end - p) < (size_t)u->nregs)
 			return -1;
 		h->nregs = u->nregs;
 		memcpy(h->regs, p, (size_t)u->nregs * sizeof *p);
 	}
+	probe->got++;
 	return 0;
 }
 
@@ -376,6 +384,26 @@ long ps_uprobe_drain(struct ps_uprobe *u, ps_uprobe_cb cb, void *ud)
 uint64_t ps_uprobe_lost(const struct ps_uprobe *u)
 {
 	return u->lost;
+}
+
+long ps_uprobe_missing(const struct ps_uprobe *u, struct ps_error *err)
+{
+	uint64_t buf[3 + 2 * (PS_MAX_EVENTS + 2 * PS_UPROBE_MAX_PER_GROUP)], missing = 0;
+
+	for (int g = 0; g < u->ngroups; g++) {
+		ssize_t got = read(u->fds[u->leaders[g]], buf, sizeof buf);
+		if (got < 24 || (size_t)got < (3 + 2 * buf[0]) * 8) {
+			int e = got < 0 ? errno : EIO;
+			return ps_error_set(err, e, "uprobe: reading the counts of thread %d: %s", (int)u->tid,
+					    strerror(e));
+		}
+		for (uint64_t j = 0; j < buf[0]; j++) {
+			const struct idmap *m = lookup(u, buf[4 + 2 * j]);
+			if (m && m->kind != ID_COUNTER && buf[3 + 2 * j] > m->got)
+				missing += buf[3 + 2 * j] - m->got;
+		}
+	}
+	return (long)missing;
 }
 
 uint64_t ps_uprobe_hits(const struct ps_uprobe *u)

@@ -31,7 +31,7 @@
  * Return depth: the kernel keeps at most PS_UPROBE_MAX_DEPTH (64, MAX_URETPROBE_DEPTH in
  * include/linux/uprobes.h) pending uretprobes per task. A call deeper than that still gives
  * its entry record but no return record (the kernel omits the return probe and logs
- * "omit uretprobe due to uretprobe_depth limit"): a consumer pairing entries with returns
+ * "omit uretprobe due to nestedness limit"): a consumer pairing entries with returns
  * must expect entries without a return past depth 64 (and a longjmp past frames drops
  * their returns too).
  *
@@ -48,8 +48,9 @@
 #include "events.h"
 #include "snapshot.h"
 
-#define PS_UPROBE_MAX_DEPTH 64 /* pending uretprobes per task (kernel's MAX_URETPROBE_DEPTH) */
-#define PS_UPROBE_MAX_REGS 8   /* registers per hit with PERF_SAMPLE_REGS_USER */
+#define PS_UPROBE_MAX_DEPTH 64	   /* pending uretprobes per task (kernel's MAX_URETPROBE_DEPTH) */
+#define PS_UPROBE_MAX_REGS 8	   /* registers per hit with PERF_SAMPLE_REGS_USER */
+#define PS_UPROBE_MAX_PER_GROUP 64 /* sites in one counter group */
 
 /* x86-64 argument registers as a regs_mask (asm/perf_regs.h bits of CX, DX, SI, DI, R8, R9). */
 #define PS_UPROBE_REGS_ARGS ((1ull << 2) | (1ull << 3) | (1ull << 4) | (1ull << 5) | (1ull << 16) | (1ull << 17))
@@ -77,7 +78,8 @@ struct ps_uprobe_site {
  *                  are used as resolved (type, config, privilege bits).
  * @sites, @nsites: the sites; a hit's @site is the index in this array.
  * @per_group:      sites per counter group (each group has its own copy of the counters, and
- *                  every sample carries its whole group, 16 bytes per member); 0 means 4.
+ *                  every sample carries its whole group, 16 bytes per member); 0 means 4,
+ *                  at most PS_UPROBE_MAX_PER_GROUP.
  * @ring_pages:     data pages of the ring, a power of two; 0 means 64.
  * @regs_mask:      PERF_SAMPLE_REGS_USER mask (asm/perf_regs.h bits), at most
  *                  PS_UPROBE_MAX_REGS bits; 0 for none. PS_UPROBE_REGS_ARGS for arguments.
@@ -99,6 +101,8 @@ struct ps_uprobe_opts {
  * @tid, @cpu, @time: where and when (CLOCK_MONOTONIC ns).
  * @site:             index in the opts' sites.
  * @kind:             enum ps_uprobe_kind.
+ * @seq:              the probe's own count at this hit (1 for its first): a gap between two
+ *                    hits of the same site and kind is records lost in between.
  * @enabled, @running: the group's times, for multiplex scaling (ps_scale()).
  * @nval, @val:       the counters' raw values, in the order of opts.ev.
  * @nregs, @regs:     the registers of regs_mask, lowest bit first (0 when not asked for, or
@@ -109,6 +113,7 @@ struct ps_uprobe_hit {
 	uint32_t cpu;
 	uint32_t site;
 	uint32_t kind;
+	uint64_t seq;
 	uint64_t time;
 	uint64_t enabled, running;
 	int nval, nregs;
@@ -156,8 +161,19 @@ typedef int (*ps_uprobe_cb)(const struct ps_uprobe_hit *h, void *ud);
  */
 long ps_uprobe_drain(struct ps_uprobe *u, ps_uprobe_cb cb, void *ud);
 
-/* Records the kernel reported lost so far (ring full). */
+/* Records the kernel reported lost so far (PERF_RECORD_LOST: ring full). The kernel reports
+   a loss only when it can write again, so a loss at the end of a run may not be reported
+   yet: ps_uprobe_missing() counts it. */
 uint64_t ps_uprobe_lost(const struct ps_uprobe *u);
+
+/**
+ * ps_uprobe_missing() - records the probes made but the caller has not received: each
+ * probe's count (read from its group) minus the hits of it decoded so far. After a last
+ * ps_uprobe_drain() (the target exited, or the probes disabled) it is the exact number of
+ * records lost, reported or not, so no loss is ever silent.
+ * Return: the count, or -1 with @err when the groups cannot be read.
+ */
+long ps_uprobe_missing(const struct ps_uprobe *u, struct ps_error *err);
 
 /* Hits decoded so far, and records of other types skipped. */
 uint64_t ps_uprobe_hits(const struct ps_uprobe *u);

@@ -56,8 +56,10 @@ static void check_pairs(struct ctest *ctest_self, const struct seen *s, int n, p
 	for (int i = 0; i < s->n && i < MAXHITS; i++) {
 		const struct ps_uprobe_hit *h = &s->h[i], *p = i ? &s->h[i - 1] : NULL;
 
-		if (h->kind != (uint32_t)(i % 2) || h->tid != tid || h->site != 0 || h->nval != 2) {
+		if (h->kind != (uint32_t)(i % 2) || h->tid != tid || h->site != 0 || h->nval != 2 ||
+		    h->seq != (uint64_t)(i / 2 + 1)) {
 			CHECK_EQ_INT(h->kind, i % 2);
+			CHECK_EQ_INT(h->seq, i / 2 + 1);
 			CHECK_EQ_INT(h->tid, tid);
 			CHECK_EQ_INT(h->site, 0);
 			CHECK_EQ_INT(h->nval, 2);
@@ -112,6 +114,10 @@ TEST(uprobe_options_and_helpers)
 	o.nev = 2;
 	CHECK(ps_uprobe_open(&u, getpid(), &o, &err) == -1);
 	CHECK_STR(err.msg, "uprobe: ring of 3 pages; give a power of two");
+	o.per_group = 65;
+	CHECK(ps_uprobe_open(&u, getpid(), &o, &err) == -1);
+	CHECK_STR(err.msg, "uprobe: 65 sites per group; give 1 to 64");
+	o.per_group = 0;
 	site.path = "bin/true";
 	o.ring_pages = 0;
 	CHECK(ps_uprobe_open(&u, getpid(), &o, &err) == -1);
@@ -210,6 +216,7 @@ TEST(uprobe_spawned_target_pairs)
 	ps_uprobe_drain(u, collect, &s);
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 3);
 	CHECK_EQ_INT(ps_uprobe_lost(u), 0);
+	CHECK_EQ_INT(ps_uprobe_missing(u, &err), 0);
 	CHECK_EQ_INT(ps_uprobe_hits(u), 2 * NCALLS);
 	check_pairs(ctest_self, &s, NCALLS, pid, 1);
 	ps_uprobe_close(u);
@@ -298,6 +305,7 @@ TEST(uprobe_two_threads_own_rings)
 		s[i].n = 0;
 		ps_uprobe_drain(u[i], collect, &s[i]);
 		CHECK_EQ_INT(ps_uprobe_lost(u[i]), 0);
+		CHECK_EQ_INT(ps_uprobe_missing(u[i], &err), 0);
 		check_pairs(ctest_self, &s[i], w[i].n, w[i].tid, 0);
 		ps_uprobe_close(u[i]);
 	}
@@ -321,11 +329,14 @@ TEST(uprobe_small_ring_counts_loss)
 		ut_work(i);
 	hits = ps_uprobe_drain(u, NULL, NULL);
 	CHECK(hits > 0 && hits < 2 * NCALLS);
+	/* the loss is not reported yet, but the probes' counts show it */
+	CHECK_EQ_INT(ps_uprobe_missing(u, &err), 2 * NCALLS - hits);
 	/* the kernel writes the count of what it dropped before the next record that fits */
 	ut_work(0);
 	hits += ps_uprobe_drain(u, NULL, NULL);
 	CHECK(ps_uprobe_lost(u) > 0);
 	CHECK_EQ_INT(hits + (long)ps_uprobe_lost(u), 2 * NCALLS + 2);
+	CHECK_EQ_INT(ps_uprobe_missing(u, &err), (long)ps_uprobe_lost(u));
 	CHECK_EQ_INT(ps_uprobe_hits(u), hits);
 	ps_uprobe_close(u);
 }
@@ -387,5 +398,55 @@ TEST(uprobe_sites_in_batches)
 	}
 	CHECK(!bad);
 	CHECK_EQ_INT(ps_uprobe_lost(u), 0);
+	ps_uprobe_close(u);
+}
+
+__attribute__((noinline, noclone)) long ut_deep(int n);
+__attribute__((noinline, noclone)) long ut_deep(int n)
+{
+	long r = n > 1 ? ut_deep(n - 1) : 0;
+
+	ut_sink += r; /* not a tail call */
+	return r + n;
+}
+
+static int count_kinds(const struct ps_uprobe_hit *h, void *ud)
+{
+	((int *)ud)[h->kind]++;
+	return 0;
+}
+
+/* The kernel keeps PS_UPROBE_MAX_DEPTH pending uretprobes per task: deeper calls give their
+   entry and no return (what uprobe.h says a consumer must expect). */
+TEST(uprobe_return_depth_limit)
+{
+	static char path[4096];
+	struct ps_uprobe_site site;
+	struct ps_event ev[2];
+	struct ps_uprobe *u;
+	struct ps_error err;
+	uint64_t off;
+	char why[256];
+	int kinds[2] = {0, 0}, depth = PS_UPROBE_MAX_DEPTH + 6;
+
+	if (!ps_uprobe_available(why, sizeof why))
+		SKIP("%s", why);
+	if (counters(ev) || ps_machine_file_offset(0, (uint64_t)(uintptr_t)ut_deep, path, sizeof path, &off, &err)) {
+		CHECK(!"file offset");
+		return;
+	}
+	site = (struct ps_uprobe_site){path, off, 1};
+	struct ps_uprobe_opts o = {.ev = ev, .nev = 2, .sites = &site, .nsites = 1, .ring_pages = 64, .enabled = 1};
+	if (ps_uprobe_open(&u, gettid(), &o, &err)) {
+		fprintf(stderr, "  %s\n", err.msg);
+		CHECK(!"open");
+		return;
+	}
+	ut_deep(10);
+	ut_deep(depth);
+	ps_uprobe_drain(u, count_kinds, kinds);
+	CHECK_EQ_INT(kinds[PS_UPROBE_ENTRY], 10 + depth);
+	CHECK_EQ_INT(kinds[PS_UPROBE_RETURN], 10 + PS_UPROBE_MAX_DEPTH);
+	CHECK_EQ_INT(ps_uprobe_missing(u, &err), 0);
 	ps_uprobe_close(u);
 }
