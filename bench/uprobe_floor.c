@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "machine.h"
 #include "run.h"
 #include "symbols.h"
@@ -31,7 +32,7 @@
 
 #define TARGET "bench/hit_target"
 #define REPS 5
-#define PAGES 256
+#define PAGES 2048 /* 8 MiB: every record of a run fits even if the reader never runs */
 
 struct fn {
 	const char *mode, *sym;
@@ -41,18 +42,6 @@ struct fn {
 };
 
 static char nbuf[32];
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return (x > y) - (x < y);
-}
-
-static uint64_t median(uint64_t *v, int n)
-{
-	qsort(v, (size_t)n, sizeof *v, cmp_u64);
-	return v[n / 2];
-}
 
 static void die(const char *what)
 {
@@ -214,11 +203,11 @@ static uint64_t run_layer(const struct fn *f, const struct ps_event *ev, uint64_
 		ps_uprobe_drain(u, count_hit, &hits);
 	}
 	ps_uprobe_drain(u, count_hit, &hits);
-	uint64_t lost = ps_uprobe_lost(u);
+	long lost = ps_uprobe_missing(u, &err);
 	ps_uprobe_close(u);
 	if (hits != 2 * n || lost) {
-		fprintf(stderr, "uprobe_floor: the layer saw %llu records (%llu lost), expected %llu\n",
-			(unsigned long long)hits, (unsigned long long)lost, (unsigned long long)(2 * n));
+		fprintf(stderr, "uprobe_floor: the layer saw %llu records (%ld lost), expected %llu\n",
+			(unsigned long long)hits, lost, (unsigned long long)(2 * n));
 		exit(1);
 	}
 	return ps_now_ns() - t0;
