@@ -32,6 +32,7 @@ struct idmap {
 struct ps_uprobe {
 	pid_t tid;
 	int nev, ngroups, nfd, nmap, nregs;
+	int type, retbit;  /* the uprobe PMU's perf type and its retprobe config bit */
 	int *fds;	   /* every event: per group, its counters then its probes; -1 when not open */
 	int *leaders;	   /* index in fds of each group's leader */
 	struct idmap *map; /* sorted by id */
@@ -126,16 +127,15 @@ static int open_probe(struct ps_uprobe *u, const struct ps_uprobe_opts *o, int s
 	const struct ps_uprobe_site *s = &o->sites[site];
 	struct perf_event_attr a;
 	char what[300];
-	int type = ps_machine_uprobe_type(), bit = ps_uprobe_retprobe_bit();
 
-	if (type < 0 || (kind == PS_UPROBE_RETURN && bit < 0))
+	if (u->type < 0 || (kind == PS_UPROBE_RETURN && u->retbit < 0))
 		return ps_error_set(err, ENOENT,
 				    "uprobe: the kernel has no uprobe PMU "
 				    "(/sys/bus/event_source/devices/uprobe)");
 	memset(&a, 0, sizeof a);
 	common_attr(&a);
-	a.type = (uint32_t)type;
-	a.config = kind == PS_UPROBE_RETURN ? 1ull << bit : 0;
+	a.type = (uint32_t)u->type;
+	a.config = kind == PS_UPROBE_RETURN ? 1ull << u->retbit : 0;
 	a.config1 = (uint64_t)(uintptr_t)s->path;
 	a.config2 = s->offset;
 	a.sample_period = 1;
@@ -208,6 +208,8 @@ static struct ps_uprobe *alloc_handle(pid_t tid, const struct ps_uprobe_opts *o,
 	u->tid = tid;
 	u->nev = o->nev;
 	u->nregs = __builtin_popcountll(o->regs_mask);
+	u->type = ps_machine_uprobe_type();
+	u->retbit = ps_uprobe_retprobe_bit();
 	return u;
 }
 
