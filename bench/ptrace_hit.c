@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "group.h"
 #include "run.h"
 #include "session.h"
@@ -28,18 +29,6 @@
 
 static char nbuf[32];
 static char *target_argv[] = {TARGET, nbuf, NULL};
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return (x > y) - (x < y);
-}
-
-static uint64_t median(uint64_t *v, int n)
-{
-	qsort(v, (size_t)n, sizeof *v, cmp_u64);
-	return v[n / 2];
-}
 
 static uint64_t run_plain(void)
 {
