@@ -1,10 +1,13 @@
-/* core/symbols.c - function symbols of an ELF file, name lookup, load bias.
+/* core/symbols.c - function symbols of an ELF file, name lookup, where a file is mapped
+ * (through core/procmaps.c).
  *
  * Symbols come from .symtab and .dynsym through libelf; names are demangled with
  * libiberty's cplus_demangle(), which handles C++ and Rust (legacy and v0). The
  * libiberty.a of Debian is built -fPIC, so it can be linked into core.so.
  */
 #include "symbols.h"
+
+#include "procmaps.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -620,138 +623,9 @@ too_long:
 	return -1;
 }
 
-/* Lowest PT_LOAD p_vaddr of @path, rounded down to a page. */
-static int lowest_load(const char *path, uint64_t *vaddr, struct ps_error *err)
-{
-	size_t nph = 0;
-	int fd, found = 0;
-	Elf *elf;
-
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return ps_error_set(err, PS_EUSAGE, "libelf: %s", elf_errmsg(-1));
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-		int e = errno;
-		return ps_error_set(err, e, "cannot open %s: %s", path, strerror(e));
-	}
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (elf && elf_kind(elf) == ELF_K_ELF && elf_getphdrnum(elf, &nph) == 0) {
-		for (size_t i = 0; i < nph; i++) {
-			GElf_Phdr ph;
-			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && (!found || ph.p_vaddr < *vaddr)) {
-				*vaddr = ph.p_vaddr;
-				found = 1;
-			}
-		}
-	}
-	elf_end(elf);
-	close(fd);
-	if (!found)
-		return ps_error_set(err, PS_EUSAGE, "%s is not an ELF file with loadable segments", path);
-	*vaddr &= ~((uint64_t)sysconf(_SC_PAGESIZE) - 1);
-	return 0;
-}
-
-static const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	return s ? s + 1 : path;
-}
-
-/* How well mapped file @path matches @want: 2 exactly, 1 as a prefix ("libc"), 0 not. */
-static int lib_match(const char *path, const char *want, int by_path)
-{
-	const char *b = base_name(path);
-	size_t n = strlen(want);
-
-	if (by_path)
-		return strcmp(path, want) == 0 ? 2 : 0;
-	if (strcmp(b, want) == 0)
-		return 2;
-	return strncmp(b, want, n) == 0 && (b[n] == '.' || b[n] == '-');
-}
-
-/* Append basename of @path to @list unless present (a comma-separated list). */
-static void list_add(char *list, size_t n, const char *path)
-{
-	const char *b = base_name(path);
-	size_t blen = strlen(b), used = strlen(list);
-	const char *p = list;
-
-	while ((p = strstr(p, b))) {
-		if ((p == list || p[-1] == ' ') && (p[blen] == ',' || p[blen] == '\0'))
-			return;
-		p += blen;
-	}
-	if (used + blen + 3 < n)
-		snprintf(list + used, n - used, "%s%s", used ? ", " : "", b);
-}
-
 int ps_sym_find_mapping(pid_t pid, const char *lib, char *path, size_t n, uint64_t *bias, struct ps_error *err)
 {
-	char fname[64], want[1024], best[1024] = "", other[1024] = "", libs[256] = "";
-	char *line = NULL;
-	size_t cap = 0;
-	uint64_t start = 0, vaddr = 0;
-	int best_q = 0, by_path = 1;
-	FILE *f;
-
-	if (!lib) {
-		ssize_t k;
-		snprintf(fname, sizeof fname, "/proc/%d/exe", (int)pid);
-		if ((k = readlink(fname, want, sizeof want - 1)) < 0) {
-			int e = errno;
-			return ps_error_set(err, e, "cannot read %s: %s", fname, strerror(e));
-		}
-		want[k] = '\0';
-	} else {
-		snprintf(want, sizeof want, "%s", lib);
-		by_path = strchr(lib, '/') != NULL;
-	}
-	snprintf(fname, sizeof fname, "/proc/%d/maps", (int)pid);
-	if (!(f = fopen(fname, "re"))) {
-		int e = errno;
-		return ps_error_set(err, e, "cannot read %s: %s", fname, strerror(e));
-	}
-	while (getline(&line, &cap, f) > 0) {
-		unsigned long lo, hi, off;
-		int pos = 0, q;
-		char *p;
-
-		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &lo, &hi, &off, &pos) < 3 || !pos)
-			continue;
-		p = line + pos;
-		p[strcspn(p, "\n")] = '\0';
-		if (p[0] != '/')
-			continue;
-		if (strstr(base_name(p), ".so"))
-			list_add(libs, sizeof libs, p);
-		if (off != 0 || (q = lib_match(p, want, by_path)) == 0 || q < best_q)
-			continue;
-		if (q > best_q) {
-			best_q = q;
-			other[0] = '\0';
-			start = lo;
-			snprintf(best, sizeof best, "%s", p);
-		} else if (strcmp(p, best) != 0) {
-			snprintf(other, sizeof other, "%s", p);
-		} else if (lo < start) {
-			start = lo;
-		}
-	}
-	free(line);
-	fclose(f);
-	if (!best_q)
-		return ps_error_set(err, PS_ENOTFOUND, "'%s' is not mapped in process %d%s%s%s", lib ? lib : want,
-				    (int)pid, libs[0] ? " (mapped: " : "", libs, libs[0] ? ")" : "");
-	if (other[0])
-		return ps_error_set(err, PS_EUSAGE, "'%s' matches several mapped files: %s, %s (give the full name)",
-				    want, base_name(best), base_name(other));
-	if (strlen(best) >= n)
-		return ps_error_set(err, ENAMETOOLONG, "path too long: %s", best);
-	if (lowest_load(best, &vaddr, err) < 0)
+	if (ps_maps_find(pid, lib, PS_MAPS_PREFIX, path, n, err))
 		return -1;
-	strcpy(path, best);
-	*bias = start - vaddr;
-	return 0;
+	return ps_maps_bias(pid, path, bias, err);
 }

@@ -110,8 +110,8 @@ int ps_sym_lib_split(const char *spec, char *lib, size_t libn, char *fn, size_t 
  * @bias: receives the load bias: runtime address = link-time address + bias.
  * @err:  filled on failure (not mapped: lists the libraries that are).
  *
- * The bias is the start of the file's mapping at offset 0 minus its lowest PT_LOAD
- * p_vaddr rounded down to a page.
+ * The bias is the one rule of core/procmaps.h: where the file's lowest PT_LOAD is mapped
+ * minus that segment's p_vaddr rounded down to a page.
  * Return: 0, or -1 with @err set.
  */
 int ps_sym_find_mapping(pid_t pid, const char *lib, char *path, size_t n, uint64_t *bias, struct ps_error *err);

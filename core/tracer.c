@@ -55,6 +55,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "procmaps.h"
 #include "tracer_priv.h"
 
 static struct ps_tracer *tracer_new(const struct ps_tracer_ops *ops, void *ud)
@@ -561,66 +562,15 @@ uint64_t ps_tracer_entry(struct ps_tracer *t)
 	return p ? p->entry : 0;
 }
 
-/* Load bias of the ELF file @path mapped at @start with file offset 0. */
-static uint64_t elf_bias(const char *path, uint64_t start)
-{
-	Elf64_Ehdr eh;
-	Elf64_Phdr ph;
-	uint64_t bias = PS_TRACER_NO_BIAS;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return bias;
-	if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
-	    eh.e_ident[EI_CLASS] == ELFCLASS64)
-		for (int i = 0; i < eh.e_phnum; i++) {
-			if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (uint64_t)i * eh.e_phentsize)) !=
-			    (ssize_t)sizeof ph)
-				break;
-			if (ph.p_type == PT_LOAD) {
-				bias = start - ((ph.p_vaddr - ph.p_offset) & ~(uint64_t)4095);
-				break;
-			}
-		}
-	close(fd);
-	return bias;
-}
-
 uint64_t ps_tracer_load_bias(struct ps_tracer *t, const char *path_or_null)
 {
-	char maps[64], exe[4096], line[4096 + 128], file[4096];
-	uint64_t bias = PS_TRACER_NO_BIAS;
-	const char *want = path_or_null;
-	FILE *f;
+	char path[1024];
+	uint64_t bias;
+	struct ps_error err;
 
-	if (!want) {
-		snprintf(maps, sizeof maps, "/proc/%d/exe", (int)t->pid);
-		ssize_t n = readlink(maps, exe, sizeof exe - 1);
-		if (n <= 0)
-			return bias;
-		exe[n] = '\0';
-		want = exe;
-	}
-	snprintf(maps, sizeof maps, "/proc/%d/maps", (int)t->pid);
-	if (!(f = fopen(maps, "re")))
-		return bias;
-	while (fgets(line, sizeof line, f)) {
-		unsigned long long lo, off;
-		int pos = 0;
-		if (sscanf(line, "%llx-%*x %*s %llx %*s %*s %n", &lo, &off, &pos) < 2 || !pos)
-			continue;
-		char *nl = strchr(line + pos, '\n');
-		if (nl)
-			*nl = '\0';
-		snprintf(file, sizeof file, "%s", line + pos);
-		const char *base = strrchr(file, '/');
-		if (off != 0 || !file[0] ||
-		    (strcmp(file, want) && !(strchr(want, '/') == NULL && base && !strcmp(base + 1, want))))
-			continue;
-		bias = elf_bias(file, lo);
-		break;
-	}
-	fclose(f);
+	if (ps_maps_find(t->pid, path_or_null, PS_MAPS_EXACT, path, sizeof path, &err) ||
+	    ps_maps_bias(t->pid, path, &bias, &err))
+		return PS_TRACER_NO_BIAS;
 	return bias;
 }
 
