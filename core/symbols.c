@@ -117,62 +117,18 @@ static const char *short_name(const struct ps_sym *s, size_t *len)
 	return s->demangled;
 }
 
-/* Levenshtein distance of a[0..n) and b[0..m); names longer than 255 are far. */
-static size_t distance(const char *a, size_t n, const char *b, size_t m)
-{
-	size_t row[256];
-
-	if (n > 255 || m > 255)
-		return (size_t)-1 / 2;
-	for (size_t j = 0; j <= m; j++)
-		row[j] = j;
-	for (size_t i = 1; i <= n; i++) {
-		size_t diag = row[0];
-		row[0] = i;
-		for (size_t j = 1; j <= m; j++) {
-			size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
-			if (up + 1 < best)
-				best = up + 1;
-			if (row[j - 1] + 1 < best)
-				best = row[j - 1] + 1;
-			diag = up;
-			row[j] = best;
-		}
-	}
-	return row[m];
-}
-
-static int near_less(size_t d1, const char *a, size_t la, size_t d2, const char *b, size_t lb)
-{
-	size_t l = la < lb ? la : lb;
-	int c;
-
-	if (d1 != d2)
-		return d1 < d2;
-	c = memcmp(a, b, l);
-	return c < 0 || (c == 0 && la < lb);
-}
-
 void ps_sym_near_add(struct ps_sym_near *near, const char *query, const char *cand, size_t len)
 {
-	size_t d = distance(query, strlen(query), cand, len);
-	int i;
+	char name[sizeof near->out[0]];
 
-	for (i = 0; i < near->n; i++)
-		if (near->len[i] == len && memcmp(near->name[i], cand, len) == 0)
-			return;
-	if (near->n == 3 && !near_less(d, cand, len, near->dist[2], near->name[2], near->len[2]))
-		return;
-	i = near->n < 3 ? near->n++ : 2;
-	while (i > 0 && near_less(d, cand, len, near->dist[i - 1], near->name[i - 1], near->len[i - 1])) {
-		near->name[i] = near->name[i - 1];
-		near->len[i] = near->len[i - 1];
-		near->dist[i] = near->dist[i - 1];
-		i--;
-	}
-	near->name[i] = cand;
-	near->len[i] = len;
-	near->dist[i] = d;
+	if (len >= sizeof name)
+		return; /* too long to be a near miss (core/suggest.c ranks such names last) */
+	if (!near->s.max)
+		ps_suggest_init(&near->s, query, near->out, 3);
+	memcpy(name, cand, len);
+	name[len] = '\0';
+	ps_suggest_add(&near->s, name);
+	near->n = near->s.n;
 }
 
 int ps_sym_near_format(const struct ps_sym_near *near, char *buf, size_t n)
@@ -183,7 +139,7 @@ int ps_sym_near_format(const struct ps_sym_near *near, char *buf, size_t n)
 		buf[0] = '\0';
 	for (int i = 0; i < near->n && used < n; i++) {
 		const char *sep = i == 0 ? "" : i == near->n - 1 ? " or " : ", ";
-		int w = snprintf(buf + used, n - used, "%s'%.*s'", sep, (int)near->len[i], near->name[i]);
+		int w = snprintf(buf + used, n - used, "%s'%s'", sep, near->out[i]);
 		if (w < 0)
 			break;
 		used += (size_t)w;

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "error.h"
+#include "suggest.h"
 
 struct ps_symtab; /* the function symbols of one ELF file */
 
@@ -129,15 +130,15 @@ char *ps_sym_demangle(const char *raw);
  */
 size_t ps_sym_base_len(const char *name);
 
-/* "Did you mean" helper: keeps the 3 names closest to a query by edit distance. */
+/* "Did you mean": the 3 names closest to a query, ranked by core/suggest.c (the ranking of
+ * every did-you-mean). Start from {0}; do not copy one once names were added. */
 struct ps_sym_near {
-	const char *name[3];
-	size_t len[3];
-	size_t dist[3];
-	int n;
+	struct ps_suggest s;
+	char out[3][128];
+	int n; /* names kept */
 };
 
-/** ps_sym_near_add() - offer @cand (kept by pointer, and @len bytes of it) for @query. */
+/** ps_sym_near_add() - offer the @len bytes at @cand for @query (names of 128 bytes or more are not kept). */
 void ps_sym_near_add(struct ps_sym_near *near, const char *query, const char *cand, size_t len);
 
 /**
