@@ -14,7 +14,8 @@
  * - Breakpoints are int3 bytes written with pwrite() on /proc/PID/mem; they stay in
  *   place while armed (no re-insertion dance). The displaced instruction is, in order of
  *   preference: emulated by the tracer (endbr64, nops, push reg, pushf, mov %rsp,%rbp,
- *   sub $imm,%rsp, call/jmp/jcc/loop rel, ret: no extra stop), or executed OUT OF LINE
+ *   sub $imm,%rsp, call/jmp/jcc/loop rel, ret, and register-only mov, lea, mov $imm and
+ *   xor %reg,%reg: no extra stop; tracer_xol.c), or executed OUT OF LINE
  *   in a scratch page mapped in the tracee (one mmap syscall injected at first need):
  *   the instruction is copied into a slot followed by an int3 and the thread is resumed
  *   there (one extra stop); rip-relative operands are rewritten to [reg+disp32] with a
@@ -33,9 +34,13 @@
  *   Tail calls (a caught function jumping to another caught one: [rsp] already holds
  *   the trampoline) share one slot; both frames are popped at the one return.
  *   Frames whose entry rsp is below the thread's rsp at a later stop were unwound
- *   (longjmp, exception) and are reported with unwound=1. Limits: C++ exceptions and
- *   _Unwind_Backtrace cannot unwind through a swapped frame; a handler on a sigaltstack
- *   above the thread's stack makes its open frames look unwound.
+ *   (longjmp, exception) and are reported with unwound=1. An unwinder cannot read past
+ *   the trampoline: the layer above puts the real return addresses back while a C++
+ *   exception unwinds (ps_tracer_frames_restore/_reswap). Limit: a handler on a
+ *   sigaltstack above the thread's stack makes its open frames look unwound.
+ * - An entry may instead be reported by a hardware execute breakpoint that the layer above
+ *   opened as a perf event with sigtrap=1 (PS_BP_HW_BASE in tracer.h): nothing is
+ *   displaced, and the return is caught as for an int3 (tracer_stop.c).
  * - Threads live in an open-addressing hash keyed by tid; the per-stop path allocates
  *   nothing (shadow stacks grow by doubling) and uses GETREGS/SETREGS/CONT plus a pread
  *   and a pwrite when a return is caught.
@@ -44,7 +49,6 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +57,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include "procmaps.h"
 #include "tracer_priv.h"
@@ -341,6 +344,17 @@ int ps_tracer_set_follow_fork(struct ps_tracer *t, int follow)
 	return 0;
 }
 
+/* Forget every thread (they are gone, or detached). */
+static void th_free_all(struct ps_tracer *t)
+{
+	while (t->nth)
+		for (unsigned i = 0; i < t->thcap; i++)
+			if (t->th[i]) {
+				ps__tr_th_free(t, t->th[i]);
+				break;
+			}
+}
+
 int ps_tracer_run(struct ps_tracer *t, struct ps_error *err)
 {
 	int st;
@@ -382,12 +396,7 @@ int ps_tracer_run(struct ps_tracer *t, struct ps_error *err)
 			if (errno == EINTR)
 				continue;
 			if (errno == ECHILD) {
-				while (t->nth)
-					for (unsigned i = 0; i < t->thcap; i++)
-						if (t->th[i]) {
-							ps__tr_th_free(t, t->th[i]);
-							break;
-						}
+				th_free_all(t);
 				return 1;
 			}
 			return ps_error_set(err, errno, "waitpid: %s", strerror(errno));
@@ -532,12 +541,7 @@ void ps_tracer_free(struct ps_tracer *t)
 	} else if (t->attached) {
 		ps_tracer_detach(t, NULL);
 	}
-	while (t->nth)
-		for (unsigned i = 0; i < t->thcap; i++)
-			if (t->th[i]) {
-				ps__tr_th_free(t, t->th[i]);
-				break;
-			}
+	th_free_all(t);
 	while (t->procs) {
 		struct proc *p = t->procs;
 		t->procs = p->next;

@@ -1,19 +1,10 @@
 /* core/tracer_bp.c - the breakpoint table: int3 bytes written into the tracee, found by
  * address in an open-addressing hash. What runs in place of the displaced instruction is
  * tracer_xol.c's. */
-#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/ptrace.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tracer_priv.h"

@@ -1,18 +1,13 @@
 /* core/tracer_proc.c - the tracer's threads and processes: the thread table (a hash keyed by
  * tid), one struct proc per address space (its /proc/PID/mem), and what happens to them on
  * clone, fork, vfork, exec and exit. */
-#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/ptrace.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 

@@ -1,20 +1,10 @@
 /* core/tracer_ret.c - catching returns: the return address at [rsp] is swapped for a
  * trampoline (the ELF entry point, holding an int3) and kept on a per-thread shadow stack
  * (the comment at the top of tracer.c describes the scheme and its limits). */
-#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/ptrace.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "tracer_priv.h"
 

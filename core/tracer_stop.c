@@ -1,21 +1,13 @@
 /* core/tracer_stop.c - what the tracer does with each stop waitpid() reports: breakpoint and
  * perf traps, trampoline returns, ptrace events, signals; holding every thread while settling
  * (attach, detach); resuming a thread with the signals it is owed. */
-#include <dirent.h>
-#include <elf.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/ptrace.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include "tracer_priv.h"
 
