@@ -1,4 +1,5 @@
-/* core/procmaps.c - the one reader of /proc/PID/maps, and load biases (see procmaps.h). */
+/* core/procmaps.c - the one reader of /proc/PID/maps and /proc/PID/status, and load biases
+ * (see procmaps.h). */
 #include "procmaps.h"
 
 #include <errno.h>
@@ -202,4 +203,25 @@ int ps_maps_bias(pid_t pid, const char *path, uint64_t *bias, struct ps_error *e
 		return ps_error_set(err, PS_ENOTFOUND, "'%s' is not mapped in process %d", path, (int)pid);
 	*bias = l.lo - vaddr;
 	return 0;
+}
+
+int ps_proc_status(pid_t pid, const char *key, char *val, size_t n)
+{
+	char path[64], line[512];
+	size_t klen = strlen(key);
+	int rc = -1;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return -1;
+	while (rc && fgets(line, sizeof line, f)) {
+		if (strncmp(line, key, klen) != 0 || line[klen] != ':')
+			continue;
+		const char *v = line + klen + 1 + strspn(line + klen + 1, " \t");
+		snprintf(val, n, "%.*s", (int)strcspn(v, "\n"), v);
+		rc = 0;
+	}
+	fclose(f);
+	return rc;
 }

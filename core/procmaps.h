@@ -1,4 +1,5 @@
-/* core/procmaps.h - the one reader of /proc/PID/maps, and where a mapped ELF file is loaded.
+/* core/procmaps.h - the one reader of /proc/PID/maps and of /proc/PID/status, and where a
+ * mapped ELF file is loaded.
  *
  * An ELF file's load bias is the address its mapping starts at minus the page-aligned p_vaddr
  * of its lowest PT_LOAD segment: a symbol's address in the file plus the bias is its address in
@@ -65,5 +66,13 @@ int ps_elf_load_base(const char *path, uint64_t *vaddr, uint64_t *off, struct ps
  * Return: 0, or -1 with @err set.
  */
 int ps_maps_bias(pid_t pid, const char *path, uint64_t *bias, struct ps_error *err);
+
+/**
+ * ps_proc_status() - the value of field @key ("Tgid", "SigPnd"...) in /proc/@pid/status (a
+ * thread id reads that thread's), its leading blanks and newline cut, into @val (@n bytes).
+ *
+ * Return: 0, or -1 (no such process or field).
+ */
+int ps_proc_status(pid_t pid, const char *key, char *val, size_t n);
 
 #endif

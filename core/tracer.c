@@ -232,20 +232,15 @@ fail:
  * (where the yama module is loaded) its ptrace_scope. */
 static int attach_denied(pid_t pid, int e, struct ps_error *err)
 {
-	char path[64], line[256];
+	char v[128];
 	long uid = -1, tracer = 0;
-	FILE *f;
 
-	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	if (e == EPERM && (f = fopen(path, "re"))) {
-		while (fgets(line, sizeof line, f)) {
-			sscanf(line, "Uid: %ld", &uid);
-			sscanf(line, "TracerPid: %ld", &tracer);
-		}
-		fclose(f);
-	}
 	if (e != EPERM)
 		return ps_error_set(err, e, "ptrace(SEIZE, %d): %s", (int)pid, strerror(e));
+	if (!ps_proc_status(pid, "Uid", v, sizeof v))
+		uid = strtol(v, NULL, 10); /* the real uid, first of four */
+	if (!ps_proc_status(pid, "TracerPid", v, sizeof v))
+		tracer = strtol(v, NULL, 10);
 	if (tracer > 0)
 		return ps_error_set(err, e,
 				    "attach %d: the process is traced already (by pid %ld); end that tracer first",
@@ -421,17 +416,12 @@ int ps_tracer_status(const struct ps_tracer *t, int *exited, int *code, int *sig
 /* Whether a SIGTRAP waits in thread @tid's own queue (SigPnd of its status). */
 static int sigtrap_pending(pid_t tid)
 {
-	char path[64], line[128];
-	unsigned long long mask = 0;
-	FILE *f;
+	char v[64];
+	unsigned long long mask;
 
-	snprintf(path, sizeof path, "/proc/%d/status", (int)tid);
-	if (!(f = fopen(path, "re")))
+	if (ps_proc_status(tid, "SigPnd", v, sizeof v))
 		return 0;
-	while (fgets(line, sizeof line, f))
-		if (sscanf(line, "SigPnd: %llx", &mask) == 1)
-			break;
-	fclose(f);
+	mask = strtoull(v, NULL, 16);
 	return !!(mask & (1ull << (SIGTRAP - 1)));
 }
 

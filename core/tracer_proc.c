@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "procmaps.h"
 #include "tracer_priv.h"
 
 struct proc *ps__tr_proc_new(struct ps_tracer *t, pid_t pid)
@@ -169,19 +170,9 @@ uint64_t ps__tr_read_auxv(pid_t pid, unsigned long type)
 
 static pid_t read_tgid(pid_t tid)
 {
-	char path[64], line[256];
-	pid_t tgid = -1;
-	FILE *f;
+	char v[32];
 
-	snprintf(path, sizeof path, "/proc/%d/status", (int)tid);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof line, f))
-		if (sscanf(line, "Tgid: %d", &tgid) == 1)
-			break;
-	fclose(f);
-	return tgid;
+	return ps_proc_status(tid, "Tgid", v, sizeof v) ? -1 : (pid_t)atoi(v);
 }
 
 void ps__tr_thread_gone(struct ps_tracer *t, struct thread *th, int st)

@@ -152,3 +152,23 @@ TEST(procmaps_find_by_prefix_only_when_asked)
 	CHECK_EQ_INT(ps_maps_find(-1, "libc.so.6", PS_MAPS_EXACT, path, sizeof path, &err), -1);
 	CHECK(strstr(err.msg, "cannot read /proc/-1/maps") == err.msg);
 }
+
+TEST(procmaps_status_fields)
+{
+	char v[64], small[3];
+
+	CHECK_EQ_INT(ps_proc_status(getpid(), "Tgid", v, sizeof v), 0);
+	CHECK_EQ_INT(atoi(v), getpid());
+	CHECK_EQ_INT(ps_proc_status(getpid(), "Uid", v, sizeof v), 0);
+	CHECK_EQ_INT(strtol(v, NULL, 10), getuid()); /* the real uid comes first */
+	CHECK(strchr(v, '\n') == NULL && v[0] != ' ' && v[0] != '\t');
+	CHECK_EQ_INT(ps_proc_status(getpid(), "SigPnd", v, sizeof v), 0);
+	CHECK_EQ_INT(strlen(v), 16);
+	/* a field's name is matched whole: "Tgi" is no field */
+	CHECK_EQ_INT(ps_proc_status(getpid(), "Tgi", v, sizeof v), -1);
+	CHECK_EQ_INT(ps_proc_status(getpid(), "NoSuchField", v, sizeof v), -1);
+	CHECK_EQ_INT(ps_proc_status(-1, "Tgid", v, sizeof v), -1);
+	/* cut to the buffer */
+	CHECK_EQ_INT(ps_proc_status(getpid(), "Name", small, sizeof small), 0);
+	CHECK_EQ_INT(strlen(small), 2);
+}
