@@ -465,9 +465,7 @@ int ps_tracer_detach(struct ps_tracer *t, struct ps_error *err)
 		return -1;
 	for (struct proc *p = t->procs; p; p = p->next) {
 		if (p->writes_bps)
-			for (int k = 0; k < t->nbp; k++)
-				if (t->bp[k].enabled)
-					mem_wr(p, t->bp[k].addr, &t->bp[k].orig, 1);
+			ps__tr_bp_unwrite(t, p);
 		if (p->tramp_on)
 			mem_wr(p, p->entry, &p->tramp.orig, 1);
 	}
@@ -475,13 +473,9 @@ int ps_tracer_detach(struct ps_tracer *t, struct ps_error *err)
 		struct thread *th = t->th[i];
 		if (!th || !th->proc)
 			continue;
+		/* frames below the stack pointer were unwound: their slots are the program's now */
 		if (th->nfr && !ptrace(PTRACE_GETREGS, th->tid, 0, &r))
-			for (int j = 0; j < th->nfr; j++) {
-				uint64_t v;
-				struct frame *f = &th->fr[j];
-				if (f->sp >= r.rsp && !mem_rd(th->proc, f->sp, &v, 8) && v == th->proc->entry)
-					mem_wr(th->proc, f->sp, &f->ret, 8);
-			}
+			ps__tr_frames_unswap(th->proc, th, r.rsp);
 		th->nfr = 0;
 	}
 	while (t->nth) {
@@ -532,13 +526,8 @@ void ps_tracer_free(struct ps_tracer *t)
 		ps_tracer_detach(t, NULL);
 	}
 	th_free_all(t);
-	while (t->procs) {
-		struct proc *p = t->procs;
-		t->procs = p->next;
-		close(p->memfd);
-		free(p->slot);
-		free(p);
-	}
+	while (t->procs)
+		ps__tr_proc_free(t, t->procs);
 	if (t->sfd >= 0)
 		close(t->sfd);
 	free(t->th);

@@ -55,15 +55,21 @@ void ps__tr_bp_write(struct ps_tracer *t, const struct bp *b, int armed)
 			mem_wr(p, b->addr, &c, 1);
 }
 
+/* Put the original byte of every armed breakpoint back into @p's memory. */
+void ps__tr_bp_unwrite(struct ps_tracer *t, struct proc *p)
+{
+	for (int k = 0; k < t->nbp; k++)
+		if (t->bp[k].enabled)
+			mem_wr(p, t->bp[k].addr, &t->bp[k].orig, 1);
+}
+
 /* Forget every breakpoint, restoring its byte in each process that carries breakpoints but
  * @except (an exec gave @except a new address space: nothing of ours is in it). */
 void ps__tr_bp_drop_all(struct ps_tracer *t, struct proc *except)
 {
-	for (int k = 0; k < t->nbp; k++)
-		if (t->bp[k].enabled)
-			for (struct proc *p = t->procs; p; p = p->next)
-				if (p->writes_bps && p != except)
-					mem_wr(p, t->bp[k].addr, &t->bp[k].orig, 1);
+	for (struct proc *p = t->procs; p; p = p->next)
+		if (p->writes_bps && p != except)
+			ps__tr_bp_unwrite(t, p);
 	t->nbp = 0;
 	for (unsigned i = 0; i < t->bphcap; i++)
 		t->bph[i] = -1;

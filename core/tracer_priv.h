@@ -216,6 +216,7 @@ struct thread *ps__tr_th_new(struct ps_tracer *t, pid_t tid, struct proc *p, int
 void ps__tr_th_free(struct ps_tracer *t, struct thread *th);
 int ps__tr_fr_push(struct thread *th, const struct frame *f);
 struct proc *ps__tr_proc_new(struct ps_tracer *t, pid_t pid);
+void ps__tr_proc_free(struct ps_tracer *t, struct proc *p);
 uint64_t ps__tr_read_auxv(pid_t pid, unsigned long type);
 void ps__tr_thread_gone(struct ps_tracer *t, struct thread *th, int st);
 int ps__tr_born(struct ps_tracer *t, struct thread *ch, int sig, int ev);
@@ -226,6 +227,7 @@ int ps__tr_on_exec(struct ps_tracer *t, struct thread *th);
 int ps__tr_bp_find(const struct ps_tracer *t, uint64_t a);
 int ps__tr_bph_rebuild(struct ps_tracer *t, unsigned cap);
 void ps__tr_bp_write(struct ps_tracer *t, const struct bp *b, int armed);
+void ps__tr_bp_unwrite(struct ps_tracer *t, struct proc *p);
 void ps__tr_bp_drop_all(struct ps_tracer *t, struct proc *except);
 ssize_t ps__tr_code_read(struct ps_tracer *t, struct proc *p, uint64_t a, uint8_t *buf, size_t n);
 struct proc *ps__tr_main_proc(struct ps_tracer *t);
@@ -235,6 +237,7 @@ void ps__tr_unwind_below(struct ps_tracer *t, struct thread *th, uint64_t sp);
 int ps__tr_catch_return(struct ps_tracer *t, struct thread *th, const struct user_regs_struct *r, int id,
 			uint64_t cookie);
 int ps__tr_on_tramp(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r);
+void ps__tr_frames_unswap(struct proc *p, const struct thread *th, uint64_t sp);
 
 /* tracer_stop.c */
 void ps__tr_resume(struct ps_tracer *t, struct thread *th, int sig);

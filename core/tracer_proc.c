@@ -14,6 +14,8 @@
 #include "procmaps.h"
 #include "tracer_priv.h"
 
+/* A new address space of process @pid, with its /proc/PID/mem open; NULL (errno) if that
+ * cannot be opened (the process died, /proc is not mounted). */
 struct proc *ps__tr_proc_new(struct ps_tracer *t, pid_t pid)
 {
 	char path[64];
@@ -33,10 +35,9 @@ struct proc *ps__tr_proc_new(struct ps_tracer *t, pid_t pid)
 	return p;
 }
 
-static void proc_unref(struct ps_tracer *t, struct proc *p)
+/* Take @p out of the tracer's list and release it. */
+void ps__tr_proc_free(struct ps_tracer *t, struct proc *p)
 {
-	if (--p->nthreads > 0)
-		return;
 	for (struct proc **pp = &t->procs; *pp; pp = &(*pp)->next)
 		if (*pp == p) {
 			*pp = p->next;
@@ -45,6 +46,13 @@ static void proc_unref(struct ps_tracer *t, struct proc *p)
 	close(p->memfd);
 	free(p->slot);
 	free(p);
+}
+
+/* One thread of @p less: @p goes with its last thread. */
+static void proc_unref(struct ps_tracer *t, struct proc *p)
+{
+	if (--p->nthreads <= 0)
+		ps__tr_proc_free(t, p);
 }
 
 static unsigned th_home(const struct ps_tracer *t, pid_t tid)
@@ -195,16 +203,10 @@ void ps__tr_thread_gone(struct ps_tracer *t, struct thread *th, int st)
 static void proc_clean(struct ps_tracer *t, struct proc *p, struct thread *th)
 {
 	if (p->sees_bps)
-		for (int k = 0; k < t->nbp; k++)
-			if (t->bp[k].enabled)
-				mem_wr(p, t->bp[k].addr, &t->bp[k].orig, 1);
+		ps__tr_bp_unwrite(t, p);
 	if (p->tramp_on) {
 		mem_wr(p, p->entry, &p->tramp.orig, 1);
-		for (int i = 0; i < th->nfr; i++) {
-			uint64_t v;
-			if (!mem_rd(p, th->fr[i].sp, &v, 8) && v == p->entry)
-				mem_wr(p, th->fr[i].sp, &th->fr[i].ret, 8);
-		}
+		ps__tr_frames_unswap(p, th, 0);
 	}
 	th->nfr = 0;
 }

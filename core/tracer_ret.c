@@ -103,6 +103,18 @@ int ps__tr_on_tramp(struct ps_tracer *t, struct thread *th, struct user_regs_str
 	return 0;
 }
 
+/* Put back, in @p's memory, the real return address of each open frame of @th whose slot is
+ * at or above @sp and still holds the trampoline. */
+void ps__tr_frames_unswap(struct proc *p, const struct thread *th, uint64_t sp)
+{
+	for (int i = 0; i < th->nfr; i++) {
+		const struct frame *f = &th->fr[i];
+		uint64_t v;
+		if (f->sp >= sp && !mem_rd(p, f->sp, &v, 8) && v == p->entry)
+			mem_wr(p, f->sp, &f->ret, 8);
+	}
+}
+
 int ps_tracer_frames_restore(struct ps_tracer *t, pid_t tid)
 {
 	struct thread *th = ps__tr_th_find(t, tid);
