@@ -1,10 +1,13 @@
-/* core/symbols.c - function symbols of an ELF file, name lookup, load bias.
+/* core/symbols.c - function symbols of an ELF file, name lookup, where a file is mapped
+ * (through core/procmaps.c).
  *
  * Symbols come from .symtab and .dynsym through libelf; names are demangled with
  * libiberty's cplus_demangle(), which handles C++ and Rust (legacy and v0). The
  * libiberty.a of Debian is built -fPIC, so it can be linked into core.so.
  */
 #include "symbols.h"
+
+#include "procmaps.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -114,62 +117,18 @@ static const char *short_name(const struct ps_sym *s, size_t *len)
 	return s->demangled;
 }
 
-/* Levenshtein distance of a[0..n) and b[0..m); names longer than 255 are far. */
-static size_t distance(const char *a, size_t n, const char *b, size_t m)
-{
-	size_t row[256];
-
-	if (n > 255 || m > 255)
-		return (size_t)-1 / 2;
-	for (size_t j = 0; j <= m; j++)
-		row[j] = j;
-	for (size_t i = 1; i <= n; i++) {
-		size_t diag = row[0];
-		row[0] = i;
-		for (size_t j = 1; j <= m; j++) {
-			size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
-			if (up + 1 < best)
-				best = up + 1;
-			if (row[j - 1] + 1 < best)
-				best = row[j - 1] + 1;
-			diag = up;
-			row[j] = best;
-		}
-	}
-	return row[m];
-}
-
-static int near_less(size_t d1, const char *a, size_t la, size_t d2, const char *b, size_t lb)
-{
-	size_t l = la < lb ? la : lb;
-	int c;
-
-	if (d1 != d2)
-		return d1 < d2;
-	c = memcmp(a, b, l);
-	return c < 0 || (c == 0 && la < lb);
-}
-
 void ps_sym_near_add(struct ps_sym_near *near, const char *query, const char *cand, size_t len)
 {
-	size_t d = distance(query, strlen(query), cand, len);
-	int i;
+	char name[sizeof near->out[0]];
 
-	for (i = 0; i < near->n; i++)
-		if (near->len[i] == len && memcmp(near->name[i], cand, len) == 0)
-			return;
-	if (near->n == 3 && !near_less(d, cand, len, near->dist[2], near->name[2], near->len[2]))
-		return;
-	i = near->n < 3 ? near->n++ : 2;
-	while (i > 0 && near_less(d, cand, len, near->dist[i - 1], near->name[i - 1], near->len[i - 1])) {
-		near->name[i] = near->name[i - 1];
-		near->len[i] = near->len[i - 1];
-		near->dist[i] = near->dist[i - 1];
-		i--;
-	}
-	near->name[i] = cand;
-	near->len[i] = len;
-	near->dist[i] = d;
+	if (len >= sizeof name)
+		return; /* too long to be a near miss (core/suggest.c ranks such names last) */
+	if (!near->s.max)
+		ps_suggest_init(&near->s, query, near->out, 3);
+	memcpy(name, cand, len);
+	name[len] = '\0';
+	ps_suggest_add(&near->s, name);
+	near->n = near->s.n;
 }
 
 int ps_sym_near_format(const struct ps_sym_near *near, char *buf, size_t n)
@@ -180,7 +139,7 @@ int ps_sym_near_format(const struct ps_sym_near *near, char *buf, size_t n)
 		buf[0] = '\0';
 	for (int i = 0; i < near->n && used < n; i++) {
 		const char *sep = i == 0 ? "" : i == near->n - 1 ? " or " : ", ";
-		int w = snprintf(buf + used, n - used, "%s'%.*s'", sep, (int)near->len[i], near->name[i]);
+		int w = snprintf(buf + used, n - used, "%s'%s'", sep, near->out[i]);
 		if (w < 0)
 			break;
 		used += (size_t)w;
@@ -620,138 +579,9 @@ too_long:
 	return -1;
 }
 
-/* Lowest PT_LOAD p_vaddr of @path, rounded down to a page. */
-static int lowest_load(const char *path, uint64_t *vaddr, struct ps_error *err)
-{
-	size_t nph = 0;
-	int fd, found = 0;
-	Elf *elf;
-
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return ps_error_set(err, PS_EUSAGE, "libelf: %s", elf_errmsg(-1));
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-		int e = errno;
-		return ps_error_set(err, e, "cannot open %s: %s", path, strerror(e));
-	}
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (elf && elf_kind(elf) == ELF_K_ELF && elf_getphdrnum(elf, &nph) == 0) {
-		for (size_t i = 0; i < nph; i++) {
-			GElf_Phdr ph;
-			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && (!found || ph.p_vaddr < *vaddr)) {
-				*vaddr = ph.p_vaddr;
-				found = 1;
-			}
-		}
-	}
-	elf_end(elf);
-	close(fd);
-	if (!found)
-		return ps_error_set(err, PS_EUSAGE, "%s is not an ELF file with loadable segments", path);
-	*vaddr &= ~((uint64_t)sysconf(_SC_PAGESIZE) - 1);
-	return 0;
-}
-
-static const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	return s ? s + 1 : path;
-}
-
-/* How well mapped file @path matches @want: 2 exactly, 1 as a prefix ("libc"), 0 not. */
-static int lib_match(const char *path, const char *want, int by_path)
-{
-	const char *b = base_name(path);
-	size_t n = strlen(want);
-
-	if (by_path)
-		return strcmp(path, want) == 0 ? 2 : 0;
-	if (strcmp(b, want) == 0)
-		return 2;
-	return strncmp(b, want, n) == 0 && (b[n] == '.' || b[n] == '-');
-}
-
-/* Append basename of @path to @list unless present (a comma-separated list). */
-static void list_add(char *list, size_t n, const char *path)
-{
-	const char *b = base_name(path);
-	size_t blen = strlen(b), used = strlen(list);
-	const char *p = list;
-
-	while ((p = strstr(p, b))) {
-		if ((p == list || p[-1] == ' ') && (p[blen] == ',' || p[blen] == '\0'))
-			return;
-		p += blen;
-	}
-	if (used + blen + 3 < n)
-		snprintf(list + used, n - used, "%s%s", used ? ", " : "", b);
-}
-
 int ps_sym_find_mapping(pid_t pid, const char *lib, char *path, size_t n, uint64_t *bias, struct ps_error *err)
 {
-	char fname[64], want[1024], best[1024] = "", other[1024] = "", libs[256] = "";
-	char *line = NULL;
-	size_t cap = 0;
-	uint64_t start = 0, vaddr = 0;
-	int best_q = 0, by_path = 1;
-	FILE *f;
-
-	if (!lib) {
-		ssize_t k;
-		snprintf(fname, sizeof fname, "/proc/%d/exe", (int)pid);
-		if ((k = readlink(fname, want, sizeof want - 1)) < 0) {
-			int e = errno;
-			return ps_error_set(err, e, "cannot read %s: %s", fname, strerror(e));
-		}
-		want[k] = '\0';
-	} else {
-		snprintf(want, sizeof want, "%s", lib);
-		by_path = strchr(lib, '/') != NULL;
-	}
-	snprintf(fname, sizeof fname, "/proc/%d/maps", (int)pid);
-	if (!(f = fopen(fname, "re"))) {
-		int e = errno;
-		return ps_error_set(err, e, "cannot read %s: %s", fname, strerror(e));
-	}
-	while (getline(&line, &cap, f) > 0) {
-		unsigned long lo, hi, off;
-		int pos = 0, q;
-		char *p;
-
-		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &lo, &hi, &off, &pos) < 3 || !pos)
-			continue;
-		p = line + pos;
-		p[strcspn(p, "\n")] = '\0';
-		if (p[0] != '/')
-			continue;
-		if (strstr(base_name(p), ".so"))
-			list_add(libs, sizeof libs, p);
-		if (off != 0 || (q = lib_match(p, want, by_path)) == 0 || q < best_q)
-			continue;
-		if (q > best_q) {
-			best_q = q;
-			other[0] = '\0';
-			start = lo;
-			snprintf(best, sizeof best, "%s", p);
-		} else if (strcmp(p, best) != 0) {
-			snprintf(other, sizeof other, "%s", p);
-		} else if (lo < start) {
-			start = lo;
-		}
-	}
-	free(line);
-	fclose(f);
-	if (!best_q)
-		return ps_error_set(err, PS_ENOTFOUND, "'%s' is not mapped in process %d%s%s%s", lib ? lib : want,
-				    (int)pid, libs[0] ? " (mapped: " : "", libs, libs[0] ? ")" : "");
-	if (other[0])
-		return ps_error_set(err, PS_EUSAGE, "'%s' matches several mapped files: %s, %s (give the full name)",
-				    want, base_name(best), base_name(other));
-	if (strlen(best) >= n)
-		return ps_error_set(err, ENAMETOOLONG, "path too long: %s", best);
-	if (lowest_load(best, &vaddr, err) < 0)
+	if (ps_maps_find(pid, lib, PS_MAPS_PREFIX, path, n, err))
 		return -1;
-	strcpy(path, best);
-	*bias = start - vaddr;
-	return 0;
+	return ps_maps_bias(pid, path, bias, err);
 }

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "error.h"
+#include "suggest.h"
 
 struct ps_symtab; /* the function symbols of one ELF file */
 
@@ -110,8 +111,8 @@ int ps_sym_lib_split(const char *spec, char *lib, size_t libn, char *fn, size_t 
  * @bias: receives the load bias: runtime address = link-time address + bias.
  * @err:  filled on failure (not mapped: lists the libraries that are).
  *
- * The bias is the start of the file's mapping at offset 0 minus its lowest PT_LOAD
- * p_vaddr rounded down to a page.
+ * The bias is the one rule of core/procmaps.h: where the file's lowest PT_LOAD is mapped
+ * minus that segment's p_vaddr rounded down to a page.
  * Return: 0, or -1 with @err set.
  */
 int ps_sym_find_mapping(pid_t pid, const char *lib, char *path, size_t n, uint64_t *bias, struct ps_error *err);
@@ -129,15 +130,15 @@ char *ps_sym_demangle(const char *raw);
  */
 size_t ps_sym_base_len(const char *name);
 
-/* "Did you mean" helper: keeps the 3 names closest to a query by edit distance. */
+/* "Did you mean": the 3 names closest to a query, ranked by core/suggest.c (the ranking of
+ * every did-you-mean). Start from {0}; do not copy one once names were added. */
 struct ps_sym_near {
-	const char *name[3];
-	size_t len[3];
-	size_t dist[3];
-	int n;
+	struct ps_suggest s;
+	char out[3][128];
+	int n; /* names kept */
 };
 
-/** ps_sym_near_add() - offer @cand (kept by pointer, and @len bytes of it) for @query. */
+/** ps_sym_near_add() - offer the @len bytes at @cand for @query (names of 128 bytes or more are not kept). */
 void ps_sym_near_add(struct ps_sym_near *near, const char *query, const char *cand, size_t len);
 
 /**

@@ -1,5 +1,5 @@
-/* core/tracer_priv.h - the inside of the tracer, shared by tracer.c (processes, threads, stops)
- * and tracer_xol.c (what runs in place of a displaced instruction). Not for use outside. */
+/* core/tracer_priv.h - the inside of the tracer, shared by its files (tracer.c lists them and
+ * what each owns). Not for use outside them. */
 #ifndef PS_TRACER_PRIV_H
 #define PS_TRACER_PRIV_H
 
@@ -19,6 +19,21 @@
 #define SLOT_SPARE (NSLOT - 2) /* breakpoints with ids beyond the cached slots */
 #define SLOT_TOUCH (NSLOT - 3) /* "push %rax; pop %rax; int3": grows the stack */
 #define SLOT_USER (NSLOT - 3)
+
+#define INT3 0xcc /* the breakpoint instruction */
+
+/* EFLAGS' resume flag: the next instruction does not raise a debug exception (a hardware
+ * breakpoint at rip is stepped over once). */
+#define EFLAGS_RF 0x10000ull
+
+/* si_code of a SIGTRAP sent by a perf event with sigtrap=1 (<asm-generic/siginfo.h>). */
+#ifndef TRAP_PERF
+#define TRAP_PERF 6
+#endif
+
+/* The sig_data of a perf-event trap carries the breakpoint number in its low 24 bits (the
+ * layer above sets it; see PS_BP_HW_BASE in tracer.h). */
+#define HW_ID_MASK 0xffffffull
 
 #define PTRACE_OPTS                                                                                                    \
 	(PTRACE_O_EXITKILL | PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC |     \
@@ -175,9 +190,60 @@ static inline void stash(struct thread *th, int sig)
 		th->sig[th->nsig++] = sig;
 }
 
-/* tracer.c */
-void ps__tr_thread_gone(struct ps_tracer *t, struct thread *th, int st);
+static inline int is_stopsig(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+/* Note what a callback returned: -1 aborts the run, PS_TRACER_PAUSE pauses it. */
+static inline void cbres(struct ps_tracer *t, int rc, const char *what)
+{
+	if (rc < 0)
+		t->abort = what;
+	else if (rc & PS_TRACER_PAUSE)
+		t->pause = 1;
+}
+
+/* Whether @th's events are kept from the callbacks (settling, a released vfork child). */
+static inline int quiet(const struct ps_tracer *t, const struct thread *th)
+{
+	return t->settling || !th->proc || th->proc->silent;
+}
+
+/* tracer_proc.c */
+struct thread *ps__tr_th_find(const struct ps_tracer *t, pid_t tid);
+struct thread *ps__tr_th_new(struct ps_tracer *t, pid_t tid, struct proc *p, int state);
+void ps__tr_th_free(struct ps_tracer *t, struct thread *th);
+int ps__tr_fr_push(struct thread *th, const struct frame *f);
+struct proc *ps__tr_proc_new(struct ps_tracer *t, pid_t pid);
+void ps__tr_proc_free(struct ps_tracer *t, struct proc *p);
 uint64_t ps__tr_read_auxv(pid_t pid, unsigned long type);
+void ps__tr_thread_gone(struct ps_tracer *t, struct thread *th, int st);
+int ps__tr_born(struct ps_tracer *t, struct thread *ch, int sig, int ev);
+int ps__tr_on_newchild(struct ps_tracer *t, struct thread *th, int ev);
+int ps__tr_on_exec(struct ps_tracer *t, struct thread *th);
+
+/* tracer_bp.c */
+int ps__tr_bp_find(const struct ps_tracer *t, uint64_t a);
+int ps__tr_bph_rebuild(struct ps_tracer *t, unsigned cap);
+void ps__tr_bp_write(struct ps_tracer *t, const struct bp *b, int armed);
+void ps__tr_bp_unwrite(struct ps_tracer *t, struct proc *p);
+void ps__tr_bp_drop_all(struct ps_tracer *t, struct proc *except);
+ssize_t ps__tr_code_read(struct ps_tracer *t, struct proc *p, uint64_t a, uint8_t *buf, size_t n);
+struct proc *ps__tr_main_proc(struct ps_tracer *t);
+
+/* tracer_ret.c */
+void ps__tr_unwind_below(struct ps_tracer *t, struct thread *th, uint64_t sp);
+int ps__tr_catch_return(struct ps_tracer *t, struct thread *th, const struct user_regs_struct *r, int id,
+			uint64_t cookie);
+int ps__tr_on_tramp(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r);
+void ps__tr_frames_unswap(struct proc *p, const struct thread *th, uint64_t sp);
+
+/* tracer_stop.c */
+void ps__tr_resume(struct ps_tracer *t, struct thread *th, int sig);
+int ps__tr_on_trap(struct ps_tracer *t, struct thread *th);
+int ps__tr_handle(struct ps_tracer *t, pid_t pid, int st);
+int ps__tr_settle(struct ps_tracer *t);
 
 /* tracer_wait.c */
 pid_t ps__tr_wait(struct ps_tracer *t, int *st);

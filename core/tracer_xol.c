@@ -1,6 +1,6 @@
 /* core/tracer_xol.c - what runs in place of the instruction a breakpoint displaced: emulated
  * on the saved registers when it is simple (no second stop), else executed out of line in a
- * scratch page of the tracee (see the comment at the top of tracer.c). */
+ * scratch page of the tracee (the comment at the top of tracer.c describes both). */
 #include "tracer_priv.h"
 
 #include "x86insn.h"
@@ -162,7 +162,7 @@ int ps__tr_bp_prepare(struct bp *b, const uint8_t *code, size_t n, struct ps_err
 
 	/* the out-of-line copy: the instruction, rip-relative operand rewritten, then int3 */
 	memcpy(b->xol, code, in.len);
-	b->xol[in.len] = 0xcc;
+	b->xol[in.len] = INT3;
 	b->xol_len = (uint8_t)(in.len + 1);
 	if (in.riprel) {
 		static const int8_t cand[3] = {6, 7, 3}; /* rsi, rdi, rbx */
@@ -376,7 +376,7 @@ static unsigned long long sub_flags(unsigned long long fl, uint64_t a, uint64_t 
 /* Write 8 bytes just below rsp; when the stack must grow first, let the thread push. */
 static int push8(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r, uint64_t v, int *fsig)
 {
-	static const struct bp touch = {.xol = {0x50, 0x58, 0xcc}, .xol_len = 3, .len = 2, .xreg = -1, .emu = EMU_XOL};
+	static const struct bp touch = {.xol = {0x50, 0x58, INT3}, .xol_len = 3, .len = 2, .xreg = -1, .emu = EMU_XOL};
 	struct proc *p = th->proc;
 
 	if (!mem_wr(p, r->rsp - 8, &v, 8))

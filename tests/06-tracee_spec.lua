@@ -165,7 +165,7 @@ describe("a function region", function()
   it("fails on an unknown function with the closest names", function()
     local t <close> = perfsh.spawn{"examples/sum", events = events(), stdout = "/dev/null"}
     assert.has.error(function() t:region{func = "summ"} end,
-      "no function 'summ' in " .. support.abspath("examples/sum") .. "; did you mean 'sum', 'main' or '_fini'?")
+      "no function 'summ' in " .. support.abspath("examples/sum") .. "; did you mean 'sum', 'main' or '_init'?")
   end)
 
   it("says a stripped binary is stripped", function()

@@ -147,9 +147,10 @@ TEST(sym_did_you_mean)
 	CHECK_EQ_INT(ps_sym_lookup(st, "scale_adf", &s, &err), -1);
 	CHECK(s == NULL);
 	CHECK_EQ_INT(err.code, PS_ENOTFOUND);
+	/* ranked by core/suggest.c; equally close names in the order of the symbol table */
 	snprintf(want, sizeof want,
-		 "no function 'scale_adf' in %s; did you mean 'scale_add', 'scale_mul' or "
-		 "'scale_sub'?",
+		 "no function 'scale_adf' in %s; did you mean 'scale_add', 'scale_sub' or "
+		 "'scale_mul'?",
 		 path);
 	CHECK_STR(err.msg, want);
 	/* a unique substring is enough */
@@ -380,4 +381,36 @@ TEST(sym_mapping_exe)
 		CHECK_EQ_INT(bias + s->addr, (uintptr_t)fn);
 	}
 	ps_sym_close(st);
+}
+
+/* Function names are ranked like event names: by core/suggest.c. */
+TEST(sym_near_ranks_like_suggest)
+{
+	static const char *names[] = {"sum", "summary", "main", "xsumm", "SUMM_", "_fini"};
+	char out[3][128], list[300], text[400], want[420];
+	struct ps_sym_near near = {0};
+	struct ps_suggest s;
+	char long_name[200];
+
+	ps_suggest_init(&s, "summ", out, 3);
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		ps_sym_near_add(&near, "summ", names[i], strlen(names[i]));
+		ps_suggest_add(&s, names[i]);
+	}
+	CHECK_EQ_INT(ps_sym_near_format(&near, list, sizeof list), 3);
+	ps_suggest_text(&s, text, sizeof text);
+	snprintf(want, sizeof want, "; did you mean %s?", list);
+	CHECK_STR(text, want);
+	CHECK_STR(list, "'xsumm', 'SUMM_' or 'summary'");
+	/* @len bytes of the candidate (a demangled name without its parameters) */
+	struct ps_sym_near one = {0};
+	ps_sym_near_add(&one, "fo", "foo(int)", 3);
+	CHECK_EQ_INT(ps_sym_near_format(&one, list, sizeof list), 1);
+	CHECK_STR(list, "'foo'");
+	/* names of 128 bytes or more are not offered */
+	struct ps_sym_near none = {0};
+	memset(long_name, 'a', sizeof long_name);
+	ps_sym_near_add(&none, "a", long_name, sizeof long_name);
+	CHECK_EQ_INT(ps_sym_near_format(&none, list, sizeof list), 0);
+	CHECK_STR(list, "");
 }

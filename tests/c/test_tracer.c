@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "symbols.h"
 #include "tracer.h"
 #include "x86insn.h"
 
@@ -814,6 +815,13 @@ TEST(tracer_pause_libc)
 	CHECK_EQ_INT(r.hits, 1);
 	uint64_t lb = ps_tracer_load_bias(t, "libc.so.6");
 	CHECK(lb != PS_TRACER_NO_BIAS && lb != 0);
+	/* the tracer and the symbol reader agree on load biases (one rule: core/procmaps.c) */
+	char mpath[1024];
+	uint64_t sb = 1;
+	CHECK_EQ_INT(ps_sym_find_mapping(ps_tracer_pid(t), "libc.so.6", mpath, sizeof mpath, &sb, &err), 0);
+	CHECK_EQ_INT(sb, lb);
+	CHECK_EQ_INT(ps_sym_find_mapping(ps_tracer_pid(t), NULL, mpath, sizeof mpath, &sb, &err), 0);
+	CHECK_EQ_INT(sb, bias);
 	/* the libc function printf's output goes through */
 	char cmd[200], line[256], sym[200], type;
 	unsigned long long a, fa = 0;
