@@ -403,7 +403,7 @@ int ps_session_region_sample(struct ps_session *s, int id, const struct ps_sampl
 	if (ri->kind != PS_REGION_FUNC || ri->pending)
 		return ps_error_set(err, PS_EUSAGE,
 				    "region '%s': sampling applies to function regions whose code is mapped", ri->name);
-	if (s->started || s->ring)
+	if (s->started || ps_hitpath_recording(s->hp))
 		return ps_error_set(err, PS_EUSAGE, "region '%s': set sampling before the first run", ri->name);
 	if ((how->every > 0) + (how->p > 0) + (how->period_ms > 0) != 1)
 		return ps_error_set(err, PS_EUSAGE, "region '%s': give one of every, p, or window_ms with period_ms",
