@@ -137,8 +137,7 @@ static int stop_measures(const struct ps_session *s, const struct thr *th, int b
 		case ROLE_ENTRY:
 		case ROLE_START:
 			h = role_hit(s, th->tid, bp, k);
-			if (!ri->dropped && !ri->pending && !ps__int3_skips(s, th, id) &&
-			    ps_hitpath_measures(s->hp, &h))
+			if (!ri->dropped && !ri->pending && ps_hitpath_measures(s->hp, &h))
 				return 1;
 			break;
 		case ROLE_END:
@@ -191,8 +190,9 @@ static int plain_roles(struct ps_session *s, struct thr *th, int bp)
 		int id = s->bps[bp].roles[k].region;
 		enum role_kind kind = s->bps[bp].roles[k].kind;
 		if ((kind == ROLE_ENTRY || kind == ROLE_START) && !s->reg[id].dropped && !s->reg[id].pending) {
+			struct ps_hit h = role_hit(s, th->tid, bp, k); /* seen, not measured: */
 			s->reg[id].entries++;
-			ps__int3_entry(s, th, id); /* a sampled region's draw, made at every entry */
+			ps_hitpath_hit(s->hp, &h); /* a sampled region's draw, made at every entry */
 		} else if (kind == ROLE_UNWIND || kind == ROLE_CATCH || kind == ROLE_LOAD)
 			ptrace_role(s, th->tid, bp, &k);
 	}
@@ -240,7 +240,7 @@ static int on_hit(void *ud, pid_t tid, int bp, const struct user_regs_struct *re
 	if (bp < 0 || bp >= s->nbps)
 		return 0;
 	for (int k = 0; k < s->bps[bp].nroles; k++) {
-		int id = s->bps[bp].roles[k].region, sl, smp;
+		int id = s->bps[bp].roles[k].region, sl;
 		enum role_kind kind = s->bps[bp].roles[k].kind;
 		struct ps_hit rh = role_hit(s, tid, bp, k);
 
@@ -254,9 +254,6 @@ static int on_hit(void *ud, pid_t tid, int bp, const struct user_regs_struct *re
 			if (s->reg[id].dropped || s->reg[id].pending)
 				continue;
 			s->reg[id].entries++;
-			if (!(smp = ps__int3_entry(s, th, id)))
-				continue; /* counted by int3, not sampled */
-			rh.flags = smp > 0 ? PS_SNAP_SAMPLED : 0;
 			sl = ps_hitpath_hit(s->hp, &rh);
 			if (kind == ROLE_ENTRY && sl >= 0) {
 				*cookie = (uint64_t)sl;

@@ -5,6 +5,7 @@
  * (memory that grows and loses nothing) or into the spill file.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,8 +34,17 @@ struct hthr {
 	struct hthr *next;
 	struct slot *slots;
 	int nslots, cap, free_head;
-	int32_t active[PS_MAX_REGIONS]; /* open slot of a region (not every-level entries), -1 */
-	uint32_t depth[PS_MAX_REGIONS]; /* open entries of a function region (recursion level) */
+	int32_t active[PS_MAX_REGIONS];	       /* open slot of a region (not every-level entries), -1 */
+	uint32_t depth[PS_MAX_REGIONS];	       /* open entries of a function region (recursion level) */
+	uint64_t left[PS_HITPATH_MAX_SAMPLED]; /* sampled region k: hits until the next sampled one */
+};
+
+/* How a sampled region's hits are chosen. */
+struct policy {
+	int region;
+	uint64_t every;
+	double p;
+	int windowed;
 };
 
 struct ps_hitpath {
@@ -52,6 +62,10 @@ struct ps_hitpath {
 	int spill_nreg;		       /* region names already in the file */
 	uint64_t spilled;
 	struct ps_error fail; /* why the last drain failed */
+	struct policy pol[PS_HITPATH_MAX_SAMPLED];
+	int npol;
+	int in_window; /* windowed sampling: inside a window now */
+	uint64_t rng;  /* xorshift64 state for sampling gaps */
 };
 
 struct ps_hitpath *ps_hitpath_new(struct ps_region_info *reg, const int *nreg, struct ps_error *err)
@@ -65,6 +79,57 @@ struct ps_hitpath *ps_hitpath_new(struct ps_region_info *reg, const int *nreg, s
 	hp->reg = reg;
 	hp->nreg = nreg;
 	return hp;
+}
+
+/* ---- sampling draws ---- */
+
+void ps_hitpath_seed(struct ps_hitpath *hp, uint64_t seed)
+{
+	if (!hp->rng)
+		hp->rng = seed;
+}
+
+static uint64_t rng_next(struct ps_hitpath *hp)
+{
+	uint64_t x = hp->rng ? hp->rng : 0x9e3779b97f4a7c15ULL;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	hp->rng = x;
+	return x;
+}
+
+uint64_t ps_hitpath_gap(struct ps_hitpath *hp, double p)
+{
+	double u = ((double)(rng_next(hp) >> 11) + 0.5) / 9007199254740992.0; /* (0,1) */
+	if (p >= 1)
+		return 1;
+	double g = floor(log(u) / log1p(-p)) + 1;
+	return g < 1 ? 1 : g > 1e15 ? (uint64_t)1e15 : (uint64_t)g;
+}
+
+/* Hits until the next sampled one, drawn anew. */
+static uint64_t next_left(struct ps_hitpath *hp, const struct policy *pol)
+{
+	return pol->every ? pol->every : pol->p > 0 ? ps_hitpath_gap(hp, pol->p) : 0;
+}
+
+static int policy_of(const struct ps_hitpath *hp, int id)
+{
+	for (int k = 0; k < hp->npol; k++)
+		if (hp->pol[k].region == id)
+			return k;
+	return -1;
+}
+
+void ps_hitpath_window(struct ps_hitpath *hp, int open)
+{
+	hp->in_window = open;
+}
+
+int ps_hitpath_in_window(const struct ps_hitpath *hp)
+{
+	return hp->in_window;
 }
 
 /* ---- threads and slots ---- */
@@ -90,6 +155,8 @@ static struct hthr *thr_get(struct ps_hitpath *hp, pid_t tid)
 	th->free_head = -1;
 	for (int i = 0; i < PS_MAX_REGIONS; i++)
 		th->active[i] = -1;
+	for (int k = 0; k < hp->npol; k++)
+		th->left[k] = next_left(hp, &hp->pol[k]);
 	th->next = hp->threads[(unsigned)tid % HP_BUCKETS];
 	hp->threads[(unsigned)tid % HP_BUCKETS] = th;
 	return th;
@@ -262,9 +329,53 @@ int ps_hitpath_recording(const struct ps_hitpath *hp)
 
 /* ---- hits ---- */
 
-int ps_hitpath_measures(const struct ps_hitpath *hp, const struct ps_hit *h)
+int ps_hitpath_sample(struct ps_hitpath *hp, int id, uint64_t every, double p, int windowed, struct ps_error *err)
 {
-	const struct hthr *th = thr_find(hp, h->tid);
+	struct policy *pol;
+
+	if (id < 0 || id >= *hp->nreg || id >= PS_MAX_REGIONS)
+		return ps_error_set(err, PS_EUSAGE, "no region %d", id);
+	if (policy_of(hp, id) >= 0)
+		return ps_error_set(err, PS_EUSAGE, "region '%s' is sampled already", hp->reg[id].name);
+	if (hp->npol == PS_HITPATH_MAX_SAMPLED)
+		return ps_error_set(err, PS_EUSAGE, "at most %d sampled regions", PS_HITPATH_MAX_SAMPLED);
+	if ((every > 0) + (p > 0) + (windowed != 0) != 1 || p > 1)
+		return ps_error_set(err, PS_EUSAGE, "region '%s': sample every Nth, with a probability, or in windows",
+				    hp->reg[id].name);
+	pol = &hp->pol[hp->npol];
+	pol->region = id;
+	pol->every = every;
+	pol->p = p;
+	pol->windowed = windowed;
+	for (unsigned b = 0; b < HP_BUCKETS; b++)
+		for (struct hthr *th = hp->threads[b]; th; th = th->next)
+			th->left[hp->npol] = next_left(hp, pol);
+	hp->npol++;
+	return 0;
+}
+
+/* Whether the next hit of policy @k on @th will not be sampled. */
+static int draw_skips(const struct ps_hitpath *hp, const struct hthr *th, int k)
+{
+	return hp->pol[k].windowed ? !hp->in_window : th->left[k] > 1;
+}
+
+/* The draw at a hit of policy @k's region on @th: 1 if it is sampled. */
+static int draw(struct ps_hitpath *hp, struct hthr *th, int k)
+{
+	if (hp->pol[k].windowed)
+		return hp->in_window;
+	if (th->left[k] > 1) {
+		th->left[k]--;
+		return 0;
+	}
+	th->left[k] = next_left(hp, &hp->pol[k]);
+	return 1;
+}
+
+/* Whether @h opens or ends a measurement, sampling aside. */
+static int pairs(const struct ps_hitpath *hp, const struct hthr *th, const struct ps_hit *h)
+{
 	int open;
 
 	if (h->kind == PS_HIT_RETURN)
@@ -284,24 +395,47 @@ int ps_hitpath_measures(const struct ps_hitpath *hp, const struct ps_hit *h)
 	}
 }
 
-/* An ENTRY or a START that opens a measurement: its slot, or -1. */
+int ps_hitpath_measures(const struct ps_hitpath *hp, const struct ps_hit *h)
+{
+	const struct hthr *th = thr_find(hp, h->tid);
+	int k;
+
+	if ((h->kind == PS_HIT_ENTRY || h->kind == PS_HIT_START) && th && (k = policy_of(hp, h->region)) >= 0 &&
+	    draw_skips(hp, th, k))
+		return 0; /* not sampled */
+	return pairs(hp, th, h);
+}
+
+/* An ENTRY or a START: its slot if it opens a measurement, or -1. */
 static int open_hit(struct ps_hitpath *hp, const struct ps_hit *h)
 {
 	struct hthr *th;
 	struct slot *sl;
-	int i, every = h->kind == PS_HIT_ENTRY && hp->reg[h->region].flags & PS_REGION_EVERY_LEVEL;
+	unsigned sampled = 0;
+	int i, k, every = h->kind == PS_HIT_ENTRY && hp->reg[h->region].flags & PS_REGION_EVERY_LEVEL;
 
-	if (!ps_hitpath_measures(hp, h))
-		return -1; /* already inside: nested calls count only in every-level mode */
+	if (h->region < 0 || h->region >= *hp->nreg || h->region >= PS_MAX_REGIONS)
+		return -1;
 	th = thr_get(hp, h->tid);
-	if (!th || (i = slot_alloc(th)) < 0) {
+	if (!th) {
+		hp->dropped += h->r != NULL;
+		return -1;
+	}
+	if ((k = policy_of(hp, h->region)) >= 0) {
+		if (!draw(hp, th, k))
+			return -1; /* counted, not sampled */
+		sampled = PS_SNAP_SAMPLED;
+	}
+	if (!h->r || !pairs(hp, th, h))
+		return -1; /* seen only, or already inside: nested calls count only in every-level mode */
+	if ((i = slot_alloc(th)) < 0) {
 		hp->dropped++;
 		return -1;
 	}
 	sl = &th->slots[i];
 	sl->region = h->region;
 	sl->kind = h->kind;
-	sl->flags = (uint16_t)(h->flags & PS_SNAP_SAMPLED);
+	sl->flags = (uint16_t)((h->flags & PS_SNAP_SAMPLED) | sampled);
 	sl->depth = th->depth[h->region];
 	sl->t = h->t;
 	sl->cpu = (int16_t)h->cpu;
@@ -323,7 +457,7 @@ static void close_hit(struct ps_hitpath *hp, const struct ps_hit *h)
 	struct hthr *th = thr_find(hp, h->tid);
 	int i, id;
 
-	if (!ps_hitpath_measures(hp, h))
+	if (!pairs(hp, th, h))
 		return; /* an end without a start, a return not caught */
 	i = h->kind == PS_HIT_END ? th->active[h->region] : h->handle;
 	id = th->slots[i].region;
@@ -383,6 +517,8 @@ void ps_hitpath_exec(struct ps_hitpath *hp)
 			memset(th->depth, 0, sizeof th->depth);
 			th->nslots = 0;
 			th->free_head = -1;
+			for (int k = 0; k < hp->npol; k++)
+				th->left[k] = next_left(hp, &hp->pol[k]);
 		}
 }
 

@@ -18,6 +18,10 @@
  *   START  opens a range region unless it is open on the thread already.
  *   END    ends the range region open on the thread; an end without a start does nothing.
  * A thread that exits cuts short what it left open (PS_SNAP_EXITED records); exec drops it.
+ *
+ * Sampling decided per hit (ps_hitpath_sample()): every ENTRY or START of a sampled region,
+ * nested or not, measured or only seen, takes part in the draw; the chosen ones open a
+ * measurement flagged PS_SNAP_SAMPLED, the others open nothing.
  */
 #ifndef PS_HITPATH_H
 #define PS_HITPATH_H
@@ -47,7 +51,8 @@ enum ps_hit_kind { PS_HIT_ENTRY = 1, PS_HIT_RETURN, PS_HIT_START, PS_HIT_END };
  * @t:      CLOCK_MONOTONIC ns
  * @cpu:    the CPU the thread ran on, -1 if unknown
  * @r:      the raw counter values (record order: events, then the later groups' times), with
- *          the first group's time enabled and running; NULL only for ps_hitpath_measures()
+ *          the first group's time enabled and running; NULL for a hit seen and not measured
+ *          (ps_hitpath_measures() said 0): it only takes part in the sampling draw
  * @args:   PS_MAX_ARGS argument registers at an ENTRY, or NULL (recorded as zeros)
  */
 struct ps_hit {
@@ -94,6 +99,20 @@ int ps_hitpath_measures(const struct ps_hitpath *hp, const struct ps_hit *h);
  * dropped). 0 for the other kinds.
  */
 int ps_hitpath_hit(struct ps_hitpath *hp, const struct ps_hit *h);
+
+/**
+ * ps_hitpath_sample() - record only some hits of region @id: every @every-th ENTRY or START
+ * on each thread, or each with probability @p (geometric gaps), or, if @windowed, those made
+ * while the window is open (ps_hitpath_window()). At most PS_HITPATH_MAX_SAMPLED regions.
+ */
+#define PS_HITPATH_MAX_SAMPLED 4
+int ps_hitpath_sample(struct ps_hitpath *hp, int id, uint64_t every, double p, int windowed, struct ps_error *err);
+void ps_hitpath_window(struct ps_hitpath *hp, int open); /* open or close the sampling window */
+int ps_hitpath_in_window(const struct ps_hitpath *hp);
+/* Seed the draws (once: later seeds are ignored), and draw a gap: entries until the next
+   sampled one, geometric with success probability @p, at least 1. */
+void ps_hitpath_seed(struct ps_hitpath *hp, uint64_t seed);
+uint64_t ps_hitpath_gap(struct ps_hitpath *hp, double p);
 
 /* Thread @tid is gone: what it left open ends at @r, @t (cpu -1, PS_SNAP_EXITED). */
 void ps_hitpath_thread_exit(struct ps_hitpath *hp, pid_t tid, const struct ps_reading *r, uint64_t t);

@@ -298,7 +298,7 @@ static int window_edge(struct ps_session *s, uint64_t edge)
    window edge, or the caller's deadline when that comes first. */
 static int run_windows(struct ps_session *s, struct ps_error *err)
 {
-	uint64_t edge = ps_now_ns() + ps__hw_period_ns(s, s->in_window);
+	uint64_t edge = ps_now_ns() + ps__hw_period_ns(s, ps_hitpath_in_window(s->hp));
 	int rc;
 
 	for (;;) {
@@ -306,8 +306,8 @@ static int run_windows(struct ps_session *s, struct ps_error *err)
 		rc = ps_tracer_run(s->t, err);
 		if (rc != 0 || !window_edge(s, edge))
 			break; /* ended, failed, or paused for another reason */
-		ps__hw_set_window(s, !s->in_window);
-		edge = ps_now_ns() + ps__hw_period_ns(s, s->in_window);
+		ps__hw_set_window(s, !ps_hitpath_in_window(s->hp));
+		edge = ps_now_ns() + ps__hw_period_ns(s, ps_hitpath_in_window(s->hp));
 	}
 	ps_tracer_set_deadline(s->t, s->deadline);
 	return rc;

@@ -43,8 +43,7 @@ struct thr {
 	pid_t tid;
 	struct thr *next;
 	struct ps_group g[PS_MAX_GROUPS];
-	int hwfd[PS_MAX_HW];	  /* per sampled region: its breakpoint or uprobe event on this thread */
-	uint64_t left[PS_MAX_HW]; /* int3 counting: entries until the next sampled one */
+	int hwfd[PS_MAX_HW]; /* per sampled region: its breakpoint or uprobe event on this thread */
 };
 
 #define THR_BUCKETS 256
@@ -88,8 +87,6 @@ struct ps_session {
 	int sampled[PS_MAX_HW];	    /* region ids of the sampled regions */
 	struct sampler smp[PS_MAX_HW];
 	int nsampled;
-	uint64_t rng;		   /* xorshift64 state for sampling gaps */
-	int in_window;		   /* window sampling: inside a window now */
 	char spill_path[PATH_MAX]; /* records go to this file instead of memory */
 };
 
@@ -103,8 +100,6 @@ uint64_t ps__hw_period_ns(struct ps_session *s, int open);
 void ps__hw_close_all(struct ps_session *s);
 int ps__hw_reopen_all(struct ps_session *s);
 int ps__hw_at_entry(struct ps_session *s, int id, const struct user_regs_struct *regs);
-int ps__int3_entry(struct ps_session *s, struct thr *th, int id);
-int ps__int3_skips(const struct ps_session *s, const struct thr *th, int id);
 
 /* session_save.c: the .psnap header of the session's records, which the spill file and
    ps_session_save() begin with; @h holds what @h->info points at. */

@@ -262,3 +262,70 @@ TEST(hitpath_arguments_and_spill)
 	unlink(path);
 	fixture_free(f);
 }
+
+TEST(hitpath_sampling_draws_at_every_hit)
+{
+	struct fixture *f = fixture_new(0, NULL);
+	struct ps_error err;
+	struct ps_hit seen = {.tid = 4, .region = FUNC, .kind = PS_HIT_ENTRY}; /* r NULL: not measured */
+	int h;
+
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	CHECK_EQ_INT(ps_hitpath_sample(f->hp, FUNC, 3, 0, 0, &err), 0);
+	CHECK_EQ_INT(ps_hitpath_sample(f->hp, RANGE, 0, 0, 1, &err), 0);
+	CHECK_EQ_INT(ps_hitpath_sample(f->hp, FUNC, 2, 0, 0, &err), -1);
+	CHECK_STR(err.msg, "region 'func' is sampled already");
+	/* every 3rd entry: the 1st and 2nd are drawn and skipped, the 3rd is recorded */
+	CHECK_EQ_INT(hit(f, 4, FUNC, PS_HIT_ENTRY, 0, 70), -1);
+	CHECK_EQ_INT(ps_hitpath_measures(f->hp, &seen), 0);
+	CHECK_EQ_INT(ps_hitpath_hit(f->hp, &seen), -1); /* seen only: drawn all the same */
+	CHECK_EQ_INT(ps_hitpath_measures(f->hp, &seen), 1);
+	h = hit(f, 4, FUNC, PS_HIT_ENTRY, 0, 71);
+	CHECK(h >= 0);
+	CHECK_EQ_INT(hit(f, 4, FUNC, PS_HIT_ENTRY, 0, 72), -1); /* nested, drawn: 1 of 3 */
+	CHECK_EQ_INT(hit(f, 4, FUNC, PS_HIT_RETURN, h, 73), 0);
+	CHECK_EQ_INT(hit(f, 4, FUNC, PS_HIT_ENTRY, 0, 74), -1);
+	h = hit(f, 4, FUNC, PS_HIT_ENTRY, 0, 75);
+	CHECK(h >= 0);
+	CHECK_EQ_INT(hit(f, 4, FUNC, PS_HIT_RETURN, h, 76), 0);
+	/* windows: only inside one */
+	hit(f, 4, RANGE, PS_HIT_START, 0, 77);
+	hit(f, 4, RANGE, PS_HIT_END, 0, 78);
+	ps_hitpath_window(f->hp, 1);
+	CHECK_EQ_INT(ps_hitpath_in_window(f->hp), 1);
+	hit(f, 4, RANGE, PS_HIT_START, 0, 79);
+	ps_hitpath_window(f->hp, 0);
+	hit(f, 4, RANGE, PS_HIT_END, 0, 80); /* an end is never drawn */
+	static const struct want w[] = {
+	    {FUNC, 4, 0, 71, 73, 73 % 4, PS_SNAP_SAMPLED, 0},
+	    {FUNC, 4, 1, 75, 76, 76 % 4, PS_SNAP_SAMPLED, 0},
+	    {RANGE, 4, 0, 79, 80, 80 % 4, PS_SNAP_SAMPLED, 0},
+	};
+	check_records(ctest_self, f, w, 3);
+	fixture_free(f);
+}
+
+TEST(hitpath_probability_gaps)
+{
+	struct fixture *f = fixture_new(0, NULL);
+	struct ps_error err;
+	uint64_t n = 0;
+
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	ps_hitpath_seed(f->hp, 12345);
+	CHECK_EQ_INT(ps_hitpath_gap(f->hp, 1), 1);
+	CHECK_EQ_INT(ps_hitpath_sample(f->hp, FUNC, 0, 0.25, 0, &err), 0);
+	for (uint64_t i = 0; i < 40000; i++) {
+		int h = hit(f, 6, FUNC, PS_HIT_ENTRY, 0, 100 + 2 * i);
+		if (h >= 0)
+			hit(f, 6, FUNC, PS_HIT_RETURN, h, 101 + 2 * i);
+	}
+	CHECK_EQ_INT(ps_hitpath_drain(f->hp, &err), 0);
+	n = ps_hitpath_nrecords(f->hp);
+	CHECK(n > 9000 && n < 11000); /* 10000 expected, sd 87 */
+	fixture_free(f);
+}
