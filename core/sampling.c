@@ -17,7 +17,8 @@
  *   every N   period N;
  *   p         a geometric gap with mean 1/p, drawn anew after each stop (PERF_EVENT_IOC_PERIOD),
  *             so each entry is sampled independently with probability p;
- *   windows   period 1 inside a window, 2^40 outside, switched on a timer.
+ *   windows   period 1 inside a window, 2^40 outside, switched at each edge by the run loop
+ *             (session.c).
  * An entry that is not sampled costs a debug exception (or a uprobe) handled in the kernel,
  * not a ptrace stop.
  */
@@ -36,33 +37,13 @@
 
 #define FAR_PERIOD (1ULL << 40)
 
-static uint64_t rng_next(struct ps_session *s)
-{
-	uint64_t x = s->rng ? s->rng : 0x9e3779b97f4a7c15ULL;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	s->rng = x;
-	return x;
-}
-
-/* Entries until the next sampled one: geometric with success probability p, at least 1. */
-static uint64_t gap(struct ps_session *s, double p)
-{
-	double u = ((double)(rng_next(s) >> 11) + 0.5) / 9007199254740992.0; /* (0,1) */
-	if (p >= 1)
-		return 1;
-	double g = floor(log(u) / log1p(-p)) + 1;
-	return g < 1 ? 1 : g > 1e15 ? (uint64_t)1e15 : (uint64_t)g;
-}
-
 static uint64_t first_period(struct ps_session *s, const struct ps_region_info *ri)
 {
 	if (ri->sample_every)
 		return ri->sample_every;
 	if (ri->sample_p > 0)
-		return gap(s, ri->sample_p);
-	return s->in_window ? 1 : FAR_PERIOD;
+		return ps_hitpath_gap(s->hp, ri->sample_p);
+	return ps_hitpath_in_window(s->hp) ? 1 : FAR_PERIOD;
 }
 
 static int ev_open(struct ps_session *s, int k, pid_t tid, struct ps_error *err)
@@ -116,10 +97,8 @@ static int sample_k(const struct ps_session *s, int id)
 /* Start counting sampled region @k's entries on thread @th. */
 static int open_one(struct ps_session *s, struct thr *th, int k, struct ps_error *err)
 {
-	if (s->smp[k].counter == PS_COUNT_INT3) {
-		th->left[k] = first_period(s, &s->reg[s->sampled[k]]);
-		return 0;
-	}
+	if (s->smp[k].counter == PS_COUNT_INT3)
+		return 0; /* the hit path draws */
 	th->hwfd[k] = ev_open(s, k, th->tid, err);
 	return th->hwfd[k] < 0 ? -1 : 0;
 }
@@ -153,7 +132,7 @@ void ps__hw_after_hit(struct ps_session *s, struct thr *th, int k)
 
 	if (ri->sample_p <= 0 || th->hwfd[k] < 0)
 		return;
-	period = gap(s, ri->sample_p);
+	period = ps_hitpath_gap(s->hp, ri->sample_p);
 	ioctl(th->hwfd[k], PERF_EVENT_IOC_PERIOD, &period);
 }
 
@@ -170,7 +149,7 @@ void ps__hw_set_window(struct ps_session *s, int open)
 {
 	uint64_t period = open ? 1 : FAR_PERIOD;
 
-	s->in_window = open;
+	ps_hitpath_window(s->hp, open);
 	for (unsigned b = 0; b < THR_BUCKETS; b++)
 		for (struct thr *th = s->threads[b]; th; th = th->next)
 			for (int k = 0; k < s->nsampled; k++)
@@ -342,35 +321,6 @@ int ps__hw_at_entry(struct ps_session *s, int id, const struct user_regs_struct 
 	return 1;
 }
 
-/* int3 counting, at an entry of region @id: -1 if its entries are not counted so; else 1 if
-   this entry is sampled, 0 if not. */
-int ps__int3_entry(struct ps_session *s, struct thr *th, int id)
-{
-	int k = sample_k(s, id);
-	const struct ps_region_info *ri = &s->reg[id];
-
-	if (k < 0 || s->smp[k].counter != PS_COUNT_INT3)
-		return -1;
-	if (ri->period_ms)
-		return s->in_window;
-	if (th->left[k] > 1) {
-		th->left[k]--;
-		return 0;
-	}
-	th->left[k] = ri->sample_every ? ri->sample_every : gap(s, ri->sample_p);
-	return 1;
-}
-
-/* 1 when the next entry of region @id on @th is counted by int3 and will not be sampled. */
-int ps__int3_skips(const struct ps_session *s, const struct thr *th, int id)
-{
-	int k = sample_k(s, id);
-
-	if (k < 0 || s->smp[k].counter != PS_COUNT_INT3)
-		return 0;
-	return s->reg[id].period_ms ? !s->in_window : th->left[k] > 1;
-}
-
 /* Undo a sampling that could not start on every thread: the region counts by int3 again. */
 static int unsample(struct ps_session *s, int id, int k)
 {
@@ -403,7 +353,7 @@ int ps_session_region_sample(struct ps_session *s, int id, const struct ps_sampl
 	if (ri->kind != PS_REGION_FUNC || ri->pending)
 		return ps_error_set(err, PS_EUSAGE,
 				    "region '%s': sampling applies to function regions whose code is mapped", ri->name);
-	if (s->started || s->ring)
+	if (s->started || ps_hitpath_recording(s->hp))
 		return ps_error_set(err, PS_EUSAGE, "region '%s': set sampling before the first run", ri->name);
 	if ((how->every > 0) + (how->p > 0) + (how->period_ms > 0) != 1)
 		return ps_error_set(err, PS_EUSAGE, "region '%s': give one of every, p, or window_ms with period_ms",
@@ -425,13 +375,15 @@ int ps_session_region_sample(struct ps_session *s, int id, const struct ps_sampl
 	ri->window_ms = how->window_ms;
 	ri->period_ms = how->period_ms;
 	s->sampled[s->nsampled++] = id;
-	if (!s->rng)
-		s->rng = (uint64_t)getpid() * 0x2545F4914F6CDD1DULL ^ (uint64_t)ri->addr;
+	ps_hitpath_seed(s->hp, (uint64_t)getpid() * 0x2545F4914F6CDD1DULL ^ (uint64_t)ri->addr);
 	/* threads that exist already */
 	for (unsigned b = 0; b < THR_BUCKETS; b++)
 		for (struct thr *th = s->threads[b]; th; th = th->next)
 			if (open_one(s, th, k, err))
 				return unsample(s, id, k);
+	if (s->smp[k].counter == PS_COUNT_INT3 &&
+	    ps_hitpath_sample(s->hp, id, how->every, how->p, how->period_ms > 0, err))
+		return unsample(s, id, k);
 	return 0;
 }
 

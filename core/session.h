@@ -1,7 +1,9 @@
 /* core/session.h - regions of a traced program, counted per thread, one record per hit.
  *
- * A session joins the tracer (core/tracer.c), one counter group per thread (core/group.c)
- * and the snapshot ring (core/ring.c). Each thread gets its group before it runs its first
+ * A session joins the tracer (core/tracer.c), whose stops the ptrace catcher
+ * (core/catch_ptrace.c) turns into hits, one counter group per thread (core/group.c) and the
+ * hit path (core/hitpath.c), which pairs the hits into records in the snapshot ring
+ * (core/ring.c). Each thread gets its group before it runs its first
  * instruction; the group counts all the time and is only read, never toggled, at the
  * breakpoints (a read costs 1-6 us here, an ioctl 13-194 us). Every hit of a region becomes a
  * struct ps_snap with the raw values at start and at end.

@@ -1,15 +1,17 @@
-/* core/session_priv.h - the inside of struct ps_session, shared by session.c (the hit path)
- * and session_regions.c (names to breakpoints). Not for use outside the core. */
+/* core/session_priv.h - the inside of struct ps_session, shared by session.c (lifecycle, run
+ * loop), catch_ptrace.c (stops to hits), sampling.c (sampled regions) and session_regions.c
+ * (names to breakpoints). Not for use outside the core. */
 #ifndef PS_SESSION_PRIV_H
 #define PS_SESSION_PRIV_H
 
 #include <limits.h>
+#include <signal.h>
 
 #include "group.h"
+#include "hitpath.h"
 #include "lines.h"
 #include "machine.h"
 #include "psnap.h"
-#include "ring.h"
 #include "session.h"
 #include "symbols.h"
 #include "tracer.h"
@@ -34,18 +36,6 @@ struct bpent {
 	} roles[ROLES_PER_BP];
 };
 
-/* An open measurement: the start of a hit, waiting for its end. */
-struct slot {
-	int region;
-	int next_free;
-	uint32_t depth;
-	uint16_t flags; /* PS_SNAP_SAMPLED */
-	uint64_t args[PS_MAX_ARGS];
-	int16_t cpu;
-	uint64_t t;
-	struct ps_reading r;
-};
-
 #define PS_MAX_GROUPS 4
 #define PS_MAX_HW 4 /* debug registers: sampled regions */
 
@@ -53,12 +43,7 @@ struct thr {
 	pid_t tid;
 	struct thr *next;
 	struct ps_group g[PS_MAX_GROUPS];
-	struct slot *slots;
-	int nslots, cap, free_head;
-	int hwfd[PS_MAX_HW];		/* per sampled region: its breakpoint or uprobe event on this thread */
-	uint64_t left[PS_MAX_HW];	/* int3 counting: entries until the next sampled one */
-	int32_t active[PS_MAX_REGIONS]; /* open slot of a region on this thread, -1 */
-	uint32_t depth[PS_MAX_REGIONS]; /* recursion depth (every-level regions) */
+	int hwfd[PS_MAX_HW]; /* per sampled region: its breakpoint or uprobe event on this thread */
 };
 
 #define THR_BUCKETS 256
@@ -89,27 +74,20 @@ struct ps_session {
 	int main_bp;	       /* where pending library regions get armed, -1 */
 	int loader_bp;	       /* _dl_debug_state, -1 */
 	unsigned unwind_hooks; /* which breakpoints on the unwinder are in place */
-	struct ps_ring *ring;
-	unsigned char *store;
-	uint64_t nstore, capstore;
-	size_t recsize;
-	uint64_t seq, written_at_run_start, max_records, deadline;
-	uint64_t dropped;
+	struct ps_hitpath *hp;
+	uint64_t written_at_run_start, max_records, deadline;
 	struct ps_symtab *sym;
 	struct ps_lines *lines;
 	char exe[PATH_MAX];
 	char notice[2048];
-	struct ps_error fail; /* an error met inside a callback */
+	char notice_out[2048]; /* what ps_session_notice() returned last */
+	struct ps_error fail;  /* an error met inside a callback */
 	int failed;
-	int sampled[PS_MAX_HW]; /* region ids of the sampled regions */
+	volatile sig_atomic_t intr; /* ps_session_interrupt() was called during this run */
+	int sampled[PS_MAX_HW];	    /* region ids of the sampled regions */
 	struct sampler smp[PS_MAX_HW];
 	int nsampled;
-	uint64_t rng;		       /* xorshift64 state for sampling gaps */
-	int in_window;		       /* window sampling: inside a window now */
-	struct ps_psnap_writer *spill; /* records go to this file instead of memory */
-	char spill_path[PATH_MAX];
-	int spill_nreg; /* region names already in the file */
-	uint64_t spilled;
+	char spill_path[PATH_MAX]; /* records go to this file instead of memory */
 };
 
 /* sampling.c */
@@ -122,8 +100,6 @@ uint64_t ps__hw_period_ns(struct ps_session *s, int open);
 void ps__hw_close_all(struct ps_session *s);
 int ps__hw_reopen_all(struct ps_session *s);
 int ps__hw_at_entry(struct ps_session *s, int id, const struct user_regs_struct *regs);
-int ps__int3_entry(struct ps_session *s, struct thr *th, int id);
-int ps__int3_skips(const struct ps_session *s, const struct thr *th, int id);
 
 /* session_save.c: the .psnap header of the session's records, which the spill file and
    ps_session_save() begin with; @h holds what @h->info points at. */
@@ -134,6 +110,14 @@ struct ps_session_header {
 	struct ps_psnap_meta meta; /* "groups" = the group layout, "2,1" */
 };
 void ps__session_header(const struct ps_session *s, struct ps_session_header *h);
+
+/* session.c: the threads' counter groups */
+struct thr *ps__thr_find(struct ps_session *s, pid_t tid);
+struct thr *ps__thr_get(struct ps_session *s, pid_t tid, struct ps_error *err);
+void ps__thr_remove(struct ps_session *s, pid_t tid);
+
+/* catch_ptrace.c: the tracer's callbacks */
+extern const struct ps_tracer_ops ps__ptrace_ops;
 
 /* session_regions.c */
 int ps__bp_role(struct ps_session *s, uint64_t addr, int kind, int region, enum role_kind role, struct ps_error *err);

@@ -55,7 +55,8 @@ int ps_session_save(const struct ps_session *s, const char *path, const struct p
 	free(all);
 	if (!w)
 		return -1;
-	if (s->nstore && ps_psnap_write(w, s->store, (size_t)s->nstore, err))
+	if (ps_hitpath_nrecords(s->hp) &&
+	    ps_psnap_write(w, ps_hitpath_record_at(s->hp, 0), (size_t)ps_hitpath_nrecords(s->hp), err))
 		rc = -1;
 	if (ps_psnap_close(w, err)) /* after a failed write: says the same */
 		rc = -1;
