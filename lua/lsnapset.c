@@ -21,25 +21,6 @@ static struct lsnapset *check(lua_State *L)
 	return ss;
 }
 
-/* The group of each event from the "groups" metadata ("2,1": two events, then one); a group
-   whose times the records cannot hold (a damaged "groups") counts as the first. */
-static void groups_of(struct lsnapset *ss)
-{
-	const char *g = ps_psnap_meta_get(ss->r, "groups");
-	int k = 0, grp = 0;
-
-	memset(ss->v.group, 0, sizeof ss->v.group);
-	while (g && *g && k < ss->v.nev && ss->v.nev + 2 * (grp + 1) <= (int)ps_psnap_nvals(ss->r) + 2) {
-		int n = atoi(g);
-		for (int i = 0; i < n && k < ss->v.nev; i++)
-			ss->v.group[k++] = grp;
-		grp++;
-		g = strchr(g, ',');
-		if (g)
-			g++;
-	}
-}
-
 static const struct ps_snap *record_of(const void *r, uint64_t i)
 {
 	return ps_psnap_record(r, i);
@@ -63,7 +44,7 @@ static int l_load(lua_State *L)
 	ss->v.nev = (int)ps_psnap_nevents(ss->r); /* <= nvals, checked by the reader */
 	for (int k = 0; k < ss->v.nev; k++)
 		ss->v.names[k] = ps_psnap_event(ss->r, (size_t)k);
-	groups_of(ss);
+	ps_view_set_groups(&ss->v, ps_psnap_meta_get(ss->r, "groups"), ps_psnap_nvals(ss->r));
 	return 1;
 }
 
@@ -87,7 +68,7 @@ static int l_record(lua_State *L)
 static int l_stats(lua_State *L)
 {
 	struct lsnapset *ss = check(L);
-	return ps_l_push_region_stats(L, &ss->v, (int)luaL_checkinteger(L, 2));
+	return ps_l_push_region_stats(L, &ss->v, (int)luaL_checkinteger(L, 2), 3);
 }
 
 static int l_series(lua_State *L)

@@ -492,7 +492,8 @@ static int l_record(lua_State *L)
 	return 1;
 }
 
-/* t:stats(id) -> {hits, incomplete, ratio_min, [event|"time_ns"|"wall_ns"] = {count, sum, ...}} */
+/* t:stats(id [, "thread"|"cpu"]) -> {hits, incomplete, migrated, ratio_min,
+   [event|"time_ns"|"wall_ns"] = {count, sum, ...}}, or an array of them by thread (tid) or CPU (cpu) */
 static int l_stats(lua_State *L)
 {
 	struct ps_session *s = check(L);
@@ -500,7 +501,7 @@ static int l_stats(lua_State *L)
 	struct ps_view v;
 
 	view_of(s, &v);
-	return ps_l_push_region_stats(L, &v, ri->id);
+	return ps_l_push_region_stats(L, &v, ri->id, 3);
 }
 
 /* t:series(id, event_index | -1 (time_ns) | -2 (wall_ns)) -> array over the complete hits */

@@ -1,35 +1,11 @@
-/* lua/lview.c - records to Lua tables and statistics, for live sessions and files alike. */
+/* lua/lview.c - records and their statistics (core/analysis.c) as Lua tables, for live sessions
+ * and files alike. */
 #include <lauxlib.h>
 #include <stdlib.h>
 
 #include "lhelp.h"
 #include "lview.h"
 #include "stats.h"
-
-double ps_view_delta(const struct ps_view *v, const struct ps_snap *r, int k, double *ratio)
-{
-	struct ps_snap *rw = (struct ps_snap *)r;
-	uint64_t d = ps_snap_end(rw)[k] - ps_snap_start(rw)[k];
-	uint64_t en = r->enabled_end - r->enabled_start, run = r->running_end - r->running_start;
-	int g = v->group[k];
-
-	if (g > 0 && v->nev + 2 * g <= r->nvals) { /* the later groups' times follow the values */
-		int w = v->nev + 2 * (g - 1);
-		en = ps_snap_end(rw)[w] - ps_snap_start(rw)[w];
-		run = ps_snap_end(rw)[w + 1] - ps_snap_start(rw)[w + 1];
-	}
-	*ratio = en ? (double)run / (double)en : 1.0;
-	if (en && run && run < en)
-		return (double)d * (double)en / (double)run;
-	return (double)d;
-}
-
-double ps_view_cpu_time(const struct ps_snap *r)
-{
-	if (r->nvals)
-		return (double)(r->enabled_end - r->enabled_start);
-	return (double)(r->t_end - r->t_start);
-}
 
 static void setint(lua_State *L, const char *k, lua_Integer v)
 {
@@ -99,100 +75,63 @@ void ps_l_push_record(lua_State *L, const struct ps_view *v, uint64_t i)
 	lua_setfield(L, -2, "ratio");
 }
 
-/* Indexes of the complete records of @region (malloc'd; *n set), NULL on no memory. */
-static uint64_t *complete_of(const struct ps_view *v, int region, size_t *n, size_t *incomplete)
+static void push_stats(lua_State *L, const struct ps_stats *st, const char *name)
 {
-	size_t cap = 1024, k = 0;
-	uint64_t *idx = malloc(cap * sizeof *idx);
-
-	*incomplete = 0;
-	if (!idx)
-		return NULL;
-	for (uint64_t i = 0; i < v->n; i++) {
-		const struct ps_snap *r = ps_view_rec(v, i);
-		if ((int)r->region != region)
-			continue;
-		if (r->flags & (PS_SNAP_UNWOUND | PS_SNAP_EXITED)) {
-			(*incomplete)++;
-			continue;
-		}
-		if (k == cap) {
-			uint64_t *p = realloc(idx, 2 * cap * sizeof *idx);
-			if (!p) {
-				free(idx);
-				return NULL;
-			}
-			idx = p;
-			cap *= 2;
-		}
-		idx[k++] = i;
-	}
-	*n = k;
-	return idx;
+	ps_l_push_stats(L, st);
+	lua_setfield(L, -2, name);
 }
 
-static double series_value(const struct ps_view *v, const struct ps_snap *r, int k, double *ratio)
+static void push_hit_stats(lua_State *L, const struct ps_view *v, const struct ps_hit_stats *h, const char *key)
 {
-	*ratio = 1.0;
-	if (k == -2)
-		return (double)(r->t_end - r->t_start);
-	if (k == -1)
-		return ps_view_cpu_time(r);
-	return ps_view_delta(v, r, k, ratio);
+	lua_createtable(L, 0, 6 + v->nev);
+	push_stats(L, &h->wall, "wall_ns");
+	push_stats(L, &h->time, "time_ns");
+	for (int k = 0; k < v->nev; k++)
+		push_stats(L, &h->ev[k], v->names[k]);
+	setint(L, "hits", (lua_Integer)h->hits);
+	setint(L, "incomplete", (lua_Integer)h->incomplete);
+	setint(L, "migrated", (lua_Integer)h->migrated);
+	lua_pushnumber(L, h->ratio_min);
+	lua_setfield(L, -2, "ratio_min");
+	if (key)
+		setint(L, key, (lua_Integer)h->key);
+}
+
+int ps_l_push_region_stats(lua_State *L, const struct ps_view *v, int region, int by)
+{
+	static const char *const splits[] = {"region", "thread", "cpu", NULL};
+	static const char *const keys[] = {NULL, "tid", "cpu"};
+	int split = luaL_checkoption(L, by, "region", splits);
+	struct ps_hit_stats *st;
+	size_t n;
+
+	if (ps_view_stats(v, region, (enum ps_split)split, &st, &n))
+		return luaL_error(L, "statistics of region %d: out of memory", region);
+	if (split == PS_SPLIT_NONE) {
+		push_hit_stats(L, v, &st[0], NULL);
+	} else {
+		lua_createtable(L, (int)n, 0);
+		for (size_t g = 0; g < n; g++) {
+			push_hit_stats(L, v, &st[g], keys[split]);
+			lua_rawseti(L, -2, (lua_Integer)g + 1);
+		}
+	}
+	free(st);
+	return 1;
 }
 
 int ps_l_push_series(lua_State *L, const struct ps_view *v, int region, int k)
 {
-	size_t n, inc;
-	double ratio;
-	uint64_t *idx = complete_of(v, region, &n, &inc);
+	double *val;
+	size_t n;
 
-	if (!idx)
-		return luaL_error(L, "out of memory");
+	if (ps_view_series(v, region, k, &val, &n))
+		return luaL_error(L, "series of region %d: out of memory", region);
 	lua_createtable(L, (int)n, 0);
 	for (size_t j = 0; j < n; j++) {
-		lua_pushnumber(L, series_value(v, ps_view_rec(v, idx[j]), k, &ratio));
+		lua_pushnumber(L, val[j]);
 		lua_rawseti(L, -2, (lua_Integer)j + 1);
 	}
-	free(idx);
-	return 1;
-}
-
-static void push_stats(lua_State *L, double *val, size_t n)
-{
-	struct ps_stats st;
-	ps_stats_of(val, n, &st);
-	ps_l_push_stats(L, &st);
-}
-
-int ps_l_push_region_stats(lua_State *L, const struct ps_view *v, int region)
-{
-	size_t n, inc;
-	double ratio_min = 1.0, ratio, *val;
-	uint64_t *idx = complete_of(v, region, &n, &inc);
-
-	if (!idx)
-		return luaL_error(L, "out of memory");
-	val = malloc((n ? n : 1) * sizeof *val);
-	if (!val) {
-		free(idx);
-		return luaL_error(L, "out of memory");
-	}
-	lua_createtable(L, 0, 4 + v->nev);
-	for (int k = -2; k < v->nev; k++) {
-		for (size_t j = 0; j < n; j++) {
-			val[j] = series_value(v, ps_view_rec(v, idx[j]), k, &ratio);
-			if (ratio < ratio_min)
-				ratio_min = ratio;
-		}
-		push_stats(L, val, n);
-		lua_setfield(L, -2, k == -2 ? "wall_ns" : k == -1 ? "time_ns" : v->names[k]);
-	}
 	free(val);
-	free(idx);
-	setint(L, "hits", (lua_Integer)n);
-	setint(L, "incomplete", (lua_Integer)inc);
-	lua_pushnumber(L, ratio_min);
-	lua_setfield(L, -2, "ratio_min");
 	return 1;
 }

@@ -49,9 +49,12 @@ local function main(argv)
   local events = f:events()
   local names = {}
   for _, r in ipairs(f.regions) do names[r.id] = r.name end
+  -- the tables are computed in C over the mapped records; hit tables only for the exports
   local hits = {}
-  for _, r in ipairs(regions) do for h in r:hits() do hits[#hits + 1] = h end end
-  table.sort(hits, function(a, b) return a.seq < b.seq end)
+  if opts.jsonl or opts.hits_csv or opts.trace then
+    for _, r in ipairs(regions) do for h in r:hits() do hits[#hits + 1] = h end end
+    table.sort(hits, function(a, b) return a.seq < b.seq end)
+  end
   if opts.jsonl then
     export.jsonl(io.stdout, hits, events, names)
     return 0

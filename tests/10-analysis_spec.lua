@@ -141,6 +141,56 @@ describe(".psnap files", function()
     os.remove(spill)
   end)
 
+  -- the tables after the header line (perfsh stat's output has the program's output before it)
+  local function tables(out, header)
+    local at = assert(out:find(header, 1, true), "no header " .. header .. " in:\n" .. out)
+    return out:sub(out:find("\n", at, true) + 1)
+  end
+
+  it("print with perfsh report the same tables the live perfsh stat --save printed", function()
+    local saved = os.tmpname() .. ".psnap"
+    local expect = {["--per-cpu"] = "region work %(func, 12 hits%)", ["--per-thread"] = "thread %d+ %(6 hits%)",
+      ["--per-thread --csv"] = "\nwork@%d+,task%-clock,6,", ["--csv"] = "\nwork,task%-clock,12,"}
+    for _, opts in ipairs{"--per-cpu", "--per-thread", "--per-thread --csv", "--csv"} do
+      local live, err, rc = support.sh(("%s stat --save %s %s -e task-clock,page-faults -r work examples/threads 6 50")
+        :format(P, saved, opts))
+      assert.are.equal(0, rc, err)
+      local back, err2, rc2 = support.sh(("%s report %s %s"):format(P, opts, saved))
+      assert.are.equal(0, rc2, err2)
+      if opts:find("csv") then
+        live = live:sub((assert(live:find("region,event,", 1, true))))
+        assert.are.equal(live, back)
+      else
+        assert.are.equal(tables(live, "perfsh stat: examples/threads"), tables(back, "perfsh report: " .. saved))
+      end
+      assert.truthy(back:find(expect[opts]), back)
+    end
+    os.remove(saved)
+  end)
+
+  it("give the same statistics, whole, per thread and per CPU, live and from the saved file", function()
+    local t <close> = perfsh.spawn{"examples/threads", "5", "100", events = {"task-clock", "page-faults"},
+      stdout = "/dev/null"}
+    local r = t:region{func = "work"}
+    t:run()
+    local saved = os.tmpname() .. ".psnap"
+    t:save(saved)
+    local f <close> = perfsh.load(saved)
+    local back = f.regions[1]
+    assert.are.same(r:stats(), back:stats())
+    for _, by in ipairs{"thread", "cpu"} do
+      local live = r:stats_by(by)
+      assert.are.same(live, back:stats_by(by))
+      local hits, migrated = 0, 0
+      for _, st in ipairs(live) do hits, migrated = hits + st.hits, migrated + st.migrated end
+      assert.are.equal(10, hits)
+      assert.are.equal(r:stats().migrated, migrated)
+    end
+    assert.are.equal(2, #r:stats_by("thread"))
+    assert.are.equal(5, r:stats_by("thread")[1].hits)
+    os.remove(saved)
+  end)
+
   it("refuse a foreign file with a one-line reason", function()
     local bad = os.tmpname()
     local w = assert(io.open(bad, "w"))

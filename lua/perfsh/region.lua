@@ -1,7 +1,8 @@
 --- perfsh.region: a region's hits and their statistics, from a live tracee or a loaded file,
 -- and the logging of its slow hits while a live tracee runs (r:on_slow).
 -- A region belongs to a source (src) that has:
---   src:record(i), src:stats_of(id), src:series_of(id, k)   the records and their statistics
+--   src:record(i), src:stats_of(id [, "thread"|"cpu"]), src:series_of(id, k)   the records and
+--                     their statistics (core/analysis.c)
 --   src:events()      the event names, in record order
 --   src:region_meta(id) -> {name, kind, entries, sampled, args = {names}, dropped, why, ...}
 local tail = require "perfsh.tail"
@@ -110,6 +111,13 @@ end
 --- The program has ended: close the slow-hit logs.
 function Region:finish_slow()
   for _, lg in ipairs(self.loggers) do lg:finish() end
+end
+
+--- r:stats_by("thread"|"cpu"): an array of statistics as r:stats() gives them (without the sampling
+-- and ipc fields), one per thread (field tid) or per CPU a hit started on (field cpu), in
+-- increasing order; each also has migrated (hits that ended on another CPU).
+function Region:stats_by(what)
+  return self.src:stats_of(self.id, what)
 end
 
 function Region:info() return self.src:region_meta(self.id) end

@@ -1,6 +1,6 @@
 --- perfsh.report: the tables perfsh stat and perfsh report print, from any regions (a live
 -- tracee's or a loaded file's).
-local core = require "perfsh.core"
+local metrics = require "perfsh.metrics"
 
 local report = {}
 
@@ -80,23 +80,6 @@ function report.csv_rows(out, region, events, st)
   end
 end
 
--- Statistics of a list of hit tables, the same shape as region:stats().
-function report.stats_of(hits, events)
-  local st = {hits = #hits, ratio_min = 1}
-  for _, name in ipairs(events) do
-    local v = {}
-    for i, h in ipairs(hits) do v[i] = h[name] end
-    st[name] = core.stats(v)
-  end
-  for _, k in ipairs{"time_ns", "wall_ns"} do
-    local v = {}
-    for i, h in ipairs(hits) do v[i] = h[k] end
-    st[k] = core.stats(v)
-  end
-  for _, h in ipairs(hits) do if h.ratio < st.ratio_min then st.ratio_min = h.ratio end end
-  if st.instructions and st.cycles and st.cycles.sum > 0 then st.ipc = st.instructions.sum / st.cycles.sum end
-  return st
-end
 
 --- Print every region of @regions as perfsh stat does.
 -- opts: csv, every_call, per_thread, header (a line to start with), events (names), dropped.
@@ -124,24 +107,15 @@ function report.regions(out, regions, opts)
       end
       if not opts.csv then out:write("\n") end
     elseif opts.per_thread then
-      local by_tid, order = {}, {}
-      for h in r:hits() do
-        if not (h.unwound or h.exited) then
-          if not by_tid[h.tid] then
-            by_tid[h.tid] = {}
-            order[#order + 1] = h.tid
+      for _, st in ipairs(r:stats_by("thread")) do
+        if st.hits > 0 then -- a thread with incomplete hits only has no table
+          st.ipc = metrics.of_totals(st, "ipc")
+          if opts.csv then
+            report.csv_rows(out, r.name .. "@" .. st.tid, events, st)
+          else
+            report.print_table(out, ("region %s, thread %d (%d hits)"):format(r.name, st.tid, st.hits), events, st)
+            out:write("\n")
           end
-          table.insert(by_tid[h.tid], h)
-        end
-      end
-      table.sort(order)
-      for _, tid in ipairs(order) do
-        local st = report.stats_of(by_tid[tid], events)
-        if opts.csv then
-          report.csv_rows(out, r.name .. "@" .. tid, events, st)
-        else
-          report.print_table(out, ("region %s, thread %d (%d hits)"):format(r.name, tid, st.hits), events, st)
-          out:write("\n")
         end
       end
     else

@@ -12,7 +12,7 @@ File.__name = "perfsh.snapfile"
 
 function File:events() return self.info.events end
 function File:record(i) return self.ud:record(i) end
-function File:stats_of(id) return self.ud:stats(id) end
+function File:stats_of(id, by) return self.ud:stats(id, by) end
 function File:series_of(id, k) return self.ud:series(id, k) end
 
 function File:region_meta(id)

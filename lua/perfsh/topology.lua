@@ -46,8 +46,31 @@ local function keys(t)
 end
 
 --- Print the breakdown of a region as tables: hits and mean of each event per CPU, core, L3.
+-- The statistics of each CPU (region:stats_by("cpu"), from the records in C) add up to those of a
+-- core and of an L3 domain: hits, and the sums that make the means.
 function topology.print_breakdown(out, region, events, topo)
-  local b = topology.breakdown(region:list(), topo)
+  topo = topo or core.topology()
+  local b = {cpu = {}, core = {}, l3 = {}, migrated = 0, total = 0}
+  local function add(t, k, st)
+    local a = t[k] or {hits = 0, time_ns = 0}
+    t[k] = a
+    a.hits, a.time_ns = a.hits + st.hits, a.time_ns + st.time_ns.sum
+    for _, e in ipairs(events) do a[e] = (a[e] or 0) + st[e].sum end
+  end
+  for _, st in ipairs(region:stats_by("cpu")) do
+    if st.hits > 0 then
+      b.total, b.migrated = b.total + st.hits, b.migrated + st.migrated
+      local c = topo[st.cpu]
+      add(b.cpu, ("cpu%d"):format(st.cpu), st)
+      if c then
+        add(b.core, ("pkg%d/core%d"):format(c.package, c.core), st)
+        add(b.l3, c.l3 >= 0 and ("L3 #%d"):format(c.l3) or "L3 unknown", st)
+      else
+        add(b.core, "unknown", st)
+        add(b.l3, "unknown", st)
+      end
+    end
+  end
   out:write(("region %s by CPU (the CPU a hit started on; %d of %d hits migrated before they ended)\n")
     :format(region.name, b.migrated, b.total))
   for _, level in ipairs{"cpu", "core", "l3"} do
@@ -56,10 +79,9 @@ function topology.print_breakdown(out, region, events, topo)
     for _, e in ipairs(events) do head = head .. ("  %16s"):format(e .. " mean") end
     out:write(head, "\n")
     for _, k in ipairs(keys(b[level])) do
-      local hs = b[level][k]
-      local st = report.stats_of(hs, events)
-      local line = ("  %-16s %8d %14.3f"):format(k, #hs, st.time_ns.mean / 1000)
-      for _, e in ipairs(events) do line = line .. ("  %16s"):format(report.human(st[e].mean)) end
+      local a = b[level][k]
+      local line = ("  %-16s %8d %14.3f"):format(k, a.hits, a.time_ns / a.hits / 1000)
+      for _, e in ipairs(events) do line = line .. ("  %16s"):format(report.human(a[e] / a.hits)) end
       out:write(line, "\n")
     end
   end

@@ -280,12 +280,12 @@ function Tracee:record(i)
   if self.spill then return self.file and self.file.ud:record(i) end
   return self.ud:record(i)
 end
-function Tracee:stats_of(id)
+function Tracee:stats_of(id, by)
   if self.spill then
-    if self.file then return self.file.ud:stats(id) end
-    return self.ud:stats(id) -- nothing spilled yet: empty statistics
+    if self.file then return self.file.ud:stats(id, by) end
+    return self.ud:stats(id, by) -- nothing spilled yet: empty statistics
   end
-  return self.ud:stats(id)
+  return self.ud:stats(id, by)
 end
 function Tracee:series_of(id, k)
   if self.spill then return self.file and self.file.ud:series(id, k) or {} end
