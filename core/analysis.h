@@ -1,7 +1,7 @@
 /* core/analysis.h - what records mean, for the live report and the saved-file report alike:
  * the counter group layout, multiplex scaling, complete hits, and statistics of a region's
- * hits overall, per thread or per CPU, computed in passes over the records (no per-record
- * state is kept beyond one number of one series at a time). */
+ * hits overall, per thread or per CPU, exact, computed in passes over the records in memory
+ * that does not grow with their number. */
 #ifndef PS_ANALYSIS_H
 #define PS_ANALYSIS_H
 
@@ -103,8 +103,11 @@ struct ps_hit_stats {
  * @out:    receives a malloc'd array, in increasing order of key; free() it.
  * @nout:   receives its length.
  *
- * Exact statistics (nearest-rank quantiles, as ps_stats_of()): one pass to count, then one
- * per series, holding 8 bytes per complete hit of the region for one series at a time.
+ * Exact statistics (nearest-rank quantiles, as ps_stats_of() gives them from the sorted
+ * values; the sum is added in record order) in passes over the records: one to count, then
+ * per series one for sum, min and max and a few for the spread and the quantiles (each pass
+ * narrows the interval that holds a quantile's rank; one collects the last few thousand).
+ * Memory: a few KiB per group, whatever the number of records.
  *
  * Return: 0, or -1 with errno ENOMEM.
  */

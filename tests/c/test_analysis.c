@@ -217,3 +217,97 @@ TEST(analysis_series_and_callback_view)
 	free(a);
 	free(b);
 }
+
+static uint64_t rng_state;
+
+/* xorshift64*: deterministic, so that a failure can be replayed */
+static uint64_t rnd(void)
+{
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 0x2545f4914f6cdd1dull;
+}
+
+/* A delta of kind @d: many duplicates, a constant, a long tail, 0 and a wrapped counter. */
+static uint64_t draw(int d)
+{
+	switch (d) {
+	case 0:
+		return 1500 + rnd() % 1000 + (rnd() % 100 == 0 ? rnd() % 50000 : 0);
+	case 1:
+		return 3006;
+	case 2:
+		return rnd() % 3;
+	case 3:
+		return (uint64_t)exp((double)(rnd() % 40000) / 1000.0);
+	default:
+		return rnd() % 10 == 0 ? (uint64_t)0 - rnd() % 5 : rnd() % 1000; /* wrapped: ~1.8e19 */
+	}
+}
+
+#define BIG 40000
+
+/* The quantiles computed in passes (bounded memory) are the ones of the sorted values. */
+TEST(analysis_exact_quantiles_in_passes)
+{
+	size_t rs = ps_snap_size(NV, 0), n;
+	unsigned char *buf = calloc(BIG, rs);
+	double *val = malloc(BIG * sizeof *val);
+	struct ps_view v = {.base = buf, .n = BIG, .recsize = rs, .nev = NEV};
+
+	CHECK(buf && val);
+	if (!buf || !val)
+		goto out;
+	ps_view_set_groups(&v, "1,1", NV);
+	for (int d = 0; d < 5; d++) {
+		struct ps_hit_stats *st;
+
+		rng_state = 0x9e3779b97f4a7c15ull * ((uint64_t)d + 1);
+		for (uint64_t i = 0; i < BIG; i++) {
+			struct ps_snap *r = (struct ps_snap *)(buf + i * rs);
+			uint64_t en = 1000 + rnd() % 1000, run = rnd() % 4 ? en : en / 3; /* some multiplexed */
+
+			memset(r, 0, rs);
+			r->tid = (uint32_t)(rnd() % 3);
+			r->nvals = NV;
+			r->enabled_end = en;
+			r->running_end = run;
+			r->t_end = draw(d) % 1000000;
+			r->flags = rnd() % 50 == 0 ? PS_SNAP_UNWOUND : 0;
+			ps_snap_end(r)[0] = draw(d); /* scaled when multiplexed: not integers */
+			ps_snap_end(r)[1] = draw(d);
+		}
+		CHECK_EQ_INT(ps_view_stats(&v, 0, PS_SPLIT_THREAD, &st, &n), 0);
+		CHECK_EQ_INT(n, 3);
+		for (size_t g = 0; g < n; g++)
+			for (int k = PS_SERIES_WALL; k < NEV; k++) {
+				struct ps_stats want, *got = k == PS_SERIES_WALL   ? &st[g].wall
+							     : k == PS_SERIES_TIME ? &st[g].time
+										   : &st[g].ev[k];
+				size_t m = 0;
+				double ratio;
+
+				for (uint64_t i = 0; i < BIG; i++) {
+					const struct ps_snap *r = ps_view_rec(&v, i);
+					if ((int64_t)r->tid == st[g].key && ps_snap_complete(r))
+						val[m++] = ps_view_value(&v, r, k, &ratio);
+				}
+				ps_stats_of(val, m, &want);
+				CHECK_EQ_INT(got->n, m);
+				CHECK(got->min == want.min && got->max == want.max);
+				CHECK(got->p50 == want.p50 && got->p90 == want.p90 && got->p99 == want.p99);
+				CHECK(fabs(got->sum - want.sum) <= 1e-12 * fabs(want.sum));
+				CHECK(fabs(got->mean - want.mean) <= 1e-12 * fabs(want.mean));
+				CHECK(fabs(got->stddev - want.stddev) <= 1e-9 * want.stddev + 1e-9);
+				if (got->p50 != want.p50 || got->p99 != want.p99)
+					fprintf(stderr,
+						"  kind %d group %zu series %d: p50 %g (want %g), p99 %g (want %g)\n",
+						d, g, k, got->p50, want.p50, got->p99, want.p99);
+			}
+		free(st);
+	}
+out:
+	free(buf);
+	free(val);
+}
