@@ -53,6 +53,12 @@ output:
   --trace FILE        also write a Chrome/Perfetto trace (JSON; open it in ui.perfetto.dev)
   --hist              also draw a histogram of each region's hit times
   --per-cpu           also break each region down by CPU, core and L3 domain
+engine:
+  --engine E          counters (default: perf events, per hit) or callgrind: run COMMAND under
+                      valgrind's callgrind, collecting in each function region (one run per
+                      region): exact, repeatable Ir and, asked with -e, callgrind's cache and
+                      branch events (Dr,Dw,I1mr,D1mr,D1mw,ILmr,DLmr,DLmw,Bc,Bcm,Bi,Bim, or
+                      cache, branch, all); function regions only
 
 The time column is the thread's on-CPU time from the entry breakpoint to the return one
 (the counter group's time_enabled): time the thread sat stopped by perfsh is left out, the
@@ -85,7 +91,12 @@ local function main(argv)
     {"--hist", key = "hist"},
     {"--per-cpu", key = "per_cpu"},
     {"-o", "--output", arg = true, key = "output"},
+    {"--engine", arg = true, key = "engine"},
   }, argv, usage)
+  if opts.engine == "callgrind" then return require("perfsh.callgrind").stat(opts, cmd) end
+  if opts.engine and opts.engine ~= "counters" then
+    error(("perfsh stat: --engine must be counters or callgrind, not '%s'"):format(opts.engine), 0)
+  end
   if opts.list and cmd[1] == "sdt" then return perfsh.print_sdt(cmd[2]) end
   if opts.list then return perfsh.print_events(cmd[1]) end
   if not opts.regions then error("perfsh stat: no region given; name one with -r FUNCTION or -r FILE:L1-L2", 0) end

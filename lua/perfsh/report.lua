@@ -26,7 +26,7 @@ local function table_rows(events, st)
     local s = st[name]
     if s then rows[#rows + 1] = {name = name, s = s} end
   end
-  rows[#rows + 1] = {name = "time (us)", s = st.time_ns, unit = "us", csv = "time_ns"}
+  if st.time_ns then rows[#rows + 1] = {name = "time (us)", s = st.time_ns, unit = "us", csv = "time_ns"} end
   return rows
 end
 
@@ -71,12 +71,19 @@ function report.print_table(out, title, events, st)
   end
 end
 
+-- A CSV number; an unknown one (NaN) is an empty field.
+local function csv_num(fmt, n)
+  if n ~= n then return "" end
+  return fmt:format(n)
+end
+
 function report.csv_rows(out, region, events, st)
   local scaling = ("%.4f"):format(st.ratio_min or 1)
   for _, row in ipairs(table_rows(events, st)) do
     local s = row.s
-    out:write(("%s,%s,%d,%.0f,%.2f,%.0f,%.0f,%.0f,%.0f,%s\n"):format(region, row.csv or row.name, s.count, s.sum,
-      s.mean, s.min, s.p50, s.p99, s.max, scaling))
+    out:write(("%s,%s,%d,%s,%s,%s,%s,%s,%s,%s\n"):format(region, row.csv or row.name, s.count, csv_num("%.0f", s.sum),
+      csv_num("%.2f", s.mean), csv_num("%.0f", s.min), csv_num("%.0f", s.p50), csv_num("%.0f", s.p99),
+      csv_num("%.0f", s.max), scaling))
   end
 end
 
