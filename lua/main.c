@@ -41,6 +41,7 @@ static const char usage[] =
     "      report FILE.psnap              tables from a saved run\n"
     "      attribute -r FUNC --args A,B CMD   cost per unit of each argument\n"
     "      ipc -r FUNC CMD, count CMD     IPC per hit; a whole command like perf stat\n"
+    "      check -r FUNC --baseline F CMD   regression gate (exit 1), --save-baseline F\n"
     "    (perfsh RECIPE --help for each)\n"
     "  perfsh recipes              list the recipes\n"
     "\n"

@@ -1,0 +1,322 @@
+-- a regression gate for CI: perfsh check -r REGION --save-baseline FILE CMD... / --baseline FILE CMD...
+local perfsh = require "perfsh"
+local cli = require "perfsh.cli"
+local core = require "perfsh.core"
+local callgrind = require "perfsh.callgrind"
+local report = require "perfsh.report"
+local json = require "dkjson"
+
+local usage = [[
+usage: perfsh check -r REGION [-r REGION...] [options] --save-baseline FILE [--] COMMAND [ARGS...]
+       perfsh check [-r REGION...] [options] --baseline FILE [--junit FILE] [--] COMMAND [ARGS...]
+
+Measures function regions of COMMAND and writes a baseline (JSON: the engine, the events, per
+region and event the median total over the runs and its spread), or measures again and
+compares with a baseline: a table of the differences, and exit 0 (pass), 1 (a regression:
+an event grew past its limit) or 2 (an error: no or a malformed baseline, a region not in the
+program, a baseline made with another engine, a target that failed).
+
+  -r, --region R      a function to measure (with --baseline: default, the baseline's)
+  -e, --events LIST   events to measure (default: Ir with callgrind; perfsh stat's otherwise)
+  --engine E          callgrind (valgrind: exact, repeatable counts) or counters (perf events);
+                      default: counters where the machine has a hardware PMU, else callgrind
+  --runs N            runs to take the median of (default: 5; 1 with callgrind)
+  --save-baseline F   write the baseline to F
+  --baseline F        compare with the baseline in F
+  --limit EV=X%       fail when EV grows by more than X% (relative) ...
+  --limit EV=N        ... or by more than N (absolute); may be repeated. Defaults: +1% for
+                      instruction counts and callgrind's events; for times, cycles and other
+                      counters +max(5%, 3 x the noise measured over the runs, baseline or now)
+  --junit FILE        also write the results as JUnit XML for CI systems
+]]
+
+-- Events whose counts do not depend on timing: +-1% by default.
+local exact = {instructions = true}
+for _, e in ipairs(callgrind.events) do exact[e] = true end
+
+local function median(xs)
+  local s = {}
+  for i, x in ipairs(xs) do s[i] = x end
+  table.sort(s)
+  local n = #s
+  if n % 2 == 1 then return s[(n + 1) // 2] end
+  return (s[n // 2] + s[n // 2 + 1]) / 2
+end
+
+-- One run with the counters engine: {region = {hits, totals = {event = n}}}.
+local function run_counters(cmd, regions, events)
+  local spec = {events = events, stdout = "/dev/null"}
+  for i, a in ipairs(cmd) do spec[i] = a end
+  local ok, t = pcall(perfsh.spawn, spec)
+  if not ok then error("perfsh check: " .. cli.reason(t), 0) end
+  local rs = {}
+  for i, r in ipairs(regions) do rs[i] = cli.arm("check", t, r, cli.region_spec(r, "check")) end
+  local status = t:run()
+  local res = {}
+  for i, r in ipairs(regions) do
+    local st = rs[i]:stats()
+    local totals = {time_ns = st.time_ns.sum}
+    for _, e in ipairs(events) do totals[e] = st[e] and st[e].sum or 0 end
+    res[r] = {hits = st.hits, totals = totals}
+  end
+  t:close()
+  if not status or not status.exited or status.code ~= 0 then
+    error(("perfsh check: %s failed (%s); a gate needs a run that succeeds"):format(table.concat(cmd, " "),
+      status and (status.signal or ("exit " .. tostring(status.code))) or "stopped"), 0)
+  end
+  return res
+end
+
+local function run_callgrind(cmd, regions, events)
+  local res = {}
+  for _, r in ipairs(regions) do
+    local m = callgrind.measure("check", cmd, r, events)
+    if m.status ~= 0 then
+      error(("perfsh check: %s failed under callgrind (exit %d); a gate needs a run that succeeds")
+        :format(table.concat(cmd, " "), m.status), 0)
+    end
+    res[r] = {hits = m.hits, totals = m.totals}
+  end
+  return res
+end
+
+-- Measure @runs times: {region = {hits, events = {event = {median, min, max, noise}}}}.
+local function measure(engine, cmd, regions, events, runs)
+  local all = {}
+  for i = 1, runs do
+    all[i] = engine == "callgrind" and run_callgrind(cmd, regions, events) or run_counters(cmd, regions, events)
+  end
+  local names = {}
+  for _, e in ipairs(events) do names[#names + 1] = e end
+  if engine == "counters" then names[#names + 1] = "time_ns" end
+  local out = {}
+  for _, r in ipairs(regions) do
+    local hits, evs = {}, {}
+    for i = 1, runs do hits[i] = all[i][r].hits end
+    for _, e in ipairs(names) do
+      local xs = {}
+      for i = 1, runs do xs[i] = all[i][r].totals[e] end
+      local m = median(xs)
+      local lo, hi = math.min(table.unpack(xs)), math.max(table.unpack(xs))
+      evs[e] = {median = m, min = lo, max = hi, noise = m > 0 and (hi - lo) / m or 0}
+    end
+    out[r] = {hits = median(hits), events = evs}
+  end
+  return out, names
+end
+
+local function read_baseline(file)
+  local f, why = io.open(file)
+  if not f then error(("perfsh check: cannot read the baseline: %s; make one with --save-baseline"):format(why), 0) end
+  local text = f:read("a")
+  f:close()
+  local b, _, err = json.decode(text)
+  if type(b) ~= "table" then
+    error(("perfsh check: baseline %s is not valid JSON (%s); make it again with --save-baseline"):format(file,
+      err or "not an object"), 0)
+  end
+  if b.perfsh_check ~= 1 or type(b.engine) ~= "string" or type(b.events) ~= "table" or type(b.regions) ~= "table" then
+    error(("perfsh check: %s is not a perfsh check baseline (no engine, events or regions); make it again with "
+      .. "--save-baseline"):format(file), 0)
+  end
+  return b
+end
+
+-- Limits: {event = {rel = fraction, abs = n}} from --limit EV=X% / EV=N.
+local function parse_limits(list)
+  local limits = {}
+  for _, l in ipairs(list or {}) do
+    local ev, num, pct = l:match("^([%w_.:/-]+)=%+?([%d.]+)(%%?)$")
+    local n = num and tonumber(num)
+    if not n then
+      error(("perfsh check: --limit needs EVENT=PERCENT%% or EVENT=COUNT (e.g. Ir=1%%), not '%s'"):format(l), 0)
+    end
+    limits[ev] = limits[ev] or {}
+    if pct == "%" then limits[ev].rel = n / 100 else limits[ev].abs = n end
+  end
+  return limits
+end
+
+local function xml(s)
+  return (tostring(s):gsub("[&<>\"]", {["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;"}))
+end
+
+local function write_junit(file, what, rows)
+  local f, why = io.open(file, "w")
+  if not f then error(("perfsh check: --junit: cannot write %s"):format(why), 0) end
+  local fails = 0
+  for _, row in ipairs(rows) do if row.fail then fails = fails + 1 end end
+  f:write('<?xml version="1.0" encoding="UTF-8"?>\n')
+  f:write(('<testsuites name="perfsh check" tests="%d" failures="%d">\n'):format(#rows, fails))
+  f:write(('  <testsuite name="%s" tests="%d" failures="%d" errors="0">\n'):format(xml(what), #rows, fails))
+  for _, row in ipairs(rows) do
+    f:write(('    <testcase classname="perfsh.check.%s" name="%s">\n'):format(xml(row.region), xml(row.event)))
+    f:write(('      <system-out>%s</system-out>\n'):format(xml(row.text)))
+    if row.fail then
+      f:write(('      <failure type="regression" message="%s">%s</failure>\n'):format(xml(row.why), xml(row.text)))
+    end
+    f:write("    </testcase>\n")
+  end
+  f:write("  </testsuite>\n</testsuites>\n")
+  f:close()
+end
+
+local function pct(x)
+  if x ~= x then return "-" end
+  if x == math.huge then return "+inf%" end
+  return ("%+.2f%%"):format(100 * x)
+end
+
+-- Compare @now with baseline @b; returns the rows of the table.
+local function compare(b, now, regions, names, limits, engine)
+  local rows = {}
+  for _, r in ipairs(regions) do
+    for _, e in ipairs(names) do
+      local old, cur = b.regions[r].events[e], now[r].events[e]
+      if old and cur then
+        local diff = cur.median - old.median
+        local rel = old.median ~= 0 and diff / old.median or (diff > 0 and math.huge or 0)
+        local lim = limits[e]
+        local noise = math.max(old.noise or 0, cur.noise or 0)
+        local limtext
+        if not lim then
+          if exact[e] and (engine == "callgrind" or e == "instructions") then
+            lim = {rel = 0.01}
+          else
+            lim = {rel = math.max(0.05, 3 * noise)}
+            limtext = ("%s (noise %.1f%%)"):format(pct(lim.rel), 100 * noise)
+          end
+        end
+        local parts = {}
+        if lim.rel then parts[#parts + 1] = pct(lim.rel) end
+        if lim.abs then parts[#parts + 1] = "+" .. report.human(lim.abs) end
+        limtext = limtext or table.concat(parts, " and ")
+        local fail = (lim.rel and rel > lim.rel) or (lim.abs and diff > lim.abs) or false
+        local row = {region = r, event = e, old = old.median, cur = cur.median, diff = diff, rel = rel,
+          limit = limtext, fail = fail}
+        row.why = fail and ("%s %s grew by %s (%s), over the limit %s"):format(r, e, report.human(diff), pct(rel),
+          limtext) or nil
+        row.text = ("baseline %s, now %s, change %s (%s), limit %s"):format(report.human(old.median),
+          report.human(cur.median), report.human(diff), pct(rel), limtext)
+        rows[#rows + 1] = row
+      end
+    end
+  end
+  return rows
+end
+
+local function print_table(out, rows)
+  local w = 6
+  for _, row in ipairs(rows) do w = math.max(w, #row.region) end
+  local fmt = "  %-" .. w .. "s %-8s %16s %16s %14s %9s  %-22s %s\n"
+  out:write(fmt:format("region", "event", "baseline", "now", "change", "change%", "limit", "result"))
+  for _, row in ipairs(rows) do
+    local result = row.fail and "REGRESSION" or (row.rel < -0.01 and "faster" or "ok")
+    out:write(fmt:format(row.region, row.event == "time_ns" and "time_ns" or row.event, report.human(row.old),
+      report.human(row.cur), report.human(row.diff), pct(row.rel), row.limit, result))
+  end
+end
+
+local function main(argv)
+  local opts, cmd = cli.parse("check", {
+    {"-r", "--region", "-f", "--function", arg = true, repeatable = true, key = "regions"},
+    {"-e", "--events", arg = true, repeatable = true, key = "events"},
+    {"--engine", arg = true, key = "engine"},
+    {"--runs", arg = true, key = "runs"},
+    {"--save-baseline", arg = true, key = "save"},
+    {"--baseline", arg = true, key = "baseline"},
+    {"--limit", arg = true, repeatable = true, key = "limits"},
+    {"--junit", arg = true, key = "junit"},
+  }, argv, usage)
+  if (opts.save == nil) == (opts.baseline == nil) then
+    error("perfsh check: give one of --save-baseline FILE (record) or --baseline FILE (compare)", 0)
+  end
+  if #cmd == 0 then error("perfsh check: no command given", 0) end
+  local limits = parse_limits(opts.limits)
+  local base = opts.baseline and read_baseline(opts.baseline)
+  local engine = opts.engine
+  if engine and engine ~= "callgrind" and engine ~= "counters" then
+    error(("perfsh check: --engine must be counters or callgrind, not '%s'"):format(engine), 0)
+  end
+  if not engine then
+    engine = core.pmu_present() and "counters" or "callgrind"
+    if engine == "callgrind" then
+      io.stderr:write("perfsh check: no hardware PMU here: using --engine callgrind (exact, repeatable counts)\n")
+    end
+  end
+  if base and base.engine ~= engine then
+    error(("perfsh check: baseline made with engine %s; rerun with --engine %s"):format(base.engine, base.engine), 0)
+  end
+  local regions = opts.regions
+  if not regions and base then
+    regions = {}
+    for r in pairs(base.regions) do regions[#regions + 1] = r end
+    table.sort(regions)
+  end
+  if not regions then error("perfsh check: no region given; name one with -r FUNCTION", 0) end
+  for _, r in ipairs(regions) do
+    if base and not base.regions[r] then
+      error(("perfsh check: region '%s' is not in the baseline %s; record it with --save-baseline"):format(r,
+        opts.baseline), 0)
+    end
+    if engine == "callgrind" then callgrind.check_region("check", r) end
+  end
+  local events
+  if base then
+    events = base.events
+  else
+    local list = {}
+    for _, e in ipairs(opts.events or {}) do
+      for w in e:gmatch("[^,%s]+") do list[#list + 1] = w end
+    end
+    if engine == "callgrind" then
+      events = callgrind.resolve("check", #list > 0 and list or nil)
+    else
+      events = #list > 0 and list or perfsh.default_events()
+      cli.check_events("check", events)
+    end
+  end
+  local runs = opts.runs and math.tointeger(tonumber(opts.runs))
+  if opts.runs and (not runs or runs < 1) then
+    error(("perfsh check: --runs needs a positive count, not '%s'"):format(opts.runs), 0)
+  end
+  runs = runs or (engine == "callgrind" and 1 or 5)
+
+  local now, names = measure(engine, cmd, regions, events, runs)
+  local what = table.concat(cmd, " ")
+  if opts.save then
+    local doc = {perfsh_check = 1, engine = engine, events = events, runs = runs, command = cmd, regions = now}
+    local f, why = io.open(opts.save, "w")
+    if not f then error(("perfsh check: --save-baseline: cannot write %s"):format(why), 0) end
+    f:write(json.encode(doc, {indent = true, keyorder = {"perfsh_check", "engine", "events", "runs", "command",
+      "regions", "hits", "median", "min", "max", "noise"}}), "\n")
+    f:close()
+    io.stdout:write(("perfsh check: baseline of %s (engine %s, %d run%s) written to %s\n"):format(what, engine, runs,
+      runs == 1 and "" or "s", opts.save))
+    for _, r in ipairs(regions) do
+      for _, e in ipairs(names) do
+        local m = now[r].events[e]
+        io.stdout:write(("  %s %s: median %s, noise %.1f%% (min %s, max %s), %s hits\n"):format(r, e,
+          report.human(m.median), 100 * m.noise, report.human(m.min), report.human(m.max), report.human(now[r].hits)))
+      end
+    end
+    return 0
+  end
+  local rows = compare(base, now, regions, names, limits, engine)
+  local fails = 0
+  for _, row in ipairs(rows) do if row.fail then fails = fails + 1 end end
+  io.stdout:write(("perfsh check: %s against %s (engine %s, %d run%s; baseline %d)\n\n"):format(what, opts.baseline,
+    engine, runs, runs == 1 and "" or "s", base.runs or 0))
+  print_table(io.stdout, rows)
+  for _, r in ipairs(regions) do
+    if base.regions[r].hits ~= now[r].hits then
+      io.stdout:write(("  note: %s has %s hits, the baseline %s\n"):format(r, report.human(now[r].hits),
+        report.human(base.regions[r].hits or 0)))
+    end
+  end
+  io.stdout:write(("\n%s: %d of %d checks over their limit\n"):format(fails > 0 and "FAIL" or "PASS", fails, #rows))
+  if opts.junit then write_junit(opts.junit, "perfsh check " .. what, rows) end
+  return fails > 0 and 1 or 0
+end
+
+cli.main(main, arg)
