@@ -70,7 +70,7 @@ end
 local function run_callgrind(cmd, regions, events)
   local res = {}
   for _, r in ipairs(regions) do
-    local m = callgrind.measure("check", cmd, r, events)
+    local m = callgrind.measure("check", cmd, r, events, true)
     if m.status ~= 0 then
       error(("perfsh check: %s failed under callgrind (exit %d); a gate needs a run that succeeds")
         :format(table.concat(cmd, " "), m.status), 0)

@@ -58,10 +58,25 @@ describe("perfsh check", function()
     assert.are.equal("1 1 Ir\n", out)
     -- a wide enough limit lets the same change pass
     local limited = P .. " check --engine callgrind --limit %s --baseline " .. base .. " " .. bad .. " 200"
-    out, err, rc = support.sh(limited:format("Ir=200%"))
+    out, err, rc = support.sh(limited:format("Ir=2000%"))
     assert.are.equal(0, rc, err .. out)
     out, err, rc = support.sh(limited:format("Ir=10"))
     assert.are.equal(1, rc, err .. out)
+  end)
+
+  it("gates on task-clock with the counters engine and a wide limit", function()
+    -- on-CPU time of work(): the extra loop makes it some 7 times longer; the limit allows 3 times
+    local cbase = dir .. "/counters.json"
+    local run = P .. " check --engine counters --runs 3 -r work -e task-clock %s %s 2000000"
+    local out, err, rc = support.sh(run:format("--save-baseline " .. cbase, good))
+    assert.are.equal(0, rc, err .. out)
+    assert.truthy(out:find("work task%-clock: median [%d,]+, noise [%d.]+%%"), out)
+    local limits = "--limit task-clock=200% --limit time_ns=200% --baseline " .. cbase
+    out, err, rc = support.sh(run:format(limits, good))
+    assert.are.equal(0, rc, err .. out)
+    out, err, rc = support.sh(run:format(limits, bad))
+    assert.are.equal(1, rc, err .. out)
+    assert.truthy(out:find("\n  work +task%-clock .* REGRESSION\n"), out)
   end)
 
   it("exits 2 with one line for a missing, malformed or foreign baseline, or an unknown region", function()

@@ -153,9 +153,10 @@ function M.check_region(name, r)
   end
 end
 
---- Run @cmd (argv) under callgrind, collecting inside @func only, counting @events.
+--- Run @cmd (argv) under callgrind, collecting inside @func only, counting @events (quiet:
+-- the command's stdout goes to /dev/null).
 -- Returns {totals = {event = n}, hits = calls of func, status = exit status}; raises one line.
-function M.measure(name, cmd, func, events)
+function M.measure(name, cmd, func, events, quiet)
   if not have_valgrind() then
     error(("perfsh %s: --engine callgrind needs valgrind, which is not installed (apt-get install valgrind)")
       :format(name), 0)
@@ -169,7 +170,7 @@ function M.measure(name, cmd, func, events)
   for i, a in ipairs(args) do words[i] = quote(a) end
   for _, a in ipairs(cmd) do words[#words + 1] = quote(a) end
   io.stdout:flush()
-  local ok, how, code = os.execute(table.concat(words, " "))
+  local ok, how, code = os.execute(table.concat(words, " ") .. (quiet and " >/dev/null" or ""))
   local f = io.open(out)
   local text = f and f:read("a") or ""
   if f then f:close() end
