@@ -36,6 +36,13 @@ describe("the callgrind engine", function()
     assert.truthy(out:find("\nspin,Dr,13,", 1, true), out)
   end)
 
+  it("counts the outermost calls of a recursion, with the recursion's cost", function()
+    local out, err, rc = support.sh(P .. " stat --engine callgrind --csv -r walk examples/recursive 4 6")
+    assert.are.equal(0, rc, err)
+    -- walk(n) retires 9n + 4 instructions, its recursion included (examples/recursive.c)
+    assert.truthy(out:find("\nwalk,Ir,4," .. 4 * (9 * 6 + 4) .. ",", 1, true), out)
+  end)
+
   it("gives callgrind's own Ir for sum()", function()
     local want = tonumber(callgrind_out("--toggle-collect=sum", "examples/sum"):match("\ntotals: (%d+)"))
     local out, err, rc = support.sh(P .. " stat --engine callgrind -r sum --csv examples/sum")
