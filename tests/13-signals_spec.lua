@@ -236,7 +236,8 @@ end)
 describe("the REPL", function()
   it("pauses t:run() on Ctrl-C, and t:run() resumes the program", function()
     -- through a pseudo-terminal (script(1)): Ctrl-C reaches perfsh and the spawned program
-    -- (one process group). The Lua side creates a file just before t:run(); the driver waits
+    -- (one process group). script runs $SHELL -c CMD: "exec" keeps the shell out of that group,
+    -- where a shell that waits for perfsh would die of the Ctrl-C itself (dash does, exit 130). The Lua side creates a file just before t:run(); the driver waits
     -- for it, then for the program's next naps, before it types Ctrl-C.
     local started, out = dir .. "/running", dir .. "/repl.out"
     os.remove(started)
@@ -253,7 +254,7 @@ describe("the REPL", function()
         echo 't:close(); print("DONE")'
         waitfor 'grep -q "^DONE" %s' || true
         printf '\004'
-      } | script -qfec %s /dev/null > %s
+      } | SHELL=/bin/sh script -qfec "exec "%s /dev/null > %s
       echo "script=$?"
     ]=]):format(napper, dir .. "/mark-repl", started, started, out, out, out, q(P), q(out))
     local res, err, rc = shscript(driver)
