@@ -16,4 +16,8 @@ const char *fixtures_tmpdir(void);
 /* The first line of what shell command @cmd prints, without its newline ("" if none). */
 char *fixtures_first_line(char *buf, size_t n, const char *cmd);
 
+/* tests/fixtures/@src built with `cc @flags` as @name in the temporary directory (once per
+   name): its path, or NULL when it cannot be built. */
+const char *fixtures_cc(const char *src, const char *name, const char *flags);
+
 #endif
