@@ -25,6 +25,8 @@ struct ps_catch_uprobe {
 	int nth, capth;
 	int enabled;
 	int detached;
+	int started; /* the first run began: the probes are fixed */
+	int pause;   /* ps_catch_uprobe_pause() was called */
 	volatile sig_atomic_t intr;
 	uint64_t deadline;
 	uint64_t hits, lost_ended, lost_reported_ended, drains;
@@ -83,8 +85,8 @@ static int on_thread_new(void *ud, pid_t tid)
 	struct ps_uprobe *u;
 
 	uo.enabled = c->enabled;
-	if (th_index(c, tid) >= 0)
-		return 0; /* probed already */
+	if (th_index(c, tid) >= 0 || uo.nsites == 0)
+		return 0; /* probed already, or nothing to probe */
 	if (c->nth == c->capth) {
 		int cap = c->capth ? 2 * c->capth : 8;
 		struct cthread *n = realloc(c->th, (size_t)cap * sizeof *n);
@@ -124,8 +126,8 @@ static int catcher_new(struct ps_catch_uprobe **cp, const struct ps_catch_uprobe
 	struct ps_catch_uprobe *c;
 
 	*cp = NULL;
-	if (!o || !o->probe.sites || o->probe.nsites < 1)
-		return ps_error_set(err, PS_EUSAGE, "uprobe catcher: no site given");
+	if (!o || (o->probe.nsites > 0 && !o->probe.sites))
+		return ps_error_set(err, PS_EUSAGE, "uprobe catcher: no options or no sites given");
 	if (!(c = calloc(1, sizeof *c)))
 		return ps_error_set(err, ENOMEM, "out of memory");
 	c->o = *o;
@@ -181,6 +183,8 @@ int ps_catch_uprobe_run(struct ps_catch_uprobe *c, struct ps_error *err)
 {
 	if (c->detached)
 		return ps_error_set(err, PS_EUSAGE, "uprobe catcher: detached already");
+	c->started = 1;
+	c->pause = 0;
 	for (;;) {
 		uint64_t next = mono_ns() + (uint64_t)c->o.drain_us * 1000u;
 		int rc;
@@ -197,8 +201,9 @@ int ps_catch_uprobe_run(struct ps_catch_uprobe *c, struct ps_error *err)
 		}
 		if (rc)
 			return rc;
-		if (c->intr) {
-			c->intr = 0;
+		/* the tracer returns 0 before @next only when interrupted (ps_tracer_interrupt()) */
+		if (c->intr || c->pause || mono_ns() < next) {
+			c->intr = c->pause = 0;
 			return 0;
 		}
 		if (c->deadline && mono_ns() >= c->deadline)
@@ -210,6 +215,25 @@ void ps_catch_uprobe_interrupt(struct ps_catch_uprobe *c)
 {
 	c->intr = 1;
 	ps_tracer_interrupt(c->t);
+}
+
+void ps_catch_uprobe_pause(struct ps_catch_uprobe *c)
+{
+	c->pause = 1;
+}
+
+int ps_catch_uprobe_set_probe(struct ps_catch_uprobe *c, const struct ps_uprobe_opts *probe, struct ps_error *err)
+{
+	if (c->started)
+		return ps_error_set(err, PS_EUSAGE, "uprobe catcher: sites are given before the first run");
+	c->o.probe = *probe;
+	c->enabled = !!probe->enabled;
+	return 0;
+}
+
+struct ps_tracer *ps_catch_uprobe_tracer(struct ps_catch_uprobe *c)
+{
+	return c->t;
 }
 
 void ps_catch_uprobe_set_deadline(struct ps_catch_uprobe *c, uint64_t deadline_ns)

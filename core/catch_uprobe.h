@@ -30,6 +30,7 @@
 #include <sys/types.h>
 
 #include "error.h"
+#include "tracer.h"
 #include "uprobe.h"
 
 struct ps_catch_uprobe;
@@ -102,6 +103,20 @@ int ps_catch_uprobe_run(struct ps_catch_uprobe *c, struct ps_error *err);
 
 /* Make ps_catch_uprobe_run() return 0 soon. Async-signal-safe (see ps_tracer_interrupt()). */
 void ps_catch_uprobe_interrupt(struct ps_catch_uprobe *c);
+
+/* From a callback: make ps_catch_uprobe_run() return 0 after the current drain round. */
+void ps_catch_uprobe_pause(struct ps_catch_uprobe *c);
+
+/**
+ * ps_catch_uprobe_set_probe() - replace the opts' @probe (the sites of regions added after
+ * spawn/attach), before the first ps_catch_uprobe_run(). With no site, threads are not probed.
+ * Return: 0, or -1 with @err after the first run.
+ */
+int ps_catch_uprobe_set_probe(struct ps_catch_uprobe *c, const struct ps_uprobe_opts *probe, struct ps_error *err);
+
+/* The tracer that follows the target's threads (for its status, stops and load biases; never
+   for breakpoints). */
+struct ps_tracer *ps_catch_uprobe_tracer(struct ps_catch_uprobe *c);
 
 /* Make ps_catch_uprobe_run() return 0 once CLOCK_MONOTONIC reaches @deadline_ns (0: none). */
 void ps_catch_uprobe_set_deadline(struct ps_catch_uprobe *c, uint64_t deadline_ns);

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "uprobe.h"
+
 const char *fixtures_dir(const char *probe_name)
 {
 	static char dir[600];
@@ -92,4 +94,15 @@ const char *fixtures_cc(const char *src, const char *name, const char *flags)
 	built[i].ok = system(cmd) == 0;
 	nbuilt++;
 	return built[i].ok ? built[i].path : NULL;
+}
+
+const char *fixtures_uprobe_skip(const char *prog, char *why, size_t n)
+{
+	if (!ps_uprobe_available(why, n))
+		return why;
+	if (access(prog, X_OK)) {
+		snprintf(why, n, "%s is not built (make)", prog);
+		return why;
+	}
+	return NULL;
 }

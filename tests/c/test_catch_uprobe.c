@@ -128,15 +128,6 @@ static int count(const struct seen *s, pid_t tid, uint32_t kind)
 	return n;
 }
 
-#define NEEDS(prog)                                                                                                    \
-	do {                                                                                                           \
-		char why_[256];                                                                                        \
-		if (!ps_uprobe_available(why_, sizeof why_))                                                           \
-			SKIP("%s", why_);                                                                              \
-		if (access(prog, X_OK))                                                                                \
-			SKIP("%s is not built (make)", prog);                                                          \
-	} while (0)
-
 TEST(catch_uprobe_bad_input)
 {
 	struct ps_catch_uprobe *c = (void *)1;
@@ -145,8 +136,8 @@ TEST(catch_uprobe_bad_input)
 	char *argv[] = {"/nonexistent/prog", NULL};
 	struct ps_uprobe_site site = {"/bin/true", 0, 1};
 
-	CHECK(ps_catch_uprobe_spawn(&c, argv, &o, &err) == -1 && c == NULL);
-	CHECK_STR(err.msg, "uprobe catcher: no site given");
+	CHECK(ps_catch_uprobe_spawn(&c, argv, NULL, &err) == -1 && c == NULL);
+	CHECK_STR(err.msg, "uprobe catcher: no options or no sites given");
 	o.probe.sites = &site;
 	o.probe.nsites = 1;
 	CHECK(ps_catch_uprobe_spawn(&c, argv, &o, &err) == -1 && c == NULL);
@@ -165,7 +156,7 @@ TEST(catch_uprobe_sum_one_call)
 	char path[PATH_MAX], *argv[] = {"examples/sum-nopie", NULL};
 	int code = -1;
 
-	NEEDS(argv[0]);
+	NEEDS_UPROBES(argv[0]);
 	CHECK(site_of(argv[0], "sum", path, &site) == 0);
 	CHECK(opts_for(&o, ev, &site, &s) == 0);
 	CHECK(run_spawned(argv, &o, &st, &code) == 0);
@@ -200,7 +191,7 @@ TEST(catch_uprobe_threads_own_tids)
 	char path[PATH_MAX], *argv[] = {"examples/threads", "1000", "10", NULL};
 	int code = -1;
 
-	NEEDS(argv[0]);
+	NEEDS_UPROBES(argv[0]);
 	CHECK(site_of(argv[0], "work", path, &site) == 0);
 	CHECK(opts_for(&o, ev, &site, &s) == 0);
 	CHECK(run_spawned(argv, &o, &st, &code) == 0);
@@ -249,7 +240,7 @@ TEST(catch_uprobe_recursion_nests)
 	char path[PATH_MAX], *argv[] = {"examples/recursive", "5", "10", NULL};
 	int code = -1;
 
-	NEEDS(argv[0]);
+	NEEDS_UPROBES(argv[0]);
 	CHECK(site_of(argv[0], "walk", path, &site) == 0);
 	CHECK(opts_for(&o, ev, &site, &s) == 0);
 	CHECK(run_spawned(argv, &o, &st, &code) == 0);
@@ -287,7 +278,7 @@ TEST(catch_uprobe_attach_detach_unharmed)
 	const char *nap = fixtures_cc("napper.c", "cu-napper", "-O2 -g");
 	int status = -1, rc = -1;
 
-	NEEDS("/bin/true");
+	NEEDS_UPROBES("/bin/true");
 	if (!nap)
 		SKIP("cannot build the fixture with cc");
 	snprintf(mark, sizeof mark, "%s/cu-mark", fixtures_tmpdir());
@@ -357,7 +348,7 @@ TEST(catch_uprobe_disabled_threads_stay_disabled)
 	char path[PATH_MAX], *argv[] = {"examples/threads", "100", "10", NULL};
 	int code = -1;
 
-	NEEDS(argv[0]);
+	NEEDS_UPROBES(argv[0]);
 	CHECK(site_of(argv[0], "work", path, &site) == 0);
 	CHECK(opts_for(&o, ev, &site, &s) == 0);
 	o.probe.enabled = 0; /* until ps_catch_uprobe_enable(), also on the threads born later */
