@@ -16,6 +16,7 @@
 struct cthread {
 	pid_t tid;
 	struct ps_uprobe *u;
+	uint64_t lost_seen; /* ps_uprobe_lost() when its last hit was delivered */
 };
 
 struct ps_catch_uprobe {
@@ -43,10 +44,24 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* What a drain of one thread delivers to. */
+struct drain {
+	struct ps_catch_uprobe *c;
+	struct cthread *t;
+};
+
 static int deliver(const struct ps_uprobe_hit *h, void *ud)
 {
-	struct ps_catch_uprobe *c = ud;
+	struct drain *d = ud;
+	struct ps_catch_uprobe *c = d->c;
+	uint64_t lost = ps_uprobe_lost(d->t->u);
 
+	if (lost != d->t->lost_seen) {
+		/* the kernel reports a loss in order, before the first record it could write again */
+		d->t->lost_seen = lost;
+		if (c->o.on_loss)
+			c->o.on_loss(c->o.ctx, d->t->tid);
+	}
 	c->hits++;
 	if (c->o.on_hit)
 		c->o.on_hit(c->o.ctx, h);
@@ -63,13 +78,20 @@ static int th_index(const struct ps_catch_uprobe *c, pid_t tid)
 
 /* Deliver thread @i's last hits (it ended, or its probes are disabled), count its losses
    exactly and close it. */
+static void th_drain(struct ps_catch_uprobe *c, struct cthread *t)
+{
+	struct drain d = {c, t};
+
+	ps_uprobe_drain(t->u, deliver, &d);
+}
+
 static void th_finish(struct ps_catch_uprobe *c, int i)
 {
 	struct ps_uprobe *u = c->th[i].u;
 	struct ps_error err;
 	long missing;
 
-	ps_uprobe_drain(u, deliver, c);
+	th_drain(c, &c->th[i]);
 	missing = ps_uprobe_missing(u, &err);
 	c->lost_reported_ended += ps_uprobe_lost(u);
 	/* the counts cannot be read: what the kernel reported is all that is known */
@@ -102,7 +124,7 @@ static int on_thread_new(void *ud, pid_t tid)
 		c->failed = 1;
 		return -1;
 	}
-	c->th[c->nth++] = (struct cthread){tid, u};
+	c->th[c->nth++] = (struct cthread){tid, u, 0};
 	c->threads++;
 	if (c->o.on_thread)
 		c->o.on_thread(c->o.ctx, tid, 1);
@@ -174,7 +196,7 @@ long ps_catch_uprobe_drain(struct ps_catch_uprobe *c)
 	uint64_t before = c->hits;
 
 	for (int i = 0; i < c->nth; i++)
-		ps_uprobe_drain(c->th[i].u, deliver, c);
+		th_drain(c, &c->th[i]);
 	c->drains++;
 	return (long)(c->hits - before);
 }

@@ -46,6 +46,9 @@ struct ps_catch_uprobe;
  * @on_hit:   called for each hit (NULL to count them only).
  * @on_thread: optional: a thread's probes were opened (@born = 1), or the thread ended and
  *            its last hits were delivered (@born = 0).
+ * @on_loss:  optional: records of thread @tid were lost (its ring was full) just before the
+ *            hit delivered next: an entry before this point may have no return after it, or
+ *            a return after it no entry.
  * @ctx:      passed to the callbacks.
  */
 struct ps_catch_uprobe_opts {
@@ -53,6 +56,7 @@ struct ps_catch_uprobe_opts {
 	unsigned drain_us;
 	void (*on_hit)(void *ctx, const struct ps_uprobe_hit *h);
 	void (*on_thread)(void *ctx, pid_t tid, int born);
+	void (*on_loss)(void *ctx, pid_t tid);
 	void *ctx;
 };
 

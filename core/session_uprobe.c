@@ -7,6 +7,10 @@
  * and several counter groups need the ptrace catcher, and are refused with a line saying so.
  * Inlined copies of a function are not caught (they have no entry to probe).
  *
+ * Losses: where a thread's ring was full, what it had open ends there (flagged as cut short,
+ * like at a thread's exit) and the returns of the calls entered before are not waited for,
+ * so no return is ever paired with the wrong entry.
+ *
  * Returns: the kernel keeps at most PS_UPROBE_MAX_DEPTH pending returns per thread; an entry
  * deeper than that gets no return, so it is not waited for (an every-level region's
  * measurement opened there ends when the thread exits, flagged as such).
@@ -28,7 +32,8 @@ struct uthr {
 	pid_t tid;
 	int depth;
 	int handle[PS_UPROBE_MAX_DEPTH];
-	struct ps_reading last; /* its last counter values: where what it leaves open ends */
+	struct ps_reading last; /* its last counter values and time: where what it leaves open ends */
+	uint64_t last_t;
 	struct uthr *next;
 };
 
@@ -38,7 +43,8 @@ struct ps_session_uprobe {
 	char (*paths)[PATH_MAX];
 	int *site_region;
 	int nsites, capsites;
-	int probed; /* the sites were handed to the catcher */
+	int probed;	     /* the sites were handed to the catcher */
+	unsigned ring_pages; /* per thread; 0: 256 */
 	struct uthr *th[UTHR_BUCKETS];
 };
 
@@ -90,6 +96,7 @@ static void on_hit(void *ctx, const struct ps_uprobe_hit *uh)
 	t->last.time_enabled = uh->enabled;
 	t->last.time_running = uh->running;
 	memcpy(t->last.val, uh->val, (size_t)uh->nval * sizeof uh->val[0]);
+	t->last_t = uh->time;
 	h.r = &t->last;
 	if (uh->kind == PS_UPROBE_ENTRY) {
 		int sl;
@@ -112,6 +119,19 @@ static void on_hit(void *ctx, const struct ps_uprobe_hit *uh)
 		ps_catch_uprobe_pause(u->c);
 }
 
+/* Records of thread @tid were lost here: end what it had open, and forget its returns to come
+   (a return of a call entered before arrives when no later entry is waiting, and is ignored). */
+static void on_loss(void *ctx, pid_t tid)
+{
+	struct ps_session *s = ctx;
+	struct uthr *t = uthr_get(s->up, tid, 0);
+
+	if (!t)
+		return;
+	ps_hitpath_thread_exit(s->hp, tid, &t->last, t->last_t);
+	t->depth = 0;
+}
+
 static void on_thread(void *ctx, pid_t tid, int born)
 {
 	struct ps_session *s = ctx;
@@ -127,7 +147,7 @@ static void on_thread(void *ctx, pid_t tid, int born)
 
 int ps__uprobe_start(struct ps_session *s, char *const argv[], pid_t pid, struct ps_error *err)
 {
-	struct ps_catch_uprobe_opts o = {.on_hit = on_hit, .on_thread = on_thread, .ctx = s};
+	struct ps_catch_uprobe_opts o = {.on_hit = on_hit, .on_thread = on_thread, .on_loss = on_loss, .ctx = s};
 	char why[256];
 	int rc;
 
@@ -211,7 +231,7 @@ int ps__uprobe_run(struct ps_session *s, struct ps_error *err)
 				   .nev = s->nev,
 				   .sites = u->sites,
 				   .nsites = u->nsites,
-				   .ring_pages = 256,
+				   .ring_pages = u->ring_pages ? u->ring_pages : 256,
 				   .regs_mask = s->nargs ? PS_UPROBE_REGS_ARGS : 0,
 				   .enabled = 1};
 
@@ -228,6 +248,19 @@ int ps__uprobe_run(struct ps_session *s, struct ps_error *err)
 	}
 	ps_catch_uprobe_set_deadline(u->c, s->deadline);
 	return ps_catch_uprobe_run(u->c, err);
+}
+
+int ps_session_uprobe_ring(struct ps_session *s, unsigned pages, struct ps_error *err)
+{
+	if (!s->up)
+		return ps_error_set(err, PS_EUSAGE, "a ring size is for the uprobe catcher (backend uprobe)");
+	if (pages == 0 || (pages & (pages - 1)) || pages > 65536)
+		return ps_error_set(err, PS_EUSAGE, "uprobe ring of %u pages; give a power of two from 1 to 65536",
+				    pages);
+	if (s->up->probed)
+		return ps_error_set(err, PS_EUSAGE, "set the uprobe ring size before the first run");
+	s->up->ring_pages = pages;
+	return 0;
 }
 
 int ps__uprobe_detach(struct ps_session *s, struct ps_error *err)

@@ -197,6 +197,21 @@ static int l_follow_fork(lua_State *L)
 	return 0;
 }
 
+/* t:uprobe_ring(pages) -> true | nil, msg */
+static int l_uprobe_ring(lua_State *L)
+{
+	struct ps_session *s = check(L);
+	lua_Integer pages = luaL_checkinteger(L, 2);
+	struct ps_error err;
+
+	if (pages < 1 || pages > 65536)
+		return luaL_argerror(L, 2, "a power of two from 1 to 65536");
+	if (ps_session_uprobe_ring(s, (unsigned)pages, &err))
+		return ps_l_fail(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
 static int l_add_events(lua_State *L)
 {
 	struct ps_session *s = check(L);
@@ -578,6 +593,7 @@ static int l_save(lua_State *L)
 
 static const luaL_Reg methods[] = {{"add_events", l_add_events},
 				   {"follow_fork", l_follow_fork},
+				   {"uprobe_ring", l_uprobe_ring},
 				   {"region_func", l_region_func},
 				   {"region_range", l_region_range},
 				   {"region_sample", l_region_sample},

@@ -43,6 +43,8 @@ target:
                       uprobe (the kernel samples the counters at each entry and return: the
                       target never stops for a hit; function regions only, root or
                       CAP_PERFMON) or auto (uprobe where it works and the regions allow it)
+  --ring-pages N      the uprobe catcher's ring per thread, in pages (a power of two; default
+                      256): records a full ring drops are counted and reported
 sampling (function regions; every call is still counted, estimated totals are printed):
   --sample P          record each call with probability P
   --every N           record every Nth call
@@ -83,6 +85,7 @@ local function main(argv)
     {"--seconds", arg = true, key = "seconds"},
     {"--follow-fork", key = "follow_fork"},
     {"--backend", arg = true, key = "backend"},
+    {"--ring-pages", arg = true, key = "ring_pages"},
     {"--sample", arg = true, key = "sample"},
     {"--every", arg = true, key = "every"},
     {"--save", arg = true, key = "save"},
@@ -141,7 +144,9 @@ local function main(argv)
   end
 
   local t = cli.start("stat", cmd, opts.pid, {events = events, groups = groups, follow_fork = opts.follow_fork,
-    spill = not opts.pid and opts.save or nil, backend = backend})
+    spill = not opts.pid and opts.save or nil, backend = backend, ring_pages = opts.ring_pages and
+      cli.number("stat", "--ring-pages", opts.ring_pages, "a power of two (e.g. --ring-pages 1024)",
+        function(n) return math.tointeger(n) and n >= 1 and n & (n - 1) == 0 end)})
   if t.note then io.stderr:write("perfsh stat: note: ", t.note, "\n") end
 
   -- Arm every region before the program runs; a bad name ends here, with nothing lost.

@@ -82,3 +82,26 @@ describe("perfsh.spawn{backend = ...}", function()
       "bad argument #1 to 'spawn' (backend 'bpf'; give auto, uprobe or ptrace)")
   end)
 end)
+
+describe("--ring-pages", function()
+  it("counts and reports every record a full ring drops", function()
+    if not need_uprobes(pending) then return end
+    local out, err, rc = support.sh(P .. " stat --backend uprobe --ring-pages 1 -r work -e task-clock "
+      .. "examples/threads 1000 10")
+    assert.are.equal(0, rc, err)
+    local lost = tonumber(out:match("; %d+ stops, (%d+) hits lost %(ring full%)"))
+    local hits = tonumber(out:match("region work %(func, (%d+) hits"))
+    assert.truthy(hits, out)
+    -- a call with a lost record is not a hit; none is paired with another call's return
+    if lost then assert.is_true(2 * hits + lost <= 4000, out) else assert.are.equal(2000, hits, out) end
+  end)
+
+  it("is refused for the ptrace catcher, and must be a power of two", function()
+    local _, err, rc = support.sh(P .. " stat --ring-pages 1 -r sum examples/sum")
+    assert.are_not.equal(0, rc)
+    assert.are.equal("perfsh stat: a ring size is for the uprobe catcher (backend uprobe)\n", err)
+    _, err, rc = support.sh(P .. " stat --backend uprobe --ring-pages 3 -r sum examples/sum")
+    assert.are_not.equal(0, rc)
+    assert.are.equal("perfsh stat: --ring-pages needs a power of two (e.g. --ring-pages 1024), not '3'\n", err)
+  end)
+end)

@@ -54,6 +54,16 @@ local function catcher(backend, fname)
   return "ptrace", ("backend auto: ptrace, as the uprobe catcher cannot work here (%s)"):format(why)
 end
 
+-- Set the uprobe catcher's ring size on session ud (nil: the default); a bad one ends ud.
+local function ring(ud, pages)
+  if pages == nil then return end
+  local ok, why = ud:uprobe_ring(math.tointeger(pages) or 0)
+  if not ok then
+    ud:close()
+    fail(why, 3)
+  end
+end
+
 --- perfsh.spawn{"cmd", args..., events = {...}, groups = {{...}, ...}, stdout = FILE,
 -- stderr = FILE, stdin = FILE, follow_fork = true, spill = "run.psnap"}: start a program
 -- traced, stopped before it runs any code of its own. events form one group; each list in
@@ -64,7 +74,9 @@ end
 -- backend = "ptrace" (default: breakpoints, the target stops at each hit), "uprobe" (the
 -- kernel samples the counters at each entry and return: the target never stops for a hit;
 -- function regions only, root or CAP_PERFMON) or "auto" (uprobe where it can work; t.note
--- says why not). t.catcher is the one used.
+-- says why not). t.catcher is the one used. ring_pages = N (a power of two, default 256): the
+-- uprobe catcher's ring per thread (ignored where auto takes ptrace); records a full ring
+-- drops are counted in t:info().lost.
 function tracee.spawn(spec)
   if type(spec) ~= "table" or type(spec[1]) ~= "string" then
     fail("bad argument #1 to 'spawn' (table {command, args..., events = {...}} expected)", 2)
@@ -81,6 +93,7 @@ function tracee.spawn(spec)
     group_sizes = sizes, backend = how})
   if not ud then fail(msg, 2) end
   if spec.follow_fork then ud:follow_fork(true) end
+  if spec.backend ~= "auto" or how == "uprobe" then ring(ud, spec.ring_pages) end
   local t = wrap(ud, argv)
   t.catcher, t.note = how, note
   if spec.spill then
@@ -104,6 +117,7 @@ function tracee.attach(pid, opts)
   local ud, msg = core.attach(pid, events, {group_sizes = sizes, backend = how})
   if not ud then fail(msg, 2) end
   if opts and opts.follow_fork then ud:follow_fork(true) end
+  if opts and (opts.backend ~= "auto" or how == "uprobe") then ring(ud, opts.ring_pages) end
   local t = wrap(ud, {tostring(pid)})
   t.catcher, t.note = how, note
   t.attached = true

@@ -25,7 +25,7 @@
 
 /* What the callbacks saw. */
 struct seen {
-	int n, born, ended;
+	int n, born, ended, losses;
 	pid_t tids[MAXTH];
 	int ntids;
 	struct ps_uprobe_hit h[MAXHITS];
@@ -47,6 +47,14 @@ static void on_thread(void *ctx, pid_t tid, int born)
 	if (born && s->ntids < MAXTH)
 		s->tids[s->ntids++] = tid;
 	*(born ? &s->born : &s->ended) += 1;
+}
+
+static void on_loss(void *ctx, pid_t tid)
+{
+	struct seen *s = ctx;
+
+	(void)tid;
+	s->losses++;
 }
 
 static uint64_t now_ns(void)
@@ -85,8 +93,24 @@ static int opts_for(struct ps_catch_uprobe_opts *o, struct ps_event ev[2], const
 	    .probe = {.ev = ev, .nev = 2, .sites = site, .nsites = 1, .ring_pages = 128, .enabled = 1},
 	    .on_hit = on_hit,
 	    .on_thread = on_thread,
+	    .on_loss = on_loss,
 	    .ctx = s};
 	return ps_event_resolve("task-clock", &ev[0], &err) || ps_event_resolve("page-faults", &ev[1], &err) ? -1 : 0;
+}
+
+/* What a test opens: the catcher's options, a site and its path, the counters, the stats. */
+struct fx {
+	struct ps_catch_uprobe_opts o;
+	struct ps_catch_uprobe_stats st;
+	struct ps_uprobe_site site;
+	struct ps_event ev[2];
+	char path[PATH_MAX];
+};
+
+/* @f for function @fn of @prog, hits into @s. */
+static int prepare(struct fx *f, const char *prog, const char *fn, struct seen *s)
+{
+	return site_of(prog, fn, f->path, &f->site) || opts_for(&f->o, f->ev, &f->site, s) ? -1 : 0;
 }
 
 /* Spawn @argv under the catcher with its stdout to /dev/null and run it to its end. */
@@ -149,23 +173,19 @@ TEST(catch_uprobe_bad_input)
 TEST(catch_uprobe_sum_one_call)
 {
 	static struct seen s;
-	struct ps_catch_uprobe_opts o;
-	struct ps_catch_uprobe_stats st;
-	struct ps_uprobe_site site;
-	struct ps_event ev[2];
-	char path[PATH_MAX], *argv[] = {"examples/sum-nopie", NULL};
+	struct fx f;
+	char *argv[] = {"examples/sum-nopie", NULL};
 	int code = -1;
 
 	NEEDS_UPROBES(argv[0]);
-	CHECK(site_of(argv[0], "sum", path, &site) == 0);
-	CHECK(opts_for(&o, ev, &site, &s) == 0);
-	CHECK(run_spawned(argv, &o, &st, &code) == 0);
+	CHECK(prepare(&f, argv[0], "sum", &s) == 0);
+	CHECK(run_spawned(argv, &f.o, &f.st, &code) == 0);
 	CHECK_EQ_INT(code, 0);
 	CHECK_EQ_INT(s.n, 2);
-	CHECK_EQ_INT(st.hits, 2);
-	CHECK_EQ_INT(st.lost, 0);
-	CHECK_EQ_INT(st.threads, 1);
-	CHECK_EQ_INT(st.live, 0);
+	CHECK_EQ_INT(f.st.hits, 2);
+	CHECK_EQ_INT(f.st.lost, 0);
+	CHECK_EQ_INT(f.st.threads, 1);
+	CHECK_EQ_INT(f.st.live, 0);
 	CHECK_EQ_INT(s.born, 1);
 	CHECK_EQ_INT(s.ended, 1);
 	if (s.n == 2) {
@@ -178,28 +198,24 @@ TEST(catch_uprobe_sum_one_call)
 		CHECK(s.h[1].time > s.h[0].time);
 	}
 	/* the main thread's exit is the one notice: no stop at the hits */
-	CHECK(st.stops <= 2);
+	CHECK(f.st.stops <= 2);
 }
 
 TEST(catch_uprobe_threads_own_tids)
 {
 	static struct seen s;
-	struct ps_catch_uprobe_opts o;
-	struct ps_catch_uprobe_stats st;
-	struct ps_uprobe_site site;
-	struct ps_event ev[2];
-	char path[PATH_MAX], *argv[] = {"examples/threads", "1000", "10", NULL};
+	struct fx f;
+	char *argv[] = {"examples/threads", "1000", "10", NULL};
 	int code = -1;
 
 	NEEDS_UPROBES(argv[0]);
-	CHECK(site_of(argv[0], "work", path, &site) == 0);
-	CHECK(opts_for(&o, ev, &site, &s) == 0);
-	CHECK(run_spawned(argv, &o, &st, &code) == 0);
+	CHECK(prepare(&f, argv[0], "work", &s) == 0);
+	CHECK(run_spawned(argv, &f.o, &f.st, &code) == 0);
 	CHECK_EQ_INT(code, 0);
-	CHECK_EQ_INT(st.lost, 0);
-	CHECK_EQ_INT(st.hits, 4000);
+	CHECK_EQ_INT(f.st.lost, 0);
+	CHECK_EQ_INT(f.st.hits, 4000);
 	CHECK_EQ_INT(s.n, 4000);
-	CHECK_EQ_INT(st.threads, 3);
+	CHECK_EQ_INT(f.st.threads, 3);
 	CHECK_EQ_INT(s.born, 3);
 	CHECK_EQ_INT(s.ended, 3);
 	if (s.ntids != 3)
@@ -227,25 +243,21 @@ TEST(catch_uprobe_threads_own_tids)
 	}
 	/* per new thread: its parent's clone event, its first stop, its exit; the main
 	   thread's exit: 7, and none of the 4000 hits */
-	CHECK(st.stops <= 7);
+	CHECK(f.st.stops <= 7);
 }
 
 TEST(catch_uprobe_recursion_nests)
 {
 	static struct seen s;
-	struct ps_catch_uprobe_opts o;
-	struct ps_catch_uprobe_stats st;
-	struct ps_uprobe_site site;
-	struct ps_event ev[2];
-	char path[PATH_MAX], *argv[] = {"examples/recursive", "5", "10", NULL};
+	struct fx f;
+	char *argv[] = {"examples/recursive", "5", "10", NULL};
 	int code = -1;
 
 	NEEDS_UPROBES(argv[0]);
-	CHECK(site_of(argv[0], "walk", path, &site) == 0);
-	CHECK(opts_for(&o, ev, &site, &s) == 0);
-	CHECK(run_spawned(argv, &o, &st, &code) == 0);
+	CHECK(prepare(&f, argv[0], "walk", &s) == 0);
+	CHECK(run_spawned(argv, &f.o, &f.st, &code) == 0);
 	CHECK_EQ_INT(code, 0);
-	CHECK_EQ_INT(st.lost, 0);
+	CHECK_EQ_INT(f.st.lost, 0);
 	CHECK_EQ_INT(s.n, 110);
 	/* each of the 5 outer calls: 11 entries down to walk(0), then 11 returns */
 	for (int i = 0; i < s.n && i < 110; i++)
@@ -253,7 +265,7 @@ TEST(catch_uprobe_recursion_nests)
 			CHECK_EQ_INT(s.h[i].kind, i % 22 < 11 ? PS_UPROBE_ENTRY : PS_UPROBE_RETURN);
 			break;
 		}
-	CHECK(st.stops <= 2);
+	CHECK(f.st.stops <= 2);
 }
 
 /* Wait up to 20 s for @path to exist. */
@@ -268,13 +280,10 @@ static int await_file(const char *path)
 TEST(catch_uprobe_attach_detach_unharmed)
 {
 	static struct seen s;
-	struct ps_catch_uprobe_opts o;
-	struct ps_catch_uprobe_stats st;
+	struct fx f;
 	struct ps_catch_uprobe *c;
-	struct ps_uprobe_site site;
-	struct ps_event ev[2];
 	struct ps_error err;
-	char path[PATH_MAX], mark[700], out[700], line[256] = "";
+	char mark[700], out[700], line[256] = "";
 	const char *nap = fixtures_cc("napper.c", "cu-napper", "-O2 -g");
 	int status = -1, rc = -1;
 
@@ -284,8 +293,7 @@ TEST(catch_uprobe_attach_detach_unharmed)
 	snprintf(mark, sizeof mark, "%s/cu-mark", fixtures_tmpdir());
 	snprintf(out, sizeof out, "%s/cu-out", fixtures_tmpdir());
 	unlink(mark);
-	CHECK(site_of(nap, "nap", path, &site) == 0);
-	CHECK(opts_for(&o, ev, &site, &s) == 0);
+	CHECK(prepare(&f, nap, "nap", &s) == 0);
 	pid_t pid = fork();
 	if (pid == 0) {
 		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -295,7 +303,7 @@ TEST(catch_uprobe_attach_detach_unharmed)
 		_exit(127);
 	}
 	CHECK(pid > 0 && await_file(mark) == 0);
-	if (pid > 0 && access(mark, F_OK) == 0 && (rc = ps_catch_uprobe_attach(&c, pid, &o, &err)))
+	if (pid > 0 && access(mark, F_OK) == 0 && (rc = ps_catch_uprobe_attach(&c, pid, &f.o, &err)))
 		fprintf(stderr, "  %s\n", err.msg);
 	if (rc == 0) {
 		/* run until 20 naps are caught (20 s at most), in steps of 50 ms */
@@ -307,27 +315,27 @@ TEST(catch_uprobe_attach_detach_unharmed)
 			}
 		}
 		CHECK(ps_catch_uprobe_detach(c, &err) == 0);
-		ps_catch_uprobe_stats(c, &st);
+		ps_catch_uprobe_stats(c, &f.st);
 		ps_catch_uprobe_free(c);
 		int entries = count(&s, pid, PS_UPROBE_ENTRY), returns = count(&s, pid, PS_UPROBE_RETURN);
 		CHECK(returns >= 20);
 		/* a call in progress at detach has its entry only */
 		CHECK(entries == returns || entries == returns + 1);
-		CHECK_EQ_INT(st.lost, 0);
-		CHECK_EQ_INT(st.live, 0);
+		CHECK_EQ_INT(f.st.lost, 0);
+		CHECK_EQ_INT(f.st.live, 0);
 		CHECK_EQ_INT(s.born, 1);
 		/* the attach stop, and none per hit */
-		CHECK(st.stops <= 2);
+		CHECK(f.st.stops <= 2);
 	}
 	unlink(mark);
 	if (pid > 0)
 		waitpid(pid, &status, 0);
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	FILE *f = fopen(out, "r");
-	if (f) {
-		if (!fgets(line, sizeof line, f))
+	FILE *of = fopen(out, "r");
+	if (of) {
+		if (!fgets(line, sizeof line, of))
 			line[0] = '\0';
-		fclose(f);
+		fclose(of);
 	}
 	int k = -1;
 	unsigned long sum = 0, want = 0;
@@ -341,20 +349,37 @@ TEST(catch_uprobe_attach_detach_unharmed)
 TEST(catch_uprobe_disabled_threads_stay_disabled)
 {
 	static struct seen s;
-	struct ps_catch_uprobe_opts o;
-	struct ps_catch_uprobe_stats st;
-	struct ps_uprobe_site site;
-	struct ps_event ev[2];
-	char path[PATH_MAX], *argv[] = {"examples/threads", "100", "10", NULL};
+	struct fx f;
+	char *argv[] = {"examples/threads", "100", "10", NULL};
 	int code = -1;
 
 	NEEDS_UPROBES(argv[0]);
-	CHECK(site_of(argv[0], "work", path, &site) == 0);
-	CHECK(opts_for(&o, ev, &site, &s) == 0);
-	o.probe.enabled = 0; /* until ps_catch_uprobe_enable(), also on the threads born later */
-	CHECK(run_spawned(argv, &o, &st, &code) == 0);
+	CHECK(prepare(&f, argv[0], "work", &s) == 0);
+	f.o.probe.enabled = 0; /* until ps_catch_uprobe_enable(), also on the threads born later */
+	CHECK(run_spawned(argv, &f.o, &f.st, &code) == 0);
 	CHECK_EQ_INT(code, 0);
-	CHECK_EQ_INT(st.threads, 3);
-	CHECK_EQ_INT(st.hits, 0);
-	CHECK_EQ_INT(st.lost, 0);
+	CHECK_EQ_INT(f.st.threads, 3);
+	CHECK_EQ_INT(f.st.hits, 0);
+	CHECK_EQ_INT(f.st.lost, 0);
+}
+
+TEST(catch_uprobe_small_ring_counts_every_loss)
+{
+	static struct seen s;
+	struct fx f;
+	char *argv[] = {"examples/threads", "1000", "10", NULL};
+	int code = -1;
+
+	NEEDS_UPROBES(argv[0]);
+	CHECK(prepare(&f, argv[0], "work", &s) == 0);
+	f.o.probe.ring_pages = 1; /* about 30 records: the two threads outrun a drain every 2 ms */
+	CHECK(run_spawned(argv, &f.o, &f.st, &code) == 0);
+	CHECK_EQ_INT(code, 0);
+	/* every hit is delivered or counted lost, exactly */
+	CHECK_EQ_INT(f.st.hits + f.st.lost, 4000);
+	CHECK_EQ_INT(f.st.hits, s.n);
+	CHECK(f.st.lost >= f.st.lost_reported);
+	/* each loss the kernel reported before a later hit was announced in order */
+	CHECK(f.st.lost_reported == 0 || s.losses > 0);
+	CHECK(s.losses == 0 || f.st.lost_reported > 0);
 }

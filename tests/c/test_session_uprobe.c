@@ -117,3 +117,33 @@ TEST(session_uprobe_refuses_what_needs_ptrace)
 	CHECK(strstr(err.msg, "the uprobe catcher does not sample") != NULL);
 	ps_session_free(s);
 }
+
+TEST(session_uprobe_small_ring_loses_no_pairing)
+{
+	char *argv[] = {"examples/threads", "1000", "10", NULL};
+	struct ps_session *s;
+	struct ps_error err;
+	uint64_t complete = 0;
+
+	NEEDS_UPROBES(argv[0]);
+	if (!(s = spawn_uprobe(argv))) {
+		CHECK(!"spawn");
+		return;
+	}
+	CHECK_EQ_INT(ps_session_uprobe_ring(s, 3, &err), -1);
+	CHECK_STR(err.msg, "uprobe ring of 3 pages; give a power of two from 1 to 65536");
+	CHECK(ps_session_uprobe_ring(s, 1, &err) == 0);
+	CHECK(ps_session_region_func(s, "work", PS_REGION_EVERY_LEVEL, &err) == 0);
+	CHECK_EQ_INT(ps_session_run(s, 0, 0, &err), 1);
+	for (uint64_t i = 0; i < ps_session_nrecords(s); i++) {
+		const struct ps_snap *r = ps_session_record(s, i);
+		complete += r->flags == 0;
+		CHECK(r->t_end >= r->t_start);
+	}
+	/* each complete record took an entry and a return of the 4000, none of them lost */
+	CHECK(2 * complete + ps_session_lost(s) <= 4000);
+	CHECK(ps_session_lost(s) > 0 || complete == 2000);
+	CHECK_EQ_INT(ps_session_uprobe_ring(s, 2, &err), -1);
+	CHECK_STR(err.msg, "set the uprobe ring size before the first run");
+	ps_session_free(s);
+}
