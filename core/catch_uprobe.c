@@ -143,6 +143,17 @@ static void on_thread_exit(void *ud, pid_t tid)
 		c->o.on_thread(c->o.ctx, tid, 0);
 }
 
+/* Exec replaced the image of process @pid: deliver what came before, then say so. */
+static int on_exec(void *ud, pid_t pid)
+{
+	struct ps_catch_uprobe *c = ud;
+
+	ps_catch_uprobe_drain(c);
+	if (c->o.on_exec)
+		c->o.on_exec(c->o.ctx, pid);
+	return 0;
+}
+
 static int catcher_new(struct ps_catch_uprobe **cp, const struct ps_catch_uprobe_opts *o, struct ps_error *err)
 {
 	struct ps_catch_uprobe *c;
@@ -163,6 +174,7 @@ static int catcher_new(struct ps_catch_uprobe **cp, const struct ps_catch_uprobe
 static const struct ps_tracer_ops ops = {
     .thread_new = on_thread_new,
     .thread_exit = on_thread_exit,
+    .exec = on_exec,
 };
 
 int ps_catch_uprobe_spawn(struct ps_catch_uprobe **cp, char *const argv[], const struct ps_catch_uprobe_opts *o,

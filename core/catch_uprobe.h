@@ -49,6 +49,9 @@ struct ps_catch_uprobe;
  * @on_loss:  optional: records of thread @tid were lost (its ring was full) just before the
  *            hit delivered next: an entry before this point may have no return after it, or
  *            a return after it no entry.
+ * @on_exec:  optional: process @pid exec'd (the hits before it were delivered); the probes stay
+ *            open and catch the new image where it maps the sites' files, but the returns
+ *            of the calls open before it never come.
  * @ctx:      passed to the callbacks.
  */
 struct ps_catch_uprobe_opts {
@@ -57,6 +60,7 @@ struct ps_catch_uprobe_opts {
 	void (*on_hit)(void *ctx, const struct ps_uprobe_hit *h);
 	void (*on_thread)(void *ctx, pid_t tid, int born);
 	void (*on_loss)(void *ctx, pid_t tid);
+	void (*on_exec)(void *ctx, pid_t pid);
 	void *ctx;
 };
 

@@ -132,6 +132,18 @@ static void on_loss(void *ctx, pid_t tid)
 	t->depth = 0;
 }
 
+/* Exec: what was open cannot end (the kernel drops the pending returns); as with ptrace, it
+   ends there, cut short. */
+static void on_exec(void *ctx, pid_t pid)
+{
+	struct ps_session *s = ctx;
+
+	(void)pid;
+	for (unsigned b = 0; b < UTHR_BUCKETS; b++)
+		for (struct uthr *t = s->up->th[b]; t; t = t->next)
+			on_loss(s, t->tid);
+}
+
 static void on_thread(void *ctx, pid_t tid, int born)
 {
 	struct ps_session *s = ctx;
@@ -147,7 +159,8 @@ static void on_thread(void *ctx, pid_t tid, int born)
 
 int ps__uprobe_start(struct ps_session *s, char *const argv[], pid_t pid, struct ps_error *err)
 {
-	struct ps_catch_uprobe_opts o = {.on_hit = on_hit, .on_thread = on_thread, .on_loss = on_loss, .ctx = s};
+	struct ps_catch_uprobe_opts o = {
+	    .on_hit = on_hit, .on_thread = on_thread, .on_loss = on_loss, .on_exec = on_exec, .ctx = s};
 	char why[256];
 	int rc;
 

@@ -147,3 +147,29 @@ TEST(session_uprobe_small_ring_loses_no_pairing)
 	CHECK_STR(err.msg, "set the uprobe ring size before the first run");
 	ps_session_free(s);
 }
+
+TEST(session_uprobe_exec_cuts_open_calls_short)
+{
+	char *argv[] = {"examples/reexec", NULL};
+	struct ps_session *s;
+	struct ps_error err;
+	int complete = 0, cut = 0;
+
+	NEEDS_UPROBES(argv[0]);
+	if (!(s = spawn_uprobe(argv))) {
+		CHECK(!"spawn");
+		return;
+	}
+	CHECK(ps_session_region_func(s, "main", 0, &err) == 0);
+	CHECK_EQ_INT(ps_session_run(s, 0, 0, &err), 1);
+	/* the first image's main() is open at the exec: it ends there, as with ptrace */
+	CHECK_EQ_INT(ps_session_nrecords(s), 2);
+	for (uint64_t i = 0; i < ps_session_nrecords(s); i++) {
+		const struct ps_snap *r = ps_session_record(s, i);
+		complete += r->flags == 0;
+		cut += r->flags != 0;
+	}
+	CHECK_EQ_INT(complete, 1);
+	CHECK_EQ_INT(cut, 1);
+	ps_session_free(s);
+}
