@@ -350,6 +350,11 @@ int ps_session_region_sample(struct ps_session *s, int id, const struct ps_sampl
 	if (id < 0 || id >= s->nreg)
 		return ps_error_set(err, PS_EUSAGE, "no region %d", id);
 	ri = &s->reg[id];
+	if (s->up)
+		return ps_error_set(err, PS_EUSAGE,
+				    "region '%s': the uprobe catcher does not sample; every-Nth, probability and "
+				    "windows need the ptrace catcher (--backend ptrace)",
+				    ri->name);
 	if (ri->kind != PS_REGION_FUNC || ri->pending)
 		return ps_error_set(err, PS_EUSAGE,
 				    "region '%s': sampling applies to function regions whose code is mapped", ri->name);

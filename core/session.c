@@ -153,19 +153,26 @@ int ps_session_spill_close(struct ps_session *s, struct ps_error *err)
 /* Open the main thread's group at once, so a bad event fails before anything runs. */
 static int first_thread(struct ps_session *s, struct ps_error *err)
 {
-	if (s->nev == 0)
+	if (s->nev == 0 || s->up) /* the uprobe catcher's probes sample their own counters */
 		return 0;
 	return ps__thr_get(s, s->pid, err) ? 0 : -1;
 }
 
-int ps_session_spawn(struct ps_session **sp, char *const argv[], const struct ps_event *ev, int nev,
-		     struct ps_error *err)
+/* Start the catcher @how on @argv (spawn) or @pid (attach). */
+static int session_start(struct ps_session **sp, char *const argv[], pid_t pid, const struct ps_event *ev, int nev,
+			 enum ps_catcher how, struct ps_error *err)
 {
 	struct ps_session *s = NULL;
+	int rc;
 
 	if (session_new(&s, ev, nev, err))
 		return -1;
-	if (ps_tracer_spawn(&s->t, argv, &ps__ptrace_ops, s, err)) {
+	if (how == PS_CATCH_UPROBE)
+		rc = ps__uprobe_start(s, argv, pid, err);
+	else
+		rc = argv ? ps_tracer_spawn(&s->t, argv, &ps__ptrace_ops, s, err)
+			  : ps_tracer_attach(&s->t, pid, &ps__ptrace_ops, s, err);
+	if (rc) {
 		ps_hitpath_free(s->hp);
 		free(s);
 		return -1;
@@ -179,24 +186,37 @@ int ps_session_spawn(struct ps_session **sp, char *const argv[], const struct ps
 	return 0;
 }
 
+int ps_session_spawn_by(struct ps_session **sp, char *const argv[], const struct ps_event *ev, int nev,
+			enum ps_catcher how, struct ps_error *err)
+{
+	return session_start(sp, argv, 0, ev, nev, how, err);
+}
+
+int ps_session_attach_by(struct ps_session **sp, pid_t pid, const struct ps_event *ev, int nev, enum ps_catcher how,
+			 struct ps_error *err)
+{
+	return session_start(sp, NULL, pid, ev, nev, how, err);
+}
+
+int ps_session_spawn(struct ps_session **sp, char *const argv[], const struct ps_event *ev, int nev,
+		     struct ps_error *err)
+{
+	return session_start(sp, argv, 0, ev, nev, PS_CATCH_PTRACE, err);
+}
+
 int ps_session_attach(struct ps_session **sp, pid_t pid, const struct ps_event *ev, int nev, struct ps_error *err)
 {
-	struct ps_session *s = NULL;
+	return session_start(sp, NULL, pid, ev, nev, PS_CATCH_PTRACE, err);
+}
 
-	if (session_new(&s, ev, nev, err))
-		return -1;
-	if (ps_tracer_attach(&s->t, pid, &ps__ptrace_ops, s, err)) {
-		ps_hitpath_free(s->hp);
-		free(s);
-		return -1;
-	}
-	s->pid = pid;
-	if (first_thread(s, err)) {
-		ps_session_free(s);
-		return -1;
-	}
-	*sp = s;
-	return 0;
+enum ps_catcher ps_session_catcher(const struct ps_session *s)
+{
+	return s->up ? PS_CATCH_UPROBE : PS_CATCH_PTRACE;
+}
+
+uint64_t ps_session_lost(const struct ps_session *s)
+{
+	return ps__uprobe_lost(s);
 }
 
 int ps_session_set_groups(struct ps_session *s, const int *sizes, int n, struct ps_error *err)
@@ -326,7 +346,10 @@ int ps_session_run(struct ps_session *s, uint64_t max_records, uint64_t deadline
 	s->failed = 0;
 	s->intr = 0;
 	ps_tracer_set_deadline(s->t, deadline_ns); /* on time even when no stop comes */
-	rc = ps__hw_windows(s) ? run_windows(s, err) : ps_tracer_run(s->t, err);
+	if (s->up)
+		rc = ps__uprobe_run(s, err);
+	else
+		rc = ps__hw_windows(s) ? run_windows(s, err) : ps_tracer_run(s->t, err);
 	if (ps_hitpath_drain(s->hp, err))
 		return -1;
 	if (rc < 0 && s->failed && err)
@@ -342,6 +365,11 @@ void ps_session_interrupt(struct ps_session *s)
 
 int ps_session_detach(struct ps_session *s, struct ps_error *err)
 {
+	if (s->up) {
+		int urc = ps__uprobe_detach(s, err);
+		ps_hitpath_drain(s->hp, NULL);
+		return urc;
+	}
 	/* first the hardware breakpoints: their SIGTRAPs would kill an untraced program */
 	for (unsigned b = 0; b < THR_BUCKETS; b++)
 		for (struct thr *th = s->threads[b]; th; th = th->next)
@@ -363,7 +391,10 @@ void ps_session_free(struct ps_session *s)
 	for (unsigned b = 0; b < THR_BUCKETS; b++)
 		for (struct thr *th = s->threads[b]; th; th = th->next)
 			ps__hw_close_thread(s, th);
-	ps_tracer_free(s->t);
+	if (s->up)
+		ps__uprobe_free(s);
+	else
+		ps_tracer_free(s->t);
 	for (unsigned b = 0; b < THR_BUCKETS; b++)
 		while (s->threads[b]) {
 			struct thr *th = s->threads[b];

@@ -69,6 +69,22 @@ struct ps_sample {
 	uint32_t window_ms, period_ms;
 };
 
+/* How hits are caught: ptrace breakpoints (the target stops at each), or uprobes sampling the
+   counters in the kernel (core/session_uprobe.c: function regions only, root or CAP_PERFMON). */
+enum ps_catcher { PS_CATCH_PTRACE = 0, PS_CATCH_UPROBE = 1 };
+
+/* ps_session_spawn() and ps_session_attach() with the catcher @how. */
+int ps_session_spawn_by(struct ps_session **s, char *const argv[], const struct ps_event *ev, int nev,
+			enum ps_catcher how, struct ps_error *err);
+int ps_session_attach_by(struct ps_session **s, pid_t pid, const struct ps_event *ev, int nev, enum ps_catcher how,
+			 struct ps_error *err);
+enum ps_catcher ps_session_catcher(const struct ps_session *s);
+/* The uprobe catcher's ring per thread, in pages (a power of two; default 256, 1 MiB): a
+   larger one loses fewer records in bursts of hits. Before the first run. 0, or -1 with @err. */
+int ps_session_uprobe_ring(struct ps_session *s, unsigned pages, struct ps_error *err);
+/* Records the uprobe catcher's rings dropped (full): hits never seen; 0 with ptrace. */
+uint64_t ps_session_lost(const struct ps_session *s);
+
 /* Start a command traced, stopped before its first instruction, with @ev counted per thread. */
 int ps_session_spawn(struct ps_session **s, char *const argv[], const struct ps_event *ev, int nev,
 		     struct ps_error *err);

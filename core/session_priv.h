@@ -87,7 +87,8 @@ struct ps_session {
 	int sampled[PS_MAX_HW];	    /* region ids of the sampled regions */
 	struct sampler smp[PS_MAX_HW];
 	int nsampled;
-	char spill_path[PATH_MAX]; /* records go to this file instead of memory */
+	char spill_path[PATH_MAX];    /* records go to this file instead of memory */
+	struct ps_session_uprobe *up; /* the uprobe catcher's part (session_uprobe.c), or NULL */
 };
 
 /* sampling.c */
@@ -118,6 +119,14 @@ void ps__thr_remove(struct ps_session *s, pid_t tid);
 
 /* catch_ptrace.c: the tracer's callbacks */
 extern const struct ps_tracer_ops ps__ptrace_ops;
+
+/* session_uprobe.c: the uprobe catcher (s->up) in place of breakpoints */
+int ps__uprobe_start(struct ps_session *s, char *const argv[], pid_t pid, struct ps_error *err);
+int ps__uprobe_role(struct ps_session *s, uint64_t addr, int region, enum role_kind role, struct ps_error *err);
+int ps__uprobe_run(struct ps_session *s, struct ps_error *err);
+int ps__uprobe_detach(struct ps_session *s, struct ps_error *err);
+uint64_t ps__uprobe_lost(const struct ps_session *s);
+void ps__uprobe_free(struct ps_session *s);
 
 /* session_regions.c */
 int ps__bp_role(struct ps_session *s, uint64_t addr, int kind, int region, enum role_kind role, struct ps_error *err);

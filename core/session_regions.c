@@ -76,10 +76,12 @@ static uint64_t main_bias(struct ps_session *s)
 /* Map breakpoint @addr (run time) to (@region, @role), adding the breakpoint if new. */
 int ps__bp_role(struct ps_session *s, uint64_t addr, int kind, int region, enum role_kind role, struct ps_error *err)
 {
-	int id = ps_tracer_bp_add(s->t, addr, kind, err);
+	int id;
 	struct bpent *e;
 
-	if (id < 0)
+	if (s->up)
+		return ps__uprobe_role(s, addr, region, role, err);
+	if ((id = ps_tracer_bp_add(s->t, addr, kind, err)) < 0)
 		return -1;
 	if (id >= s->nbps) {
 		struct bpent *n = realloc(s->bps, (size_t)(id + 1) * sizeof *n);
@@ -361,6 +363,8 @@ int ps_session_region_func(struct ps_session *s, const char *name, unsigned flag
 
 	if (islib < 0)
 		return ps_error_set(err, PS_EUSAGE, "bad function name '%s'", name);
+	if (s->up)
+		flags |= PS_REGION_NO_INLINE; /* an inlined copy has no entry to probe */
 	for (int i = 0; i < s->nreg; i++)
 		if (s->reg[i].kind == PS_REGION_FUNC && !strcmp(s->reg[i].spec, name) && !s->reg[i].dropped &&
 		    s->reg[i].flags == flags)
@@ -393,7 +397,8 @@ int ps_session_region_func(struct ps_session *s, const char *name, unsigned flag
 	s->nreg++;
 	if (!islib && !(flags & PS_REGION_NO_INLINE) && add_inlined(s, name, flags, err) < 0)
 		return -1;
-	watch_unwinder(s);
+	if (!s->up) /* the kernel's return probes need no help from the unwinder */
+		watch_unwinder(s);
 	return first;
 }
 

@@ -12,6 +12,7 @@
 #include "lview.h"
 #include "psnap.h"
 #include "session.h"
+#include "uprobe.h"
 
 #define TRACEE_MT "perfsh.tracee"
 
@@ -121,7 +122,22 @@ static void redirect_close(struct redirect *rd)
 		}
 }
 
-/* core.spawn(argv, events [, {stdin=, stdout=, stderr=, group_sizes=}]) -> tracee | nil, msg, errno */
+/* The catcher named by field backend of table @idx: "ptrace" (default) or "uprobe". */
+static enum ps_catcher opt_catcher(lua_State *L, int idx)
+{
+	static const char *const names[] = {"ptrace", "uprobe", NULL};
+	enum ps_catcher how = PS_CATCH_PTRACE;
+
+	if (lua_istable(L, idx)) {
+		lua_getfield(L, idx, "backend");
+		if (!lua_isnil(L, -1))
+			how = luaL_checkoption(L, -1, NULL, names) ? PS_CATCH_UPROBE : PS_CATCH_PTRACE;
+		lua_pop(L, 1);
+	}
+	return how;
+}
+
+/* core.spawn(argv, events [, {stdin=, stdout=, stderr=, group_sizes=, backend=}]) -> tracee | nil, msg, errno */
 static int l_spawn(lua_State *L)
 {
 	struct ps_event ev[PS_MAX_EVENTS];
@@ -149,14 +165,14 @@ static int l_spawn(lua_State *L)
 		redirect_close(&rd);
 		return ps_l_fail(L, &err);
 	}
-	rc = ps_session_spawn(&t->s, argv, ev, nev, &err);
+	rc = ps_session_spawn_by(&t->s, argv, ev, nev, opt_catcher(L, 3), &err);
 	redirect_close(&rd);
 	if (rc || set_groups(L, 3, t->s, &err))
 		return ps_l_fail(L, &err);
 	return 1;
 }
 
-/* core.attach(pid, events [, {group_sizes = {...}}]) -> tracee | nil, msg, errno */
+/* core.attach(pid, events [, {group_sizes = {...}, backend =}]) -> tracee | nil, msg, errno */
 static int l_attach(lua_State *L)
 {
 	struct ps_event ev[PS_MAX_EVENTS];
@@ -168,7 +184,7 @@ static int l_attach(lua_State *L)
 	luaL_argcheck(L, pid > 0, 1, "a process id");
 	lua_settop(L, 3);
 	t = new_ud(L);
-	if (ps_session_attach(&t->s, (pid_t)pid, ev, nev, &err) || set_groups(L, 3, t->s, &err))
+	if (ps_session_attach_by(&t->s, (pid_t)pid, ev, nev, opt_catcher(L, 3), &err) || set_groups(L, 3, t->s, &err))
 		return ps_l_fail(L, &err);
 	return 1;
 }
@@ -179,6 +195,21 @@ static int l_follow_fork(lua_State *L)
 	struct ps_session *s = check(L);
 	ps_session_set_follow_fork(s, lua_toboolean(L, 2));
 	return 0;
+}
+
+/* t:uprobe_ring(pages) -> true | nil, msg */
+static int l_uprobe_ring(lua_State *L)
+{
+	struct ps_session *s = check(L);
+	lua_Integer pages = luaL_checkinteger(L, 2);
+	struct ps_error err;
+
+	if (pages < 1 || pages > 65536)
+		return luaL_argerror(L, 2, "a power of two from 1 to 65536");
+	if (ps_session_uprobe_ring(s, (unsigned)pages, &err))
+		return ps_l_fail(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
 }
 
 static int l_add_events(lua_State *L)
@@ -387,6 +418,10 @@ static int l_info(lua_State *L)
 	lua_setfield(L, -2, "pid");
 	lua_pushinteger(L, (lua_Integer)ps_session_stops(s));
 	lua_setfield(L, -2, "stops");
+	lua_pushstring(L, ps_session_catcher(s) == PS_CATCH_UPROBE ? "uprobe" : "ptrace");
+	lua_setfield(L, -2, "catcher");
+	lua_pushinteger(L, (lua_Integer)ps_session_lost(s));
+	lua_setfield(L, -2, "lost");
 	lua_pushinteger(L, (lua_Integer)ps_session_nrecords(s));
 	lua_setfield(L, -2, "records");
 	lua_pushinteger(L, (lua_Integer)ps_session_dropped(s));
@@ -558,6 +593,7 @@ static int l_save(lua_State *L)
 
 static const luaL_Reg methods[] = {{"add_events", l_add_events},
 				   {"follow_fork", l_follow_fork},
+				   {"uprobe_ring", l_uprobe_ring},
 				   {"region_func", l_region_func},
 				   {"region_range", l_region_range},
 				   {"region_sample", l_region_sample},
@@ -582,7 +618,20 @@ static const luaL_Reg methods[] = {{"add_events", l_add_events},
 static const luaL_Reg metamethods[] = {
     {"__gc", l_close}, {"__close", l_close}, {"__tostring", l_tostring}, {"__index", NULL}, {NULL, NULL}};
 
-static const luaL_Reg funcs[] = {{"spawn", l_spawn}, {"attach", l_attach}, {NULL, NULL}};
+/* core.uprobe_available() -> true | false, why */
+static int l_uprobe_available(lua_State *L)
+{
+	char why[256];
+
+	lua_pushboolean(L, ps_uprobe_available(why, sizeof why));
+	if (lua_toboolean(L, -1))
+		return 1;
+	lua_pushstring(L, why);
+	return 2;
+}
+
+static const luaL_Reg funcs[] = {
+    {"spawn", l_spawn}, {"attach", l_attach}, {"uprobe_available", l_uprobe_available}, {NULL, NULL}};
 
 void ps_l_open_tracee(lua_State *L)
 {

@@ -39,6 +39,12 @@ target:
   --seconds S         stop after S seconds (detaching from an attached process), even
                       while the program is blocked in a system call
   --follow-fork       trace forked children too (default: they run untraced)
+  --backend B         how hits are caught: ptrace (default; the target stops at each hit),
+                      uprobe (the kernel samples the counters at each entry and return: the
+                      target never stops for a hit; function regions only, root or
+                      CAP_PERFMON) or auto (uprobe where it works and the regions allow it)
+  --ring-pages N      the uprobe catcher's ring per thread, in pages (a power of two; default
+                      256): records a full ring drops are counted and reported
 sampling (function regions; every call is still counted, estimated totals are printed):
   --sample P          record each call with probability P
   --every N           record every Nth call
@@ -84,6 +90,8 @@ local function main(argv)
     {"--csv", key = "csv"},
     {"--seconds", arg = true, key = "seconds"},
     {"--follow-fork", key = "follow_fork"},
+    {"--backend", arg = true, key = "backend"},
+    {"--ring-pages", arg = true, key = "ring_pages"},
     {"--sample", arg = true, key = "sample"},
     {"--every", arg = true, key = "every"},
     {"--save", arg = true, key = "save"},
@@ -128,8 +136,29 @@ local function main(argv)
     end
   end
 
+  local backend = opts.backend or "ptrace"
+  if backend ~= "auto" and backend ~= "uprobe" and backend ~= "ptrace" then
+    error(("perfsh stat: --backend %s; give auto, uprobe or ptrace"):format(backend), 0)
+  end
+  if backend == "auto" then
+    -- what only the ptrace catcher does: line ranges, SDT pairs, sampling, several groups
+    local need
+    for _, r in ipairs(opts.regions) do
+      if not cli.region_spec(r, "stat").func then need = "region " .. r end
+    end
+    if sample or opts.every then need = "sampling" end
+    if #groups > 0 then need = "several counter groups" end
+    if need then
+      backend = "ptrace"
+      io.stderr:write("perfsh stat: note: backend auto: ptrace, as ", need, " needs it\n")
+    end
+  end
+
   local t = cli.start("stat", cmd, opts.pid, {events = events, groups = groups, follow_fork = opts.follow_fork,
-    spill = not opts.pid and opts.save or nil})
+    spill = not opts.pid and opts.save or nil, backend = backend, ring_pages = opts.ring_pages and
+      cli.number("stat", "--ring-pages", opts.ring_pages, "a power of two (e.g. --ring-pages 1024)",
+        function(n) return math.tointeger(n) and n >= 1 and n & (n - 1) == 0 end)})
+  if t.note then io.stderr:write("perfsh stat: note: ", t.note, "\n") end
 
   -- Arm every region before the program runs; a bad name ends here, with nothing lost.
   for _, r in ipairs(opts.regions) do
@@ -195,9 +224,10 @@ local function main(argv)
   end
   report.regions(out, t.regions, {
     csv = opts.csv, every_call = opts.every_call, per_thread = opts.per_thread, events = info.events,
-    dropped = info.dropped, detached = detached,
-    header = ("perfsh stat: %s%s; events %s (user space); %d stops"):format(opts.pid and ("pid " .. what) or what,
-      how, table.concat(info.events, ","), info.stops),
+    dropped = info.dropped, detached = detached, catcher = info.catcher,
+    header = ("perfsh stat: %s%s; events %s (user space); caught by %s; %d stops%s"):format(
+      opts.pid and ("pid " .. what) or what, how, table.concat(info.events, ","), info.catcher, info.stops,
+      info.lost > 0 and (", %d hits lost (ring full)"):format(info.lost) or ""),
   })
   if not opts.csv and opts.hist then
     for _, r in ipairs(t.regions) do

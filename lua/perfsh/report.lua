@@ -89,7 +89,8 @@ end
 
 
 --- Print every region of @regions as perfsh stat does.
--- opts: csv, every_call, per_thread, header (a line to start with), events (names), dropped.
+-- opts: csv, every_call, per_thread, header (a line to start with), events (names), dropped,
+-- catcher ("uprobe" or "ptrace": what the time column spans).
 function report.regions(out, regions, opts)
   local events = opts.events
   if opts.csv then out:write("region,event,hits,total,mean,min,p50,p99,max,scaling\n") end
@@ -152,7 +153,10 @@ function report.regions(out, regions, opts)
       end
     end
   end
-  if not opts.csv then
+  if not opts.csv and opts.catcher == "uprobe" then
+    out:write("time: on-CPU time of the thread between the entry and return probes (counter time_enabled);\n"
+      .. "the kernel's handling of the two probes is in it.\n")
+  elseif not opts.csv then
     out:write("time: on-CPU time of the thread between the two breakpoints (counter time_enabled); the time\n"
       .. "it sat stopped in perfsh is left out, the kernel's handling of the two traps is in it.\n")
     if opts.dropped and opts.dropped > 0 then out:write(("%d records were lost\n"):format(opts.dropped)) end

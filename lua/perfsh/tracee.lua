@@ -42,6 +42,28 @@ local function wrap(ud, argv)
     Tracee)
 end
 
+-- The catcher that backend names (nil: "ptrace"): "auto" takes "uprobe" where the uprobe PMU
+-- opens, else "ptrace" with a one-line note saying why.
+local function catcher(backend, fname)
+  if backend == nil or backend == "ptrace" or backend == "uprobe" then return backend or "ptrace" end
+  if backend ~= "auto" then
+    fail(("bad argument #1 to '%s' (backend '%s'; give auto, uprobe or ptrace)"):format(fname, tostring(backend)), 3)
+  end
+  local ok, why = core.uprobe_available()
+  if ok then return "uprobe" end
+  return "ptrace", ("backend auto: ptrace, as the uprobe catcher cannot work here (%s)"):format(why)
+end
+
+-- Set the uprobe catcher's ring size on session ud (nil: the default); a bad one ends ud.
+local function ring(ud, pages)
+  if pages == nil then return end
+  local ok, why = ud:uprobe_ring(math.tointeger(pages) or 0)
+  if not ok then
+    ud:close()
+    fail(why, 3)
+  end
+end
+
 --- perfsh.spawn{"cmd", args..., events = {...}, groups = {{...}, ...}, stdout = FILE,
 -- stderr = FILE, stdin = FILE, follow_fork = true, spill = "run.psnap"}: start a program
 -- traced, stopped before it runs any code of its own. events form one group; each list in
@@ -49,6 +71,12 @@ end
 -- With spill, records go to the file as the ring fills (memory stays bounded) and are read
 -- back from it.
 -- Forked children are released (their breakpoints removed) unless follow_fork is set.
+-- backend = "ptrace" (default: breakpoints, the target stops at each hit), "uprobe" (the
+-- kernel samples the counters at each entry and return: the target never stops for a hit;
+-- function regions only, root or CAP_PERFMON) or "auto" (uprobe where it can work; t.note
+-- says why not). t.catcher is the one used. ring_pages = N (a power of two, default 256): the
+-- uprobe catcher's ring per thread (ignored where auto takes ptrace); records a full ring
+-- drops are counted in t:info().lost.
 function tracee.spawn(spec)
   if type(spec) ~= "table" or type(spec[1]) ~= "string" then
     fail("bad argument #1 to 'spawn' (table {command, args..., events = {...}} expected)", 2)
@@ -60,11 +88,14 @@ function tracee.spawn(spec)
     local ok, why = core.resolve(tostring(name))
     if not ok then fail(("bad argument #1 to 'spawn' (event #%d: %s)"):format(i, why), 2) end
   end
+  local how, note = catcher(spec.backend, "spawn")
   local ud, msg = core.spawn(argv, events, {stdin = spec.stdin, stdout = spec.stdout, stderr = spec.stderr,
-    group_sizes = sizes})
+    group_sizes = sizes, backend = how})
   if not ud then fail(msg, 2) end
   if spec.follow_fork then ud:follow_fork(true) end
+  if spec.backend ~= "auto" or how == "uprobe" then ring(ud, spec.ring_pages) end
   local t = wrap(ud, argv)
+  t.catcher, t.note = how, note
   if spec.spill then
     local ok, why = ud:spill(spec.spill)
     if not ok then
@@ -76,15 +107,19 @@ function tracee.spawn(spec)
   return t
 end
 
---- perfsh.attach(pid, {events = {...}, groups = ...}): trace a running process (every thread);
--- without events or groups, the events perfsh stat counts.
+--- perfsh.attach(pid, {events = {...}, groups = ..., backend = ...}): trace a running process
+-- (every thread); without events or groups, the events perfsh stat counts. backend as for
+-- perfsh.spawn; with "uprobe", detaching is closing the probes.
 function tracee.attach(pid, opts)
   if math.type(pid) ~= "integer" then fail("bad argument #1 to 'attach' (process id expected)", 2) end
   local events, sizes = flatten(opts or {})
-  local ud, msg = core.attach(pid, events, {group_sizes = sizes})
+  local how, note = catcher(opts and opts.backend, "attach")
+  local ud, msg = core.attach(pid, events, {group_sizes = sizes, backend = how})
   if not ud then fail(msg, 2) end
   if opts and opts.follow_fork then ud:follow_fork(true) end
+  if opts and (opts.backend ~= "auto" or how == "uprobe") then ring(ud, opts.ring_pages) end
   local t = wrap(ud, {tostring(pid)})
+  t.catcher, t.note = how, note
   t.attached = true
   return t
 end
@@ -240,7 +275,8 @@ end
 --- The program's end ({exited, code, signo, signal}), or nil while it runs.
 function Tracee:status() return self.ud:status() end
 
---- Counts of the session: pid, stops, records, dropped, events.
+--- Counts of the session: pid, stops, records, dropped, events, catcher ("ptrace" or "uprobe"),
+-- lost (records the uprobe catcher's rings dropped).
 function Tracee:info() return self.ud:info() end
 
 --- Detach: breakpoints and return addresses restored; the program goes on untraced.

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "uprobe.h"
+
 const char *fixtures_dir(const char *probe_name)
 {
 	static char dir[600];
@@ -68,4 +70,39 @@ char *fixtures_first_line(char *buf, size_t n, const char *cmd)
 	pclose(f);
 	buf[strcspn(buf, "\n")] = '\0';
 	return buf;
+}
+
+const char *fixtures_cc(const char *src, const char *name, const char *flags)
+{
+	static struct {
+		char name[64], path[600];
+		int ok;
+	} built[16];
+	static int nbuilt;
+	char cmd[1600];
+	const char *tmp = fixtures_tmpdir();
+	int i;
+
+	for (i = 0; i < nbuilt; i++)
+		if (!strcmp(built[i].name, name))
+			return built[i].ok ? built[i].path : NULL;
+	if (!tmp || nbuilt == (int)(sizeof built / sizeof built[0]))
+		return NULL;
+	snprintf(built[i].name, sizeof built[i].name, "%s", name);
+	snprintf(built[i].path, sizeof built[i].path, "%s/%s", tmp, name);
+	snprintf(cmd, sizeof cmd, "cc %s %s/%s -o %s", flags, fixtures_dir(src), src, built[i].path);
+	built[i].ok = system(cmd) == 0;
+	nbuilt++;
+	return built[i].ok ? built[i].path : NULL;
+}
+
+const char *fixtures_uprobe_skip(const char *prog, char *why, size_t n)
+{
+	if (!ps_uprobe_available(why, n))
+		return why;
+	if (access(prog, X_OK)) {
+		snprintf(why, n, "%s is not built (make)", prog);
+		return why;
+	}
+	return NULL;
 }

@@ -81,20 +81,7 @@ static void check_pairs(struct ctest *ctest_self, const struct seen *s, int n, p
 /* The no-pie tracer fixture, built once; NULL if cc fails. */
 static const char *fx_nopie(void)
 {
-	static char path[600];
-	static int tried;
-	char cmd[1400];
-	const char *tmp = fixtures_tmpdir();
-
-	if (!tried && tmp) {
-		tried = 1;
-		snprintf(path, sizeof path, "%s/ufx-nopie", tmp);
-		snprintf(cmd, sizeof cmd, "cc -O2 -g -no-pie -pthread %s/tracer_fx.c -o %s",
-			 fixtures_dir("tracer_fx.c"), path);
-		if (system(cmd) != 0)
-			path[0] = '\0';
-	}
-	return path[0] ? path : NULL;
+	return fixtures_cc("tracer_fx.c", "ufx-nopie", "-O2 -g -no-pie -pthread");
 }
 
 TEST(uprobe_options_and_helpers)

@@ -1,0 +1,311 @@
+/* core/session_uprobe.c - a session whose hits the uprobe catcher (core/catch_uprobe.c)
+ * catches: the regions' entries become uprobe sites (file offsets, from where the address is
+ * mapped), and each decoded hit goes to the hit path as an ENTRY or RETURN with the counter
+ * values the kernel sampled. The target never stops for a hit.
+ *
+ * Function regions only: line ranges, sampled regions, regions in libraries not mapped yet
+ * and several counter groups need the ptrace catcher, and are refused with a line saying so.
+ * Inlined copies of a function are not caught (they have no entry to probe).
+ *
+ * Losses: where a thread's ring was full, what it had open ends there (flagged as cut short,
+ * like at a thread's exit) and the returns of the calls entered before are not waited for,
+ * so no return is ever paired with the wrong entry.
+ *
+ * Returns: the kernel keeps at most PS_UPROBE_MAX_DEPTH pending returns per thread; an entry
+ * deeper than that gets no return, so it is not waited for (an every-level region's
+ * measurement opened there ends when the thread exits, flagged as such).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catch_uprobe.h"
+#include "procmaps.h"
+#include "run.h"
+#include "session_priv.h"
+
+#define UTHR_BUCKETS 64
+
+/* A thread's returns to come: the hit path's handles of its entries, innermost last. */
+struct uthr {
+	pid_t tid;
+	int depth;
+	int handle[PS_UPROBE_MAX_DEPTH];
+	struct ps_reading last; /* its last counter values and time: where what it leaves open ends */
+	uint64_t last_t;
+	struct uthr *next;
+};
+
+struct ps_session_uprobe {
+	struct ps_catch_uprobe *c;
+	struct ps_uprobe_site *sites;
+	char (*paths)[PATH_MAX];
+	int *site_region;
+	int nsites, capsites;
+	int probed;	     /* the sites were handed to the catcher */
+	unsigned ring_pages; /* per thread; 0: 256 */
+	struct uthr *th[UTHR_BUCKETS];
+};
+
+static struct uthr *uthr_get(struct ps_session_uprobe *u, pid_t tid, int make)
+{
+	struct uthr **pp = &u->th[(unsigned)tid % UTHR_BUCKETS];
+
+	for (; *pp; pp = &(*pp)->next)
+		if ((*pp)->tid == tid)
+			return *pp;
+	if (!make || !(*pp = calloc(1, sizeof **pp)))
+		return NULL;
+	(*pp)->tid = tid;
+	return *pp;
+}
+
+static void uthr_drop(struct ps_session_uprobe *u, pid_t tid)
+{
+	for (struct uthr **pp = &u->th[(unsigned)tid % UTHR_BUCKETS]; *pp; pp = &(*pp)->next)
+		if ((*pp)->tid == tid) {
+			struct uthr *t = *pp;
+			*pp = t->next;
+			free(t);
+			return;
+		}
+}
+
+/* PS_UPROBE_REGS_ARGS gives CX, DX, SI, DI, R8, R9; records want rdi, rsi, rdx, rcx, r8, r9. */
+static void take_args(uint64_t args[PS_MAX_ARGS], const struct ps_uprobe_hit *h)
+{
+	static const int from[PS_MAX_ARGS] = {3, 2, 1, 0, 4, 5};
+
+	for (int i = 0; i < PS_MAX_ARGS; i++)
+		args[i] = from[i] < h->nregs ? h->regs[from[i]] : 0;
+}
+
+static void on_hit(void *ctx, const struct ps_uprobe_hit *uh)
+{
+	struct ps_session *s = ctx;
+	struct ps_session_uprobe *u = s->up;
+	struct uthr *t = uthr_get(u, uh->tid, 1);
+	uint64_t args[PS_MAX_ARGS];
+	struct ps_hit h = {.tid = uh->tid, .t = uh->time, .cpu = (int)uh->cpu};
+
+	if (!t || uh->site >= (uint32_t)u->nsites)
+		return;
+	h.region = u->site_region[uh->site];
+	t->last.n = uh->nval;
+	t->last.time_enabled = uh->enabled;
+	t->last.time_running = uh->running;
+	memcpy(t->last.val, uh->val, (size_t)uh->nval * sizeof uh->val[0]);
+	t->last_t = uh->time;
+	h.r = &t->last;
+	if (uh->kind == PS_UPROBE_ENTRY) {
+		int sl;
+		if (s->nargs) {
+			take_args(args, uh);
+			h.args = args;
+		}
+		h.kind = PS_HIT_ENTRY;
+		s->reg[h.region].entries++;
+		sl = ps_hitpath_hit(s->hp, &h);
+		if (t->depth < PS_UPROBE_MAX_DEPTH) /* past it, the kernel gives no return */
+			t->handle[t->depth++] = sl;
+	} else if (t->depth > 0) {
+		h.kind = PS_HIT_RETURN;
+		h.handle = t->handle[--t->depth];
+		if (h.handle >= 0)
+			ps_hitpath_hit(s->hp, &h);
+	}
+	if (s->max_records && ps_hitpath_seq(s->hp) - s->written_at_run_start >= s->max_records)
+		ps_catch_uprobe_pause(u->c);
+}
+
+/* Records of thread @tid were lost here: end what it had open, and forget its returns to come
+   (a return of a call entered before arrives when no later entry is waiting, and is ignored). */
+static void on_loss(void *ctx, pid_t tid)
+{
+	struct ps_session *s = ctx;
+	struct uthr *t = uthr_get(s->up, tid, 0);
+
+	if (!t)
+		return;
+	ps_hitpath_thread_exit(s->hp, tid, &t->last, t->last_t);
+	t->depth = 0;
+}
+
+/* Exec: what was open cannot end (the kernel drops the pending returns); as with ptrace, it
+   ends there, cut short. */
+static void on_exec(void *ctx, pid_t pid)
+{
+	struct ps_session *s = ctx;
+
+	(void)pid;
+	for (unsigned b = 0; b < UTHR_BUCKETS; b++)
+		for (struct uthr *t = s->up->th[b]; t; t = t->next)
+			on_loss(s, t->tid);
+}
+
+static void on_thread(void *ctx, pid_t tid, int born)
+{
+	struct ps_session *s = ctx;
+	struct uthr *t;
+
+	if (born)
+		return;
+	t = uthr_get(s->up, tid, 0);
+	if (t)
+		ps_hitpath_thread_exit(s->hp, tid, &t->last, ps_now_ns());
+	uthr_drop(s->up, tid);
+}
+
+int ps__uprobe_start(struct ps_session *s, char *const argv[], pid_t pid, struct ps_error *err)
+{
+	struct ps_catch_uprobe_opts o = {
+	    .on_hit = on_hit, .on_thread = on_thread, .on_loss = on_loss, .on_exec = on_exec, .ctx = s};
+	char why[256];
+	int rc;
+
+	if (!ps_uprobe_available(why, sizeof why))
+		return ps_error_set(err, PS_EUSAGE, "the uprobe catcher cannot work here: %s; use --backend ptrace",
+				    why);
+	if (!(s->up = calloc(1, sizeof *s->up)))
+		return ps_error_set(err, ENOMEM, "out of memory");
+	rc = argv ? ps_catch_uprobe_spawn(&s->up->c, argv, &o, err) : ps_catch_uprobe_attach(&s->up->c, pid, &o, err);
+	if (rc) {
+		free(s->up);
+		s->up = NULL;
+		return -1;
+	}
+	s->t = ps_catch_uprobe_tracer(s->up->c);
+	return 0;
+}
+
+int ps__uprobe_role(struct ps_session *s, uint64_t addr, int region, enum role_kind role, struct ps_error *err)
+{
+	struct ps_session_uprobe *u = s->up;
+	const char *name = region >= 0 ? s->reg[region].name : "";
+	char maps[64], line[PATH_MAX + 128];
+	struct ps_map m;
+	FILE *f;
+	int found = 0;
+
+	if (role == ROLE_START || role == ROLE_END)
+		return ps_error_set(err, PS_EUSAGE,
+				    "region '%s': the uprobe catcher catches function regions only; line ranges "
+				    "need the ptrace catcher (--backend ptrace)",
+				    name);
+	if (role != ROLE_ENTRY)
+		return ps_error_set(err, PS_EUSAGE,
+				    "the uprobe catcher probes only code mapped at the start; a function in a library "
+				    "loaded later needs the ptrace catcher (--backend ptrace)");
+	if (s->started)
+		return ps_error_set(err, PS_EUSAGE,
+				    "region '%s': with the uprobe catcher, add regions before the first run", name);
+	snprintf(maps, sizeof maps, "/proc/%d/maps", (int)s->pid);
+	if (!(f = fopen(maps, "re")))
+		return ps_error_set(err, errno, "%s: %s", maps, strerror(errno));
+	if (u->nsites == u->capsites) {
+		int cap = u->capsites ? 2 * u->capsites : 8;
+		struct ps_uprobe_site *ns = realloc(u->sites, (size_t)cap * sizeof *ns);
+		char(*np)[PATH_MAX] = ns ? realloc(u->paths, (size_t)cap * sizeof *np) : NULL;
+		int *nr = np ? realloc(u->site_region, (size_t)cap * sizeof *nr) : NULL;
+		if (ns)
+			u->sites = ns;
+		if (np)
+			u->paths = np;
+		if (!nr) {
+			fclose(f);
+			return ps_error_set(err, ENOMEM, "out of memory");
+		}
+		u->site_region = nr;
+		u->capsites = cap;
+	}
+	while (!found && fgets(line, sizeof line, f))
+		if (!ps_map_parse(line, &m) && addr >= m.lo && addr < m.hi && m.path[0] == '/') {
+			snprintf(u->paths[u->nsites], PATH_MAX, "%s", m.path);
+			u->sites[u->nsites].offset = addr - m.lo + m.off;
+			found = 1;
+		}
+	fclose(f);
+	if (!found)
+		return ps_error_set(err, PS_ENOTFOUND, "region '%s': no file is mapped at 0x%llx", name,
+				    (unsigned long long)addr);
+	u->sites[u->nsites].ret = 1;
+	u->site_region[u->nsites] = region;
+	u->nsites++;
+	for (int i = 0; i < u->nsites; i++) /* the paths may have moved */
+		u->sites[i].path = u->paths[i];
+	return 0;
+}
+
+int ps__uprobe_run(struct ps_session *s, struct ps_error *err)
+{
+	struct ps_session_uprobe *u = s->up;
+	struct ps_uprobe_opts p = {.ev = s->ev,
+				   .nev = s->nev,
+				   .sites = u->sites,
+				   .nsites = u->nsites,
+				   .ring_pages = u->ring_pages ? u->ring_pages : 256,
+				   .regs_mask = s->nargs ? PS_UPROBE_REGS_ARGS : 0,
+				   .enabled = 1};
+
+	if (!u->probed) {
+		if (s->ngroups > 1)
+			return ps_error_set(err, PS_EUSAGE,
+					    "the uprobe catcher counts one group of events; several groups need the "
+					    "ptrace catcher (--backend ptrace)");
+		if (u->nsites && s->nev == 0)
+			return ps_error_set(err, PS_EUSAGE, "the uprobe catcher needs at least one event to count");
+		if (ps_catch_uprobe_set_probe(u->c, &p, err))
+			return -1;
+		u->probed = 1;
+	}
+	ps_catch_uprobe_set_deadline(u->c, s->deadline);
+	return ps_catch_uprobe_run(u->c, err);
+}
+
+int ps_session_uprobe_ring(struct ps_session *s, unsigned pages, struct ps_error *err)
+{
+	if (!s->up)
+		return ps_error_set(err, PS_EUSAGE, "a ring size is for the uprobe catcher (backend uprobe)");
+	if (pages == 0 || (pages & (pages - 1)) || pages > 65536)
+		return ps_error_set(err, PS_EUSAGE, "uprobe ring of %u pages; give a power of two from 1 to 65536",
+				    pages);
+	if (s->up->probed)
+		return ps_error_set(err, PS_EUSAGE, "set the uprobe ring size before the first run");
+	s->up->ring_pages = pages;
+	return 0;
+}
+
+int ps__uprobe_detach(struct ps_session *s, struct ps_error *err)
+{
+	return ps_catch_uprobe_detach(s->up->c, err);
+}
+
+uint64_t ps__uprobe_lost(const struct ps_session *s)
+{
+	struct ps_catch_uprobe_stats st;
+
+	if (!s->up)
+		return 0;
+	ps_catch_uprobe_stats(s->up->c, &st);
+	return st.lost;
+}
+
+void ps__uprobe_free(struct ps_session *s)
+{
+	struct ps_session_uprobe *u = s->up;
+
+	ps_catch_uprobe_free(u->c);
+	for (unsigned b = 0; b < UTHR_BUCKETS; b++)
+		while (u->th[b]) {
+			struct uthr *t = u->th[b];
+			u->th[b] = t->next;
+			free(t);
+		}
+	free(u->sites);
+	free(u->paths);
+	free(u->site_region);
+	free(u);
+	s->up = NULL;
+	s->t = NULL;
+}

@@ -1,0 +1,107 @@
+-- Choosing the catcher: --backend auto|uprobe|ptrace on perfsh stat, backend = in perfsh.spawn.
+-- The uprobe catcher needs root or CAP_PERFMON: elsewhere its tests are pending with the reason.
+local perfsh = require "perfsh"
+local core = require "perfsh.core"
+local support = dofile("tests/support.lua")
+local P = support.perfsh
+
+-- true when the uprobe catcher works here; otherwise marks the test pending with the reason.
+local function need_uprobes(pending)
+  local ok, why = core.uprobe_available()
+  if not ok then pending("the uprobe catcher cannot work here: " .. why) end
+  return ok
+end
+
+describe("--backend", function()
+  it("uprobe: every call of two threads, a few stops per thread and none per hit", function()
+    if not need_uprobes(pending) then return end
+    local out, err, rc = support.sh(P .. " stat --backend uprobe -r work -e task-clock examples/threads 1000 10")
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("region work (func, 2000 hits)", 1, true), out)
+    local stops = tonumber(out:match("caught by uprobe; (%d+) stops"))
+    assert.truthy(stops, out)
+    assert.is_true(stops <= 7, out) -- per new thread: the clone event, its first stop, its exit
+    assert.is_nil(out:find("lost", 1, true), out)
+  end)
+
+  it("ptrace is the default and says so", function()
+    local out, err, rc = support.sh(P .. " stat -r sum -e task-clock examples/sum")
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("caught by ptrace; %d+ stops"), out)
+  end)
+
+  it("uprobe refuses a line range in one line naming the ptrace catcher", function()
+    if not need_uprobes(pending) then return end
+    local _, err, rc = support.sh(P .. " stat --backend uprobe -r sum.c:40-sum.c:43 examples/sum")
+    assert.are_not.equal(0, rc)
+    assert.are.equal("perfsh stat: region 'sum.c:40-sum.c:43': the uprobe catcher catches function regions only; "
+      .. "line ranges need the ptrace catcher (--backend ptrace)\n", err)
+  end)
+
+  it("auto takes ptrace for a line range, with a note", function()
+    local out, err, rc = support.sh(P .. " stat --backend auto -r sum.c:40-sum.c:43 -e task-clock examples/sum")
+    assert.are.equal(0, rc, err)
+    assert.truthy(err:find("perfsh stat: note: backend auto: ptrace, as region sum.c:40-sum.c:43 needs it\n", 1, true),
+      err)
+    assert.truthy(out:find("caught by ptrace", 1, true), out)
+  end)
+
+  it("auto takes uprobe for function regions where it works", function()
+    if not need_uprobes(pending) then return end
+    local out, err, rc = support.sh(P .. " stat --backend auto -r walk -e task-clock examples/recursive 5 10")
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("region walk (func, 5 hits, 50 nested entries)", 1, true), out)
+    assert.truthy(out:find("caught by uprobe", 1, true), out)
+  end)
+
+  it("refuses an unknown backend", function()
+    local _, err, rc = support.sh(P .. " stat --backend bpf -r sum examples/sum")
+    assert.are_not.equal(0, rc)
+    assert.are.equal("perfsh stat: --backend bpf; give auto, uprobe or ptrace\n", err)
+  end)
+end)
+
+describe("perfsh.spawn{backend = ...}", function()
+  it("uprobe: the same records as ptrace, every level of a recursion", function()
+    if not need_uprobes(pending) then return end
+    local t <close> = perfsh.spawn{"examples/recursive", "5", "10", events = {"task-clock"}, stdout = "/dev/null",
+      backend = "uprobe"}
+    assert.are.equal("uprobe", t.catcher)
+    local r = t:region{func = "walk", every_level = true}
+    assert.are.equal(0, t:run().code)
+    local st = r:stats()
+    assert.are.equal(55, st.hits)
+    local info = t:info()
+    assert.are.equal("uprobe", info.catcher)
+    assert.are.equal(0, info.lost)
+    assert.is_true(info.stops <= 2)
+  end)
+
+  it("refuses an unknown backend", function()
+    assert.has.error(function() perfsh.spawn{"examples/sum", backend = "bpf"} end,
+      "bad argument #1 to 'spawn' (backend 'bpf'; give auto, uprobe or ptrace)")
+  end)
+end)
+
+describe("--ring-pages", function()
+  it("counts and reports every record a full ring drops", function()
+    if not need_uprobes(pending) then return end
+    local out, err, rc = support.sh(P .. " stat --backend uprobe --ring-pages 1 -r work -e task-clock "
+      .. "examples/threads 1000 10")
+    assert.are.equal(0, rc, err)
+    local lost = tonumber(out:match("; %d+ stops, (%d+) hits lost %(ring full%)"))
+    local hits = tonumber(out:match("region work %(func, (%d+) hits"))
+    assert.truthy(hits, out)
+    -- a call with a lost record is not a hit; none is paired with another call's return
+    if lost then assert.is_true(2 * hits + lost <= 4000, out) else assert.are.equal(2000, hits, out) end
+  end)
+
+  it("is refused for the ptrace catcher, and must be a power of two", function()
+    local _, err, rc = support.sh(P .. " stat --ring-pages 1 -r sum examples/sum")
+    assert.are_not.equal(0, rc)
+    assert.are.equal("perfsh stat: a ring size is for the uprobe catcher (backend uprobe)\n", err)
+    _, err, rc = support.sh(P .. " stat --backend uprobe --ring-pages 3 -r sum examples/sum")
+    assert.are_not.equal(0, rc)
+    assert.are.equal("perfsh stat: --ring-pages needs a power of two (e.g. --ring-pages 1024), not '3'\n", err)
+  end)
+end)
