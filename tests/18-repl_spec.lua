@@ -122,6 +122,12 @@ describe("help", function()
     t:close()
   end)
 
+  it("names the API's functions when the REPL prints them", function()
+    assert.are.equal('function perfsh.spawn (help "perfsh.spawn")', repl.format(perfsh.spawn))
+    assert.are.equal('function r:stats (help "r:stats")', repl.format(require("perfsh.region").stats))
+    assert.truthy(repl.format(print):find("^function: "), repl.format(print))
+  end)
+
   it("help, help \"topic\" and :help work in the shell", function()
     local out, err, rc = support.sh(("printf 'help\\n:help t:region\\nhelp \"perfsh.now\"\\n' | %s"):format(q(P)))
     assert.are.equal(0, rc, err)

@@ -83,6 +83,17 @@ function help.text(topic)
   return ("%s: %s\n  example: %s"):format(t[1], t[2], t[3])
 end
 
+--- The topic of a function of the API (perfsh.spawn -> "perfsh.spawn"), or nil.
+function help.name_of(f)
+  local perfsh = package.loaded.perfsh
+  for k, v in pairs(type(perfsh) == "table" and perfsh or {}) do
+    if v == f and by_name["perfsh." .. k] then return "perfsh." .. k end
+  end
+  for k, v in pairs(package.loaded["perfsh.region"] or {}) do
+    if v == f and by_name["r:" .. k] then return "r:" .. k end
+  end
+end
+
 -- help prints the list; help "topic" one topic.
 return setmetatable(help, {
   __tostring = function() return help.text() end,

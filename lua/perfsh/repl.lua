@@ -22,6 +22,10 @@ function repl.format(v, depth, indent)
   if t == "number" and math.type(v) == "float" and v == math.floor(v) and math.abs(v) < 2^53 then
     return ("%.1f"):format(v)
   end
+  if t == "function" then
+    local name = require("perfsh.help").name_of(v)
+    if name then return ("function %s (help \"%s\")"):format(name, name) end
+  end
   if t ~= "table" or getmetatable(v) and getmetatable(v).__tostring then return tostring(v) end
   if depth <= 0 then return "{...}" end
   if next(v) == nil then return "{}" end
