@@ -46,6 +46,7 @@ void ps_l_open_topo(lua_State *L);    /* core.topology (lua/ltopo.c) */
 void ps_l_open_lsq(lua_State *L);     /* core.lstsq (lua/llsq.c) */
 void ps_l_open_tracee(lua_State *L);  /* core.spawn, core.attach, metatable perfsh.tracee */
 void ps_l_open_sdt(lua_State *L);     /* core.sdt, core.sdt_check: SDT probes (lua/lsdt.c) */
+void ps_l_open_syms(lua_State *L);    /* core.symbols, core.source_files (lua/lsyms.c) */
 
 struct ps_sdt_spec;
 /* Push an SDT region spec's probes as {{provider =, name =}, ...} (lua/lsdt.c). */

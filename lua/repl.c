@@ -1,6 +1,7 @@
 /* lua/repl.c - the interactive loop: libedit line editing and history, multi-line input,
  * results pretty-printed by perfsh.repl, errors with a traceback, Ctrl-C stops the chunk. */
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,84 @@
 
 static char history_file[1024];
 static volatile sig_atomic_t prompt_interrupted;
+
+/* Tab completion: perfsh.repl.complete computes the candidates in Lua (the word they complete
+   and where it starts); attempt_completion hands them to libedit, whose word (after a break
+   character) may begin before or after that one. */
+static lua_State *complete_L;
+static char word_breaks[] = " \t\n\"'`(){}[],=;+*<>~#%^&|";
+
+/* Push perfsh.repl.complete(line, cursor): candidates, start (1-based); 0 on failure. */
+static int push_candidates(lua_State *L, const char *line, int cursor)
+{
+	lua_getglobal(L, "require");
+	lua_pushliteral(L, "perfsh.repl");
+	if (lua_pcall(L, 1, 1, 0) != LUA_OK)
+		return 0;
+	lua_getfield(L, -1, "complete");
+	lua_pushstring(L, line);
+	lua_pushinteger(L, cursor);
+	return lua_pcall(L, 2, 2, 0) == LUA_OK && lua_istable(L, -2) && lua_isinteger(L, -1);
+}
+
+/* Candidate @c as the replacement of libedit's word at @start (0-based), given that the
+   word perfsh.complete found starts at @mine (0-based): drop what is typed before libedit's
+   word, or put back what precedes perfsh.complete's. */
+static char *as_match(const char *line, int start, int mine, const char *c)
+{
+	if (start >= mine)
+		return strdup((size_t)(start - mine) <= strlen(c) ? c + (start - mine) : "");
+	char *m = malloc((size_t)(mine - start) + strlen(c) + 1);
+	if (m) {
+		memcpy(m, line + start, (size_t)(mine - start));
+		strcpy(m + (mine - start), c);
+	}
+	return m;
+}
+
+/* The matches: their longest common prefix first, then each candidate. */
+static char **attempt_completion(const char *text, int start, int end)
+{
+	lua_State *L = complete_L;
+	int top = lua_gettop(L);
+	char **m = NULL;
+
+	(void)text;
+	rl_attempted_completion_over = 1;
+	if (!push_candidates(L, rl_line_buffer, end))
+		goto out;
+	int mine = (int)lua_tointeger(L, -1) - 1;
+	size_t n = (size_t)luaL_len(L, -2);
+	if (n == 0 || mine < 0 || mine > end || !(m = calloc(n + 2, sizeof *m)))
+		goto out;
+	size_t common = SIZE_MAX;
+	for (size_t i = 0; i < n; i++) {
+		lua_geti(L, -2, (lua_Integer)i + 1);
+		const char *c = lua_tostring(L, -1);
+		m[i + 1] = as_match(rl_line_buffer, start, mine, c ? c : "");
+		lua_pop(L, 1);
+		if (!m[i + 1])
+			break;
+		size_t j = 0;
+		while (j < common && m[1][j] && m[i + 1][j] == m[1][j])
+			j++;
+		common = j;
+	}
+	m[0] = m[n] ? strndup(m[1], common) : NULL;
+	if (!m[0] || n == 1) { /* one match: m[0] is all; or out of memory */
+		for (size_t i = 1; i <= n; i++) {
+			free(m[i]);
+			m[i] = NULL;
+		}
+		if (!m[0]) {
+			free(m);
+			m = NULL;
+		}
+	}
+out:
+	lua_settop(L, top);
+	return m;
+}
 
 /* Ctrl-C at the prompt: not the end of the shell (see get_line); SIGTERM or SIGHUP ends it,
    closing the tracees (an attached process is detached). ps_host_docall() installs its own
@@ -95,6 +174,26 @@ static int load_input(lua_State *L, int tty, const char *first)
 	return status;
 }
 
+/* A line that begins with ':' is a command (perfsh.repl.command): print what it returns. */
+static void run_command(lua_State *L, const char *line)
+{
+	int top = lua_gettop(L);
+	lua_getglobal(L, "require");
+	lua_pushliteral(L, "perfsh.repl");
+	if (lua_pcall(L, 1, 1, 0) == LUA_OK) {
+		lua_getfield(L, -1, "command");
+		lua_pushstring(L, line);
+		if (ps_host_docall(L, 1, 1) == LUA_OK)
+			puts(lua_tostring(L, -1) ? lua_tostring(L, -1) : "");
+		else
+			ps_host_report(L);
+	} else {
+		ps_host_report(L);
+	}
+	fflush(stdout);
+	lua_settop(L, top);
+}
+
 /* Print the results with perfsh.repl.print (falls back to print). */
 static void print_results(lua_State *L, int n)
 {
@@ -117,13 +216,27 @@ static void print_results(lua_State *L, int n)
 int ps_host_repl(lua_State *L)
 {
 	int tty = isatty(0);
-	const char *home = getenv("HOME");
+	const char *home = getenv("HOME"), *hist = getenv("PERFSH_HISTORY");
 	char *line;
 
+	/* help and help "topic" (perfsh.help) */
+	lua_getglobal(L, "require");
+	lua_pushliteral(L, "perfsh.help");
+	if (lua_pcall(L, 1, 1, 0) == LUA_OK)
+		lua_setglobal(L, "help");
+	else
+		lua_pop(L, 1);
 	if (tty) {
-		if (home)
+		if (hist && hist[0])
+			snprintf(history_file, sizeof history_file, "%s", hist);
+		else if (home)
 			snprintf(history_file, sizeof history_file, "%s/.perfsh_history", home);
 		using_history();
+		complete_L = L;
+		rl_completion_append_character = '\0';
+		rl_basic_word_break_characters = word_breaks;
+		rl_completer_word_break_characters = word_breaks;
+		rl_attempted_completion_function = attempt_completion;
 		if (history_file[0])
 			read_history(history_file);
 		printf("perfsh %s - Lua %s.%s; perfsh is loaded. Ctrl-D leaves.\n", PS_VERSION, LUA_VERSION_MAJOR,
@@ -139,6 +252,13 @@ int ps_host_repl(lua_State *L)
 	while ((line = get_line(tty, "perfsh> "))) {
 		int top = lua_gettop(L), status;
 		if (!line[0]) {
+			free(line);
+			continue;
+		}
+		if (line[0] == ':') {
+			if (tty)
+				add_history(line);
+			run_command(L, line);
 			free(line);
 			continue;
 		}
@@ -162,6 +282,7 @@ int ps_host_repl(lua_State *L)
 		putchar('\n');
 		if (history_file[0])
 			write_history(history_file);
+		complete_L = NULL;
 	}
 	return 0;
 }

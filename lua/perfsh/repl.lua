@@ -22,6 +22,10 @@ function repl.format(v, depth, indent)
   if t == "number" and math.type(v) == "float" and v == math.floor(v) and math.abs(v) < 2^53 then
     return ("%.1f"):format(v)
   end
+  if t == "function" then
+    local name = require("perfsh.help").name_of(v)
+    if name then return ("function %s (help \"%s\")"):format(name, name) end
+  end
   if t ~= "table" or getmetatable(v) and getmetatable(v).__tostring then return tostring(v) end
   if depth <= 0 then return "{...}" end
   if next(v) == nil then return "{}" end
@@ -51,6 +55,73 @@ function repl.print(...)
   local out = {}
   for i = 1, select("#", ...) do out[i] = repl.format((select(i, ...))) end
   print(table.concat(out, "\t"))
+end
+
+-- The program file of a tracee (a value with __name perfsh.tracee): its /proc exe while it
+-- runs, else argv[1] (looked up in PATH when it has no "/").
+local function program_of(t)
+  local ok, info = pcall(function() return t.ud:info() end)
+  local f = ok and info and info.pid and io.open(("/proc/%d/exe"):format(info.pid))
+  if f then
+    f:close()
+    return ("/proc/%d/exe"):format(info.pid)
+  end
+  local prog = type(t.argv) == "table" and t.argv[1]
+  if type(prog) ~= "string" or prog:find("/", 1, true) then return prog end
+  for d in (os.getenv("PATH") or ""):gmatch("[^:]+") do
+    f = io.open(d .. "/" .. prog)
+    if f then
+      f:close()
+      return d .. "/" .. prog
+    end
+  end
+end
+
+local cache = {}
+
+-- What core.symbols or core.source_files give for every tracee among the globals.
+local function of_targets(what)
+  local core = require "perfsh.core"
+  local out = {}
+  for _, v in pairs(_G) do
+    local mt = type(v) == "table" and getmetatable(v)
+    if mt and rawget(mt, "__name") == "perfsh.tracee" then
+      local path = program_of(v)
+      local key = path and what .. "\0" .. path
+      if key and not cache[key] then cache[key] = core[what](path) or {} end
+      for _, s in ipairs(key and cache[key] or {}) do out[#out + 1] = s end
+    end
+  end
+  return out
+end
+
+local event_names
+
+--- Tab at the prompt: the completions of the word before @cursor (bytes) in @line, and where
+-- that word starts (perfsh.complete does the work; this gives it the REPL's names).
+function repl.complete(line, cursor)
+  local env = {
+    globals = _G,
+    events = function()
+      if not event_names then
+        event_names = {}
+        for _, e in ipairs(require("perfsh.core").events("all")) do
+          if e.usable then event_names[#event_names + 1] = e.name end
+        end
+      end
+      return event_names
+    end,
+    symbols = function() return of_targets("symbols") end,
+    sources = function() return of_targets("source_files") end,
+  }
+  return require("perfsh.complete").candidates(line, cursor, env)
+end
+
+--- A line that begins with ":" is a command: ":help [topic]". Returns the text to print.
+function repl.command(line)
+  local cmd, rest = line:match("^:(%S*)%s*(.-)%s*$")
+  if cmd == "help" or cmd == "h" then return require("perfsh.help").text(rest) end
+  return ("unknown command ':%s'; :help lists the functions"):format(cmd or "")
 end
 
 return repl

@@ -1,0 +1,171 @@
+-- The REPL: Tab completion (perfsh.complete, a pure function of the line), :help and help,
+-- and one pass through a pseudo-terminal (script(1)) that completes with Tab.
+local support = dofile("tests/support.lua")
+local complete = require "perfsh.complete"
+local repl = require "perfsh.repl"
+local P = support.perfsh:match("^/") and support.perfsh or support.abspath((support.perfsh:gsub("^%./", "")))
+local q = support.q
+
+-- A tracee-like object: methods through its metatable's __index.
+local Methods = {run = function() end, region = function() end, regions_of = {}, status = function() end}
+Methods.__index = Methods
+Methods.__tostring = function() return "t" end
+local env = {
+  globals = {
+    perfsh = {group = function() end, spawn = function() end, stats = function() end, version = "0.1"},
+    string = string, t = setmetatable({ud = 1, argv = {}}, Methods), s = "text", print = print,
+    pairs = pairs, pcall = pcall,
+  },
+  events = function() return {"task-clock", "cpu-clock", "page-faults", "sched:sched_switch"} end,
+  symbols = function() return {"sum", "sum_all", "main", "nap"} end,
+  sources = function() return {"examples/sum.c", "/usr/include/stdlib.h", "/src/nap.c"} end,
+}
+
+local function cands(line)
+  local c, start = complete.candidates(line, #line, env)
+  return c, start
+end
+
+describe("Tab completion", function()
+  local cases = {
+    {"p", {"pairs", "pcall", "perfsh", "print"}, 1},
+    {"per", {"perfsh"}, 1},
+    {"x = pe", {"perfsh"}, 5},
+    {"perfsh.", {"group", "spawn", "stats", "version"}, 8},
+    {"perfsh.s", {"spawn", "stats"}, 8},
+    {"print(perfsh.gr", {"group"}, 14},
+    {"t:", {"region", "run", "status"}, 3},
+    {"t:r", {"region", "run"}, 3},
+    {"t.", {"argv", "region", "regions_of", "run", "status", "ud"}, 3},
+    {"t:__to", {"__tostring"}, 3},
+    {"string.fo", {"format"}, 8},
+    {"s:up", {"upper"}, 3},
+    {"s:len():", {}, 9},
+    {"nothere.x", {}, 9},
+    {"1.5", {}, 1},
+    {'x = {events = {"ta', {"task-clock"}, 17},
+    {'x = {events = {"task-clock", "c', {"cpu-clock"}, 31},
+    {'perfsh.group{"sched:', {"sched:sched_switch"}, 15},
+    {'perfsh.group "p', {"page-faults"}, 15},
+    {'perfsh.group{"', {"cpu-clock", "page-faults", "sched:sched_switch", "task-clock"}, 15},
+    {'t:region{func = "su', {"sum", "sum_all"}, 18},
+    {'t:region{"su', {"sum", "sum.c:", "sum_all"}, 11},
+    {'t:region{from = "examples/su', {"examples/sum.c:"}, 18},
+    {'t:region{range = "su', {"sum.c:"}, 19},
+    {'t:region{range = "na', {"nap.c:"}, 19},
+    {'t:region{to = "/usr/include/st', {"/usr/include/stdlib.h:"}, 16},
+    {'print("su', {}, 8},
+    {'-- perfsh.', {}, 11},
+  }
+  for _, case in ipairs(cases) do
+    it(("completes %s"):format(case[1]), function()
+      local c, start = cands(case[1])
+      assert.are.same(case[2], c)
+      assert.are.equal(case[3], start)
+    end)
+  end
+
+  it("completes at the cursor, not at the end of the line", function()
+    local c, start = complete.candidates("perfsh.sp + 1", 9, env)
+    assert.are.same({"spawn"}, c)
+    assert.are.equal(8, start)
+  end)
+
+  it("offers no symbols or sources when no target is loaded", function()
+    local c = complete.candidates('t:region{func = "su', 19, {globals = {}})
+    assert.are.same({}, c)
+  end)
+
+  it("finds the REPL's names, the events that open here and a loaded target's symbols", function()
+    assert.are.same({"spawn"}, (repl.complete("perfsh.spaw", 11)))
+    assert.are.same({"task-clock"}, (repl.complete('perfsh.group{"task-cl', 21)))
+    _G.repl_t = perfsh.spawn{"examples/sum", events = {"task-clock"}, stdout = "/dev/null"}
+    local ok, err = pcall(function()
+      assert.are.same({"sum"}, (repl.complete('repl_t:region{func = "su', 24)))
+      assert.are.same({"examples/sum.c:"}, (repl.complete('repl_t:region{range = "examples/su', 33)))
+    end)
+    _G.repl_t:close()
+    _G.repl_t = nil
+    assert(ok, err)
+  end)
+end)
+
+describe("help", function()
+  it(":help TOPIC gives the summary and an example", function()
+    assert.are.equal("perfsh.spawn: start a program traced, stopped before its first instruction\n"
+      .. '  example: t = perfsh.spawn{"examples/sum", events = {"task-clock"}}', repl.command(":help spawn"))
+    assert.are.equal("t:run: run to the end, or pause after hits, seconds or a condition\n"
+      .. "  example: t:run{hits = 100}", repl.command(":help t:run"))
+    assert.are.equal("r:stats: count, sum, mean, stddev, min, p50, p90, p99, max per event\n"
+      .. "  example: r:stats().time_ns.p50", repl.command(":help r.stats"))
+    assert.are.equal("no help on 'nope'; help lists the topics", repl.command(":help nope"))
+    assert.are.equal("unknown command ':nope'; :help lists the functions", repl.command(":nope"))
+  end)
+
+  it("has a topic for every function of perfsh and of tracee and region objects", function()
+    local help = require "perfsh.help"
+    local have = {}
+    for _, t in ipairs(help.topics) do have[t[1]] = true end
+    local internal = {core = true, version = true, Region = true}
+    for k, v in pairs(perfsh) do
+      if type(v) == "function" and not internal[k] then assert.truthy(have["perfsh." .. k], k) end
+    end
+    local t = perfsh.spawn{"examples/sum", events = {}, stdout = "/dev/null"}
+    local r = t:region{func = "sum"}
+    local mine = {region = true, sdt_region = true, run = true, status = true, info = true, hits = true,
+      events = true, save = true, detach = true, close = true}
+    for k in pairs(mine) do assert.truthy(have["t:" .. k], k) end
+    for _, k in ipairs{"hits", "list", "series", "stats", "stats_by", "info", "on_slow"} do
+      assert.are.equal("function", type(r[k]), k)
+      assert.truthy(have["r:" .. k], k)
+    end
+    t:close()
+  end)
+
+  it("names the API's functions when the REPL prints them", function()
+    assert.are.equal('function perfsh.spawn (help "perfsh.spawn")', repl.format(perfsh.spawn))
+    assert.are.equal('function r:stats (help "r:stats")', repl.format(require("perfsh.region").stats))
+    assert.truthy(repl.format(print):find("^function: "), repl.format(print))
+  end)
+
+  it("help, help \"topic\" and :help work in the shell", function()
+    local out, err, rc = support.sh(("printf 'help\\n:help t:region\\nhelp \"perfsh.now\"\\n' | %s"):format(q(P)))
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("^perfsh: help \"NAME\" or :help NAME"), out)
+    assert.truthy(out:find("\nt:region: a region to measure", 1, true), out)
+    assert.truthy(out:find("\nperfsh.now: a monotonic clock in ns\n  example: perfsh.now()\n", 1, true), out)
+  end)
+end)
+
+describe("the REPL on a terminal", function()
+  it("completes a name and an event name with Tab, and keeps the line in its history file", function()
+    -- through a pseudo-terminal (script(1)); the driver types only once the prompt is shown
+    -- and waits for the result, polling for up to 20 s.
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. q(dir)))
+    local out, hist = dir .. "/out", dir .. "/history"
+    local res, err, rc = support.sh(([=[
+      waitfor() { i=0; while ! eval "$1"; do i=$((i+1)); [ $i -gt 200 ] && return 1; sleep 0.1; done; }
+      export PERFSH_HISTORY=%s
+      {
+        waitfor 'grep -q "perfsh> " %s' || true
+        printf 'print("R" .. type(perfsh.defau\t) .. perfsh.group{"task-cl\t"}:events()[1])\n'
+        waitfor 'grep -q "^R[a-z]*task-clock\|^R[a-z]*nil\|rror" %s' || true
+        printf '\004'
+      } | script -qfec %s /dev/null > %s
+      echo "script=$?"
+    ]=]):format(q(hist), q(out), q(out), q(P), q(out)))
+    local f = io.open(out)
+    local got = f and f:read("a"):gsub("\r", "") or ""
+    if f then f:close() end
+    f = io.open(hist)
+    local h = f and f:read("a") or ""
+    if f then f:close() end
+    os.execute("rm -rf " .. q(dir))
+    assert.are.equal(0, rc, err)
+    assert.truthy(res:find("script=0", 1, true), res .. got)
+    assert.truthy(got:find("\nRfunctiontask%-clock\n"), got)
+    assert.truthy(h:find("perfsh.default_events", 1, true), h)
+  end)
+end)
