@@ -13,9 +13,9 @@
  *
  * - Breakpoints are int3 bytes written with pwrite() on /proc/PID/mem; they stay in
  *   place while armed (no re-insertion dance). The displaced instruction is, in order of
- *   preference: emulated by the tracer (endbr64, nops, push reg, pushf, mov %rsp,%rbp,
- *   sub $imm,%rsp, call/jmp/jcc/loop rel, ret, and register-only mov, lea, mov $imm and
- *   xor %reg,%reg: no extra stop; tracer_xol.c), or executed OUT OF LINE
+ *   preference: emulated by the tracer (endbr64, nops, push reg, pushf, call/jmp/jcc/loop
+ *   rel, ret, and the register-only mov, movzx/movsx/movsxd, lea, add/sub/and/or/xor/adc/
+ *   sbb/cmp/test of x86emu.c, flags exact: no extra stop; tracer_xol.c), or executed OUT OF LINE
  *   in a scratch page mapped in the tracee (one mmap syscall injected at first need):
  *   the instruction is copied into a slot followed by an int3 and the thread is resumed
  *   there (one extra stop); rip-relative operands are rewritten to [reg+disp32] with a

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "tracer.h"
+#include "x86emu.h"
 #include "x86insn.h"
 
 #define SLOT_SIZE 32
@@ -43,19 +44,13 @@ enum emu {
 	EMU_XOL,  /* run out of line, int3 after it */
 	EMU_STEP, /* run out of line, single-step (indirect branches) */
 	EMU_SKIP, /* no effect: endbr64, nop */
-	EMU_PUSH, /* push %reg (cc = register number) */
 	EMU_PUSHF,
-	EMU_MOVRBP, /* mov %rsp,%rbp */
-	EMU_SUBRSP, /* sub $arg,%rsp */
-	EMU_CALL,   /* call rel32 to arg */
-	EMU_JMP,    /* jmp rel to arg */
-	EMU_JCC,    /* jcc (cc = condition) to arg */
-	EMU_LOOP,   /* loopne/loope/loop/jrcxz (cc = opcode & 3) to arg */
+	EMU_CALL, /* call rel32 to arg */
+	EMU_JMP,  /* jmp rel to arg */
+	EMU_JCC,  /* jcc (cc = condition) to arg */
+	EMU_LOOP, /* loopne/loope/loop/jrcxz (cc = opcode & 3) to arg */
 	EMU_RET,
-	EMU_MOVRR, /* mov %reg,%reg (64 or 32 bits) */
-	EMU_LEA,   /* lea disp(base,index,scale),%reg: no memory access */
-	EMU_MOVI,  /* mov $imm,%reg (arg = the value) */
-	EMU_ZERO,  /* xor %reg,%reg */
+	EMU_REG, /* register-only (push: and its store), by x86emu.c (@x) */
 };
 
 struct bp {
@@ -66,8 +61,7 @@ struct bp {
 	uint8_t fixcall; /* indirect call: fix the pushed return address */
 	uint8_t xol_len;
 	int64_t arg;
-	int8_t dst, src, base, index; /* registers of the register-only emulations, -1 none */
-	uint8_t scale, wide;	      /* lea's scale; 64-bit operation (else 32, zero-extended) */
+	struct ps_x86_emu x; /* EMU_REG */
 	uint8_t xol[SLOT_SIZE];
 };
 

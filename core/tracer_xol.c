@@ -17,66 +17,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int64_t le_signed(const uint8_t *p, int len)
-{
-	uint64_t v = 0;
-	for (int i = len - 1; i >= 0; i--)
-		v = v << 8 | p[i];
-	if (len < 8 && (v >> (8 * len - 1)) & 1)
-		v |= ~0ull << (8 * len);
-	return (int64_t)v;
-}
-
-/*
- * Register-only instructions common at function entries (gcc without -fcf-protection starts
- * many functions with one): mov between registers, lea, mov of an immediate, xor of a
- * register with itself. They touch no memory, so they are done on the saved registers and
- * cost no second stop. Anything else stays out of line.
- */
-static void reg_only(struct bp *b, const struct ps_x86_insn *in, const uint8_t *code, uint64_t next)
-{
-	uint8_t op = in->opcode, mod = in->modrm >> 6, rex = in->rex;
-	int w = !!(rex & 8), r = ((in->modrm >> 3) & 7) | (rex & 4 ? 8 : 0), m = (in->modrm & 7) | (rex & 1 ? 8 : 0);
-
-	b->wide = (uint8_t)w;
-	b->base = b->index = -1;
-	if ((op == 0x89 || op == 0x8b) && in->has_modrm && mod == 3) {
-		b->emu = EMU_MOVRR;
-		b->dst = (int8_t)(op == 0x89 ? m : r);
-		b->src = (int8_t)(op == 0x89 ? r : m);
-	} else if ((op == 0x31 || op == 0x33) && in->has_modrm && mod == 3 && r == m) {
-		b->emu = EMU_ZERO;
-		b->dst = (int8_t)r;
-	} else if (op >= 0xb8 && op <= 0xbf && (in->imm_len == 4 || in->imm_len == 8)) {
-		b->emu = EMU_MOVI;
-		b->dst = (int8_t)((op & 7) | (rex & 1 ? 8 : 0));
-		b->arg = le_signed(code + in->imm_off, in->imm_len);
-		if (in->imm_len == 4)
-			b->arg = (int64_t)(uint32_t)b->arg;
-	} else if (op == 0xc7 && in->has_modrm && mod == 3 && ((in->modrm >> 3) & 7) == 0 && in->imm_len == 4) {
-		b->emu = EMU_MOVI;
-		b->dst = (int8_t)m;
-		b->arg = le_signed(code + in->imm_off, 4); /* sign-extended with REX.W */
-		if (!w)
-			b->arg = (int64_t)(uint32_t)b->arg;
-	} else if (op == 0x8d && in->has_modrm && mod != 3) {
-		b->emu = EMU_LEA;
-		b->dst = (int8_t)r;
-		b->arg = in->disp_len ? le_signed(code + in->disp_off, in->disp_len) : 0;
-		if (in->riprel) {
-			b->arg += (int64_t)next;
-		} else if ((in->modrm & 7) == 4) {
-			uint8_t sib = code[in->modrm_off + 1];
-			int idx = ((sib >> 3) & 7) | (rex & 2 ? 8 : 0), base = (sib & 7) | (rex & 1 ? 8 : 0);
-			b->scale = (uint8_t)(1 << (sib >> 6));
-			b->index = (int8_t)(idx == 4 ? -1 : idx);
-			b->base = (int8_t)((sib & 7) == 5 && mod == 0 ? -1 : base);
-		} else {
-			b->base = (int8_t)m;
-		}
-	}
-}
-
 int ps__tr_bp_prepare(struct bp *b, const uint8_t *code, size_t n, struct ps_error *err)
 {
 	struct ps_x86_insn in;
@@ -114,18 +54,10 @@ int ps__tr_bp_prepare(struct bp *b, const uint8_t *code, size_t n, struct ps_err
 			bad = "xbegin";
 		else if (op == 0x90 && !(rex & 1) && !in.pf2)
 			b->emu = EMU_SKIP;
-		else if (op >= 0x50 && op <= 0x57 && plain && (!rex || rex == 0x41)) {
-			b->emu = EMU_PUSH;
-			b->cc = (uint8_t)((op & 7) + (rex ? 8 : 0));
-		} else if (op == 0x9c && plain && !rex)
+		else if (op == 0x9c && plain && !rex)
 			b->emu = EMU_PUSHF;
-		else if (plain && rex == 0x48 && ((op == 0x89 && in.modrm == 0xe5) || (op == 0x8b && in.modrm == 0xec)))
-			b->emu = EMU_MOVRBP;
-		else if (plain && rex == 0x48 && (op == 0x83 || op == 0x81) && in.modrm == 0xec) {
-			b->emu = EMU_SUBRSP;
-			b->arg = rel;
-		} else if (op == 0xe8 || op == 0xe9 || op == 0xeb || (op >= 0x70 && op <= 0x7f) ||
-			   (op >= 0xe0 && op <= 0xe3)) {
+		else if (op == 0xe8 || op == 0xe9 || op == 0xeb || (op >= 0x70 && op <= 0x7f) ||
+			 (op >= 0xe0 && op <= 0xe3)) {
 			if (brpfx)
 				bad = "a relative branch with an operand- or address-size prefix";
 			b->arg = (int64_t)next + rel;
@@ -139,8 +71,8 @@ int ps__tr_bp_prepare(struct bp *b, const uint8_t *code, size_t n, struct ps_err
 		else if (op == 0xc2 || (op == 0xff && (reg == 2 || reg == 4))) {
 			b->emu = EMU_STEP;
 			b->fixcall = op == 0xff && reg == 2;
-		} else if (plain && !in.other_prefix)
-			reg_only(b, &in, code, next);
+		} else if (!ps_x86_emu_prepare(&b->x, code, n, b->addr))
+			b->emu = EMU_REG;
 	} else if (in.map == 1) {
 		if (op == 0x05 || op == 0x07 || op == 0x34 || op == 0x35)
 			bad = "a syscall instruction";
@@ -154,7 +86,8 @@ int ps__tr_bp_prepare(struct bp *b, const uint8_t *code, size_t n, struct ps_err
 			b->emu = EMU_JCC;
 			b->cc = op & 15;
 			b->arg = (int64_t)next + rel;
-		}
+		} else if (!ps_x86_emu_prepare(&b->x, code, n, b->addr))
+			b->emu = EMU_REG; /* movzx, movsx */
 	}
 	if (bad)
 		return ps_error_set(err, PS_EUSAGE, "cannot place a breakpoint at 0x%llx: %s",
@@ -359,20 +292,6 @@ static int cond(unsigned cc, unsigned long long fl)
 	return (cc & 1) ? !v : v;
 }
 
-static unsigned long long sub_flags(unsigned long long fl, uint64_t a, uint64_t b)
-{
-	uint64_t r = a - b;
-	unsigned long long f = fl & ~0x8d5ull; /* CF PF AF ZF SF OF */
-
-	f |= a < b ? 1 : 0;
-	f |= __builtin_parity((unsigned)(r & 0xff)) ? 0 : 4;
-	f |= ((a ^ b ^ r) & 0x10) ? 0x10 : 0;
-	f |= r == 0 ? 0x40 : 0;
-	f |= (r >> 63) ? 0x80 : 0;
-	f |= (((a ^ b) & (a ^ r)) >> 63) ? 0x800 : 0;
-	return f;
-}
-
 /* Write 8 bytes just below rsp; when the stack must grow first, let the thread push. */
 static int push8(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r, uint64_t v, int *fsig)
 {
@@ -406,23 +325,20 @@ int ps__tr_displaced(struct ps_tracer *t, struct thread *th, const struct bp *b,
 	case EMU_SKIP:
 		r->rip = next;
 		return 0;
-	case EMU_PUSH:
 	case EMU_PUSHF:
-		v = b->emu == EMU_PUSH ? *regp(r, b->cc) : (r->eflags & ~0x30100ull);
+		v = r->eflags & ~0x30100ull;
 		if (mem_wr(th->proc, r->rsp - 8, &v, 8))
 			break; /* stack must grow: run it out of line */
 		r->rsp -= 8;
 		r->rip = next;
 		return 0;
-	case EMU_MOVRBP:
-		r->rbp = r->rsp;
-		r->rip = next;
+	case EMU_REG: {
+		struct user_regs_struct s = *r;
+		if (ps_x86_emu_run(&b->x, &s, &v) && mem_wr(th->proc, s.rsp, &v, 8))
+			break; /* push, and the stack must grow: run it out of line */
+		*r = s;
 		return 0;
-	case EMU_SUBRSP:
-		r->eflags = sub_flags(r->eflags, r->rsp, (uint64_t)b->arg);
-		r->rsp -= (uint64_t)b->arg;
-		r->rip = next;
-		return 0;
+	}
 	case EMU_CALL:
 		if ((rc = push8(t, th, r, next, fsig)) != 0)
 			return rc;
@@ -452,34 +368,10 @@ int ps__tr_displaced(struct ps_tracer *t, struct thread *th, const struct bp *b,
 		r->rsp += 8;
 		r->rip = v;
 		return 0;
-	case EMU_MOVRR:
-		v = *regp(r, b->src);
-		*regp(r, b->dst) = b->wide ? v : (uint32_t)v;
-		r->rip = next;
-		return 0;
-	case EMU_MOVI:
-		*regp(r, b->dst) = (uint64_t)b->arg;
-		r->rip = next;
-		return 0;
-	case EMU_ZERO:
-		*regp(r, b->dst) = 0;
-		/* CF OF SF AF clear, ZF PF set */
-		r->eflags = (r->eflags & ~0x8d5ull) | 0x44;
-		r->rip = next;
-		return 0;
-	case EMU_LEA:
-		v = (uint64_t)b->arg;
-		if (b->base >= 0)
-			v += *regp(r, b->base);
-		if (b->index >= 0)
-			v += *regp(r, b->index) * b->scale;
-		*regp(r, b->dst) = b->wide ? v : (uint32_t)v;
-		r->rip = next;
-		return 0;
 	default:
 		break;
 	}
-	if (b->emu == EMU_PUSH || b->emu == EMU_PUSHF || b->emu == EMU_RET) {
+	if (b->emu == EMU_REG || b->emu == EMU_PUSHF || b->emu == EMU_RET) {
 		struct bp c = *b;
 		c.emu = EMU_XOL;
 		return xol(t, th, &c, SLOT_SPARE, 0, r, fsig);
