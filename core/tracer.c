@@ -350,7 +350,7 @@ static void th_free_all(struct ps_tracer *t)
 			}
 }
 
-int ps_tracer_run(struct ps_tracer *t, struct ps_error *err)
+static int run_loop(struct ps_tracer *t, struct ps_error *err)
 {
 	int st;
 
@@ -400,6 +400,14 @@ int ps_tracer_run(struct ps_tracer *t, struct ps_error *err)
 		if (ps__tr_handle(t, w, st))
 			return -1;
 	}
+}
+
+int ps_tracer_run(struct ps_tracer *t, struct ps_error *err)
+{
+	ps__tr_wait_begin(t);
+	int rc = run_loop(t, err);
+	ps__tr_wait_end(t);
+	return rc;
 }
 
 int ps_tracer_status(const struct ps_tracer *t, int *exited, int *code, int *signo)

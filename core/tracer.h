@@ -203,7 +203,8 @@ void ps_tracer_free(struct ps_tracer *t);
  */
 uint64_t ps_tracer_load_bias(struct ps_tracer *t, const char *path_or_null);
 
-/* ps_tracer_cpu() - the CPU stopped thread @tid last ran on (field 39 of its stat), -1. */
+/* ps_tracer_cpu() - the CPU stopped thread @tid last ran on, -1: the cpu_id of its rseq area
+ * (one read of its memory), else field 39 of its /proc stat. */
 int ps_tracer_cpu(struct ps_tracer *t, pid_t tid);
 
 /* ps_tracer_stops() - how many ptrace stops were handled so far. */

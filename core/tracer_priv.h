@@ -99,6 +99,8 @@ struct thread {
 	struct frame *fr;
 	int nfr, capfr;
 	int statfd;
+	uint64_t rseq_cpu; /* address of cpu_id in its rseq area; 0 unknown (ps_tracer_cpu()) */
+	int rseq_wait;	   /* ps_tracer_cpu() calls before the rseq area is looked for again */
 	int nsig;
 	int sig[4];
 };
@@ -118,8 +120,10 @@ struct ps_tracer {
 	int *bph; /* address hash: bp index, -1 empty */
 	unsigned bphcap;
 	volatile sig_atomic_t intr;
-	uint64_t deadline; /* CLOCK_MONOTONIC ns at which ps_tracer_run() pauses, 0: none */
-	int sfd;	   /* signalfd for SIGCHLD (tracer_wait.c), -1 until first needed */
+	uint64_t deadline;	      /* CLOCK_MONOTONIC ns at which ps_tracer_run() pauses, 0: none */
+	int sfd;		      /* signalfd for SIGCHLD (tracer_wait.c), -1 until first needed */
+	sigset_t sig_old, sig_during; /* the mask outside ps_tracer_run(), and while it sleeps */
+	uint64_t sig_polled;	      /* when pending signals were last let in (CLOCK_MONOTONIC ns) */
 	int pause;
 	const char *abort;
 	int ended, code, signo;
@@ -241,6 +245,9 @@ int ps__tr_settle(struct ps_tracer *t);
 
 /* tracer_wait.c */
 pid_t ps__tr_wait(struct ps_tracer *t, int *st);
+/* Around ps_tracer_run()'s loop: the signals ps__tr_wait() lets in only while it sleeps. */
+void ps__tr_wait_begin(struct ps_tracer *t);
+void ps__tr_wait_end(struct ps_tracer *t);
 int ps__tr_tty_signal(const struct ps_tracer *t, pid_t tid, int sig);
 
 /* tracer_xol.c */

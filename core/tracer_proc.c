@@ -326,6 +326,8 @@ int ps__tr_on_exec(struct ps_tracer *t, struct thread *th)
 	p->entry = 0;
 	p->tramp_on = 0;
 	p->scratch = 0;
+	th->rseq_cpu = 0; /* exec unregisters the rseq area */
+	th->rseq_wait = 0;
 	free(p->slot);
 	p->slot = NULL;
 	if (p->silent) {
@@ -355,14 +357,34 @@ int ps__tr_on_exec(struct ps_tracer *t, struct thread *th)
 	return 0;
 }
 
+/* Where the kernel keeps the CPU thread @th runs on, in its rseq area (glibc registers one for
+   each thread): the address of cpu_id, or 0 if it has none (yet). */
+static uint64_t rseq_cpu(struct thread *th)
+{
+	struct __ptrace_rseq_configuration c;
+
+	if (th->rseq_cpu || th->rseq_wait-- > 0)
+		return th->rseq_cpu;
+	if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, th->tid, sizeof c, &c) == (long)sizeof c && c.rseq_abi_pointer &&
+	    c.rseq_abi_size >= 8)
+		th->rseq_cpu = c.rseq_abi_pointer + 4; /* struct rseq: u32 cpu_id_start, u32 cpu_id */
+	else
+		th->rseq_wait = 64; /* not registered yet (or at all): look again later */
+	return th->rseq_cpu;
+}
+
 int ps_tracer_cpu(struct ps_tracer *t, pid_t tid)
 {
 	struct thread *th = ps__tr_th_find(t, tid);
 	char buf[1024], path[64];
 	ssize_t n;
+	int32_t cpu;
 
 	if (!th)
 		return -1;
+	uint64_t a = th->proc ? rseq_cpu(th) : 0;
+	if (a && !mem_rd(th->proc, a, &cpu, sizeof cpu) && cpu >= 0)
+		return cpu;
 	if (th->statfd < 0) {
 		snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)(th->proc ? th->proc->pid : tid), (int)tid);
 		if ((th->statfd = open(path, O_RDONLY | O_CLOEXEC)) < 0)

@@ -3,9 +3,11 @@
  *
  * ps_tracer_run() must return on time even when no stop arrives (a thread blocked in read()
  * or sleep(), or inside one long call): it waits in ppoll() on a signalfd for SIGCHLD, with
- * the deadline as the timeout. SIGCHLD, SIGINT, SIGTERM, SIGHUP and SIGALRM are blocked
- * between the check of the interrupt flag and ppoll(), which unblocks them atomically, so a
- * signal whose handler calls ps_tracer_interrupt() is never missed.
+ * the deadline as the timeout. SIGCHLD, SIGINT, SIGTERM, SIGHUP and SIGALRM stay blocked
+ * while ps_tracer_run() runs (two sigprocmask calls a run, not two a stop); ppoll() unblocks
+ * them atomically, so a signal whose handler calls ps_tracer_interrupt() is never missed.
+ * When stops come so fast that ppoll() is never reached, a zero-timeout ppoll() every few
+ * milliseconds lets pending signals in.
  */
 #include "tracer.h"
 
@@ -37,6 +39,9 @@ void ps_tracer_interrupt(struct ps_tracer *t)
 	t->intr = 1;
 }
 
+/* How often pending signals are let in when stops never leave time to sleep. */
+#define SIGNAL_POLL_NS 5000000u
+
 /* Block until a tracee changes state, the deadline passes or a signal interrupts. */
 static void block(struct ps_tracer *t, const sigset_t *during)
 {
@@ -50,53 +55,72 @@ static void block(struct ps_tracer *t, const sigset_t *during)
 		ts.tv_nsec = (long)(left % 1000000000u);
 		tsp = &ts;
 	}
-	if (ppoll(&pfd, 1, tsp, during) > 0)
-		while (read(t->sfd, &si, sizeof si) == (ssize_t)sizeof si)
-			;
+	if (ppoll(&pfd, 1, tsp, during) > 0) {
+		ssize_t n = read(t->sfd, &si, sizeof si); /* SIGCHLD is not queued: one read empties it */
+		(void)n;
+	}
+	t->sig_polled = mono_ns();
 }
 
-pid_t ps__tr_wait(struct ps_tracer *t, int *st)
+void ps__tr_wait_begin(struct ps_tracer *t)
 {
-	sigset_t blk, old, during;
-	pid_t w;
-	int e;
+	sigset_t blk;
 
-	if (t->sfd < 0) {
-		sigset_t chld;
-		sigemptyset(&chld);
-		sigaddset(&chld, SIGCHLD);
-		t->sfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
-		if (t->sfd < 0)
-			return waitpid(-1, st, __WALL); /* no signalfd: wait as before */
-	}
 	sigemptyset(&blk);
 	sigaddset(&blk, SIGCHLD);
 	sigaddset(&blk, SIGINT);
 	sigaddset(&blk, SIGTERM);
 	sigaddset(&blk, SIGHUP);
 	sigaddset(&blk, SIGALRM);
-	sigprocmask(SIG_BLOCK, &blk, &old);
-	during = old;
-	sigaddset(&during, SIGCHLD); /* SIGCHLD only ever reaches the signalfd */
-	for (;;) {
-		if (t->intr) {
-			w = 0;
-			break;
+	sigprocmask(SIG_BLOCK, &blk, &t->sig_old);
+	t->sig_during = t->sig_old;
+	sigaddset(&t->sig_during, SIGCHLD); /* SIGCHLD only ever reaches the signalfd */
+	t->sig_polled = mono_ns();
+}
+
+void ps__tr_wait_end(struct ps_tracer *t)
+{
+	int e = errno;
+	sigprocmask(SIG_SETMASK, &t->sig_old, NULL);
+	errno = e;
+}
+
+pid_t ps__tr_wait(struct ps_tracer *t, int *st)
+{
+	static const struct timespec zero;
+	pid_t w;
+
+	if (t->sfd < 0) {
+		sigset_t chld;
+		sigemptyset(&chld);
+		sigaddset(&chld, SIGCHLD);
+		t->sfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+		if (t->sfd < 0) { /* no signalfd: wait as before, signals let in */
+			sigprocmask(SIG_SETMASK, &t->sig_old, NULL);
+			w = waitpid(-1, st, __WALL);
+			int e = errno;
+			sigprocmask(SIG_BLOCK, &t->sig_during, NULL);
+			errno = e;
+			return w;
 		}
-		if (t->deadline && mono_ns() >= t->deadline) {
+	}
+	for (;;) {
+		uint64_t now = mono_ns();
+		if (now - t->sig_polled >= SIGNAL_POLL_NS) {
+			ppoll(NULL, 0, &zero, &t->sig_during); /* handlers of pending signals run */
+			t->sig_polled = now;
+		}
+		if (t->intr)
+			return 0;
+		if (t->deadline && now >= t->deadline) {
 			t->intr = 1; /* ps_tracer_run() returns 0: paused */
-			w = 0;
-			break;
+			return 0;
 		}
 		w = waitpid(-1, st, __WALL | WNOHANG);
 		if (w != 0)
-			break;
-		block(t, &during);
+			return w;
+		block(t, &t->sig_during);
 	}
-	e = errno;
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	errno = e;
-	return w;
 }
 
 /* The keys of a terminal (Ctrl-C, Ctrl-\) signal its whole foreground process group; a

@@ -637,6 +637,58 @@ TEST(tracer_attach_detach)
 	CHECK_STR(slurp(out), slurp(want));
 }
 
+/* Field 39 of /proc/PID/task/TID/stat: the CPU the thread last ran on. */
+static int stat_cpu(pid_t tid)
+{
+	char path[64], buf[1024];
+	int fd, cpu = -1;
+
+	snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)tid, (int)tid);
+	if ((fd = open(path, O_RDONLY)) < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	char *s = strrchr(buf, ')');
+	for (int field = 2; s && field < 39; field++)
+		s = strchr(s + 1, ' ');
+	if (s)
+		cpu = atoi(s + 1);
+	return cpu;
+}
+
+/* ps_tracer_cpu() reads the rseq area's cpu_id: at a stop it is the CPU /proc says (it may
+   differ only when the thread moved inside the kernel between its last instruction and the
+   stop, so most stops, not all, must agree). */
+TEST(tracer_cpu_rseq)
+{
+	static struct rec r;
+	struct ps_error err = {0};
+	const char *bin = fx(1);
+	char n[] = "1000";
+	int agree = 0, samples = 0;
+
+	if (!bin)
+		SKIP("cc failed");
+	char *argv[] = {(char *)bin, "calls", n, NULL};
+	memset(&r, 0, sizeof r);
+	struct ps_tracer *t = spawn_out(argv, NULL, &r, &err);
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	CHECK(ps_tracer_bp_add(t, nm_addr(bin, "fx_work") + ps_tracer_load_bias(t, NULL), PS_BP_FUNC, &err) >= 0);
+	for (r.pause_at = 1; samples < 40 && ps_tracer_run(t, &err) == 0; r.pause_at = r.hits + 1, samples++) {
+		int cpu = ps_tracer_cpu(t, ps_tracer_pid(t)), want = stat_cpu(ps_tracer_pid(t));
+		CHECK(cpu >= 0 && cpu < 4096);
+		agree += cpu == want;
+	}
+	CHECK_EQ_INT(samples, 40);
+	CHECK(agree >= samples / 2);
+	ps_tracer_free(t);
+}
+
 TEST(tracer_longjmp_unwound)
 {
 	static struct rec r;
