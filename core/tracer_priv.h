@@ -124,6 +124,7 @@ struct ps_tracer {
 	int sfd;		      /* signalfd for SIGCHLD (tracer_wait.c), -1 until first needed */
 	sigset_t sig_old, sig_during; /* the mask outside ps_tracer_run(), and while it sleeps */
 	uint64_t sig_polled;	      /* when pending signals were last let in (CLOCK_MONOTONIC ns) */
+	int sig_fresh;		      /* the last wait took a change after a SIGCHLD (tracer_wait.c) */
 	int pause;
 	const char *abort;
 	int ended, code, signo;

@@ -76,6 +76,7 @@ void ps__tr_wait_begin(struct ps_tracer *t)
 	t->sig_during = t->sig_old;
 	sigaddset(&t->sig_during, SIGCHLD); /* SIGCHLD only ever reaches the signalfd */
 	t->sig_polled = mono_ns();
+	t->sig_fresh = 0; /* SIGCHLDs that came between runs are gone */
 }
 
 void ps__tr_wait_end(struct ps_tracer *t)
@@ -104,6 +105,10 @@ pid_t ps__tr_wait(struct ps_tracer *t, int *st)
 			return w;
 		}
 	}
+	/* SIGCHLD is not queued: the one that woke the last wait may stand for several changes,
+	   so look before sleeping, unless the one thread there is has just been handled (its next
+	   change raises a SIGCHLD of its own) */
+	int look = !t->sig_fresh || t->nth != 1;
 	for (;;) {
 		uint64_t now = mono_ns();
 		if (now - t->sig_polled >= SIGNAL_POLL_NS) {
@@ -116,9 +121,14 @@ pid_t ps__tr_wait(struct ps_tracer *t, int *st)
 			t->intr = 1; /* ps_tracer_run() returns 0: paused */
 			return 0;
 		}
-		w = waitpid(-1, st, __WALL | WNOHANG);
-		if (w != 0)
-			return w;
+		if (look) {
+			w = waitpid(-1, st, __WALL | WNOHANG);
+			if (w != 0) {
+				t->sig_fresh = w > 0;
+				return w;
+			}
+		}
+		look = 1;
 		block(t, &t->sig_during);
 	}
 }
