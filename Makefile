@@ -149,8 +149,8 @@ examples/%: examples/%.cpp
 bench/hit_target: bench/hit_target.c
 	$(CC) -O2 -g -fcf-protection=full -o $@ $<
 
-bench/%: bench/%.c $(CORE_OBJ)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -o $@ $^ $(LDFLAGS) $(CORE_LIBS)
+bench/%: bench/%.c $(wildcard bench/*.h) $(CORE_OBJ)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -o $@ $(filter-out %.h,$^) $(LDFLAGS) $(CORE_LIBS)
 
 check: all $(B)/tests/c/run $(REPLAYS)
 	@PERFSH=$(B)/perfsh B=$(B) sh tests/run.sh

@@ -29,54 +29,9 @@
 #include "run.h"
 #include "symbols.h"
 #include "uprobe.h"
+#include "uprobe_floor.h"
 
-#define TARGET "bench/hit_target"
 #define REPS 5
-#define PAGES 2048 /* 8 MiB: every record of a run fits even if the reader never runs */
-
-struct fn {
-	const char *mode, *sym;
-	char path[4096];
-	uint64_t off;
-	int nop5;
-};
-
-static char nbuf[32];
-
-static void die(const char *what)
-{
-	fprintf(stderr, "uprobe_floor: %s: %s\n", what, strerror(errno));
-	exit(1);
-}
-
-/* Fork the target held on a pipe before its exec; *@go releases it. */
-static pid_t spawn_held(const char *mode, int *go)
-{
-	int p[2];
-	pid_t pid;
-
-	if (pipe(p))
-		die("pipe");
-	pid = fork();
-	if (pid == 0) {
-		char b, *argv[] = {TARGET, nbuf, (char *)mode, NULL};
-		close(p[1]);
-		if (read(p[0], &b, 1) != 1)
-			_exit(126);
-		execv(TARGET, argv);
-		_exit(127);
-	}
-	close(p[0]);
-	*go = p[1];
-	return pid;
-}
-
-static void release(int go)
-{
-	if (write(go, "g", 1) != 1)
-		die("write");
-	close(go);
-}
 
 static uint64_t run_plain(const char *mode)
 {
@@ -86,91 +41,6 @@ static uint64_t run_plain(const char *mode)
 
 	release(go);
 	waitpid(pid, &st, 0);
-	return ps_now_ns() - t0;
-}
-
-static int sys_open(struct perf_event_attr *a, pid_t pid, int group)
-{
-	int fd = (int)syscall(SYS_perf_event_open, a, pid, -1, group, PERF_FLAG_FD_CLOEXEC);
-	if (fd < 0)
-		die("perf_event_open");
-	return fd;
-}
-
-/* The floor's reader: count samples and lost records, free the space. */
-static void floor_drain(struct perf_event_mmap_page *mp, uint64_t *samples, uint64_t *lost)
-{
-	const unsigned char *data = (const unsigned char *)mp + mp->data_offset;
-	uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE), tail = mp->data_tail;
-	uint64_t mask = mp->data_size - 1;
-
-	while (tail < head) {
-		struct perf_event_header h;
-		memcpy(&h, data + (tail & mask), sizeof h);
-		if (h.type == PERF_RECORD_SAMPLE)
-			(*samples)++;
-		else if (h.type == PERF_RECORD_LOST) {
-			uint64_t rec[3];
-			size_t at = (size_t)((tail + 8) & mask), first = mp->data_size - at;
-			if (first >= 16)
-				memcpy(rec, data + at, 16);
-			else {
-				memcpy(rec, data + at, first);
-				memcpy((char *)rec + first, data, 16 - first);
-			}
-			*lost += rec[1];
-		}
-		tail += h.size;
-	}
-	__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
-}
-
-static uint64_t run_floor(const struct fn *f, uint64_t n)
-{
-	uint64_t t0 = ps_now_ns(), samples = 0, lost = 0;
-	int go, st = 0, fds[3];
-	pid_t pid = spawn_held(f->mode, &go);
-	struct perf_event_attr a;
-	size_t len = (size_t)(PAGES + 1) * (size_t)sysconf(_SC_PAGESIZE);
-
-	memset(&a, 0, sizeof a);
-	a.size = sizeof a;
-	a.type = PERF_TYPE_SOFTWARE;
-	a.config = PERF_COUNT_SW_TASK_CLOCK;
-	a.read_format =
-	    PERF_FORMAT_GROUP | PERF_FORMAT_ID | PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
-	a.exclude_kernel = 1;
-	a.exclude_hv = 1;
-	fds[0] = sys_open(&a, pid, -1);
-	a.type = (uint32_t)ps_machine_uprobe_type();
-	a.config1 = (uint64_t)(uintptr_t)f->path;
-	a.config2 = f->off;
-	a.sample_period = 1;
-	a.sample_type =
-	    PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_READ;
-	fds[1] = sys_open(&a, pid, fds[0]);
-	a.config = 1ull << ps_uprobe_retprobe_bit();
-	fds[2] = sys_open(&a, pid, fds[0]);
-	struct perf_event_mmap_page *mp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
-	if (mp == MAP_FAILED)
-		die("mmap");
-	if (ioctl(fds[2], PERF_EVENT_IOC_SET_OUTPUT, fds[1]) < 0)
-		die("PERF_EVENT_IOC_SET_OUTPUT");
-	release(go);
-	while (waitpid(pid, &st, WNOHANG) == 0) {
-		struct pollfd p = {fds[1], POLLIN, 0};
-		poll(&p, 1, 50);
-		floor_drain(mp, &samples, &lost);
-	}
-	floor_drain(mp, &samples, &lost);
-	munmap(mp, len);
-	for (int i = 2; i >= 0; i--)
-		close(fds[i]);
-	if (samples != 2 * n || lost) {
-		fprintf(stderr, "uprobe_floor: the floor saw %llu records (%llu lost), expected %llu\n",
-			(unsigned long long)samples, (unsigned long long)lost, (unsigned long long)(2 * n));
-		exit(1);
-	}
 	return ps_now_ns() - t0;
 }
 
@@ -227,8 +97,8 @@ int main(int argc, char **argv)
 		printf("uprobe_floor: skipped: %s\n", why);
 		return 0;
 	}
-	if (!realpath(TARGET, path) || ps_sym_open(&st, TARGET, &err)) {
-		fprintf(stderr, "uprobe_floor: cannot read %s (run make bench)\n", TARGET);
+	if (!realpath(UF_TARGET, path) || ps_sym_open(&st, UF_TARGET, &err)) {
+		fprintf(stderr, "uprobe_floor: cannot read %s (run make bench)\n", UF_TARGET);
 		return 1;
 	}
 	for (int i = 0; i < 2; i++) {
