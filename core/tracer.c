@@ -7,7 +7,7 @@
  *   tracer_xol.c   the displaced instruction: emulated or run out of line
  *   tracer_ret.c   catching returns (the trampoline and the shadow stacks)
  *   tracer_stop.c  handling each stop, settling every thread, resuming
- *   tracer_wait.c  waiting for the next stop (signalfd, deadline, interrupt)
+ *   tracer_wait.c  waiting for the next stop (sigtimedwait, deadline, interrupt)
  *
  * Choices:
  *
@@ -72,7 +72,6 @@ static struct ps_tracer *tracer_new(const struct ps_tracer_ops *ops, void *ud)
 	t->ud = ud;
 	t->code = -1;
 	t->err = &t->errbuf;
-	t->sfd = -1;
 	if (ps__tr_bph_rebuild(t, 16)) {
 		free(t);
 		return NULL;
@@ -536,8 +535,6 @@ void ps_tracer_free(struct ps_tracer *t)
 	th_free_all(t);
 	while (t->procs)
 		ps__tr_proc_free(t, t->procs);
-	if (t->sfd >= 0)
-		close(t->sfd);
 	free(t->th);
 	free(t->bp);
 	free(t->bph);

@@ -121,7 +121,6 @@ struct ps_tracer {
 	unsigned bphcap;
 	volatile sig_atomic_t intr;
 	uint64_t deadline;	      /* CLOCK_MONOTONIC ns at which ps_tracer_run() pauses, 0: none */
-	int sfd;		      /* signalfd for SIGCHLD (tracer_wait.c), -1 until first needed */
 	sigset_t sig_old, sig_during; /* the mask outside ps_tracer_run(), and while it sleeps */
 	uint64_t sig_polled;	      /* when pending signals were last let in (CLOCK_MONOTONIC ns) */
 	int sig_fresh;		      /* the last wait took a change after a SIGCHLD (tracer_wait.c) */

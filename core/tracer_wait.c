@@ -2,12 +2,12 @@
  * the terminal's signals kept away from a spawned program.
  *
  * ps_tracer_run() must return on time even when no stop arrives (a thread blocked in read()
- * or sleep(), or inside one long call): it waits in ppoll() on a signalfd for SIGCHLD, with
- * the deadline as the timeout. SIGCHLD, SIGINT, SIGTERM, SIGHUP and SIGALRM stay blocked
- * while ps_tracer_run() runs (two sigprocmask calls a run, not two a stop); ppoll() unblocks
- * them atomically, so a signal whose handler calls ps_tracer_interrupt() is never missed.
- * When stops come so fast that ppoll() is never reached, a zero-timeout ppoll() every few
- * milliseconds lets pending signals in.
+ * or sleep(), or inside one long call). SIGCHLD, SIGINT, SIGTERM, SIGHUP and SIGALRM stay
+ * blocked while ps_tracer_run() runs (two sigprocmask calls a run, not two a stop). It sleeps
+ * in sigtimedwait() for SIGCHLD, which takes the signal in the same call, until the deadline
+ * or at most SIGNAL_POLL_NS; every SIGNAL_POLL_NS a zero-timeout ppoll() unblocks the others
+ * for a moment, so the handlers of pending ones run (one calls ps_tracer_interrupt(): the run
+ * returns within that time, whether stops come fast or not at all).
  */
 #include "tracer.h"
 
@@ -16,7 +16,6 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/ptrace.h>
-#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -39,27 +38,23 @@ void ps_tracer_interrupt(struct ps_tracer *t)
 	t->intr = 1;
 }
 
-/* How often pending signals are let in when stops never leave time to sleep. */
-#define SIGNAL_POLL_NS 5000000u
+/* How often pending signals are let in (and, with no stop, how long one sleep lasts). */
+#define SIGNAL_POLL_NS 10000000u
 
-/* Block until a tracee changes state, the deadline passes or a signal interrupts. */
-static void block(struct ps_tracer *t, const sigset_t *during)
+/* Sleep until a SIGCHLD (taken), the deadline or the next time signals are let in. */
+static void sleep_chld(struct ps_tracer *t, uint64_t now)
 {
-	struct pollfd pfd = {.fd = t->sfd, .events = POLLIN};
-	struct timespec ts, *tsp = NULL;
-	struct signalfd_siginfo si;
+	uint64_t left = t->sig_polled + SIGNAL_POLL_NS > now ? t->sig_polled + SIGNAL_POLL_NS - now : 0;
+	struct timespec ts;
+	sigset_t chld;
 
-	if (t->deadline) {
-		uint64_t now = mono_ns(), left = t->deadline > now ? t->deadline - now : 0;
-		ts.tv_sec = (time_t)(left / 1000000000u);
-		ts.tv_nsec = (long)(left % 1000000000u);
-		tsp = &ts;
-	}
-	if (ppoll(&pfd, 1, tsp, during) > 0) {
-		ssize_t n = read(t->sfd, &si, sizeof si); /* SIGCHLD is not queued: one read empties it */
-		(void)n;
-	}
-	t->sig_polled = mono_ns();
+	if (t->deadline && t->deadline - now < left)
+		left = t->deadline - now; /* the deadline is not past: checked before */
+	ts.tv_sec = (time_t)(left / 1000000000u);
+	ts.tv_nsec = (long)(left % 1000000000u);
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigtimedwait(&chld, NULL, &ts);
 }
 
 void ps__tr_wait_begin(struct ps_tracer *t)
@@ -74,7 +69,7 @@ void ps__tr_wait_begin(struct ps_tracer *t)
 	sigaddset(&blk, SIGALRM);
 	sigprocmask(SIG_BLOCK, &blk, &t->sig_old);
 	t->sig_during = t->sig_old;
-	sigaddset(&t->sig_during, SIGCHLD); /* SIGCHLD only ever reaches the signalfd */
+	sigaddset(&t->sig_during, SIGCHLD); /* SIGCHLD is only ever taken by sigtimedwait() */
 	t->sig_polled = mono_ns();
 	t->sig_fresh = 0; /* SIGCHLDs that came between runs are gone */
 }
@@ -91,20 +86,6 @@ pid_t ps__tr_wait(struct ps_tracer *t, int *st)
 	static const struct timespec zero;
 	pid_t w;
 
-	if (t->sfd < 0) {
-		sigset_t chld;
-		sigemptyset(&chld);
-		sigaddset(&chld, SIGCHLD);
-		t->sfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
-		if (t->sfd < 0) { /* no signalfd: wait as before, signals let in */
-			sigprocmask(SIG_SETMASK, &t->sig_old, NULL);
-			w = waitpid(-1, st, __WALL);
-			int e = errno;
-			sigprocmask(SIG_BLOCK, &t->sig_during, NULL);
-			errno = e;
-			return w;
-		}
-	}
 	/* SIGCHLD is not queued: the one that woke the last wait may stand for several changes,
 	   so look before sleeping, unless the one thread there is has just been handled (its next
 	   change raises a SIGCHLD of its own) */
@@ -125,11 +106,16 @@ pid_t ps__tr_wait(struct ps_tracer *t, int *st)
 			w = waitpid(-1, st, __WALL | WNOHANG);
 			if (w != 0) {
 				t->sig_fresh = w > 0;
+				if (w < 0 || !WIFSTOPPED(*st) || WSTOPSIG(*st) != SIGTRAP) {
+					/* a signal or an exit: perfsh's own signal (the same kill) goes first */
+					ppoll(NULL, 0, &zero, &t->sig_during);
+					t->sig_polled = now;
+				}
 				return w;
 			}
 		}
 		look = 1;
-		block(t, &t->sig_during);
+		sleep_chld(t, now);
 	}
 }
 
