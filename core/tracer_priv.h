@@ -84,7 +84,8 @@ struct proc {
 	int tramp_on;	/* int3 written at entry */
 	struct bp tramp;
 	uint64_t scratch;
-	int *slot; /* per slot: bp index + 1 held there, -1 fixed content written */
+	uint64_t nwrites; /* mem_wr() calls so far: what was read ahead is stale once it moves */
+	int *slot;	  /* per slot: bp index + 1 held there, -1 fixed content written */
 	struct proc *next;
 };
 
@@ -101,6 +102,11 @@ struct thread {
 	int statfd;
 	uint64_t rseq_cpu; /* address of cpu_id in its rseq area; 0 unknown (ps_tracer_cpu()) */
 	int rseq_wait;	   /* ps_tracer_cpu() calls before the rseq area is looked for again */
+	/* read ahead at an entry stop, with one process_vm_readv() (ps__tr_prefetch()): the CPU and
+	   the return address at [pre_rsp]; good for stop number pre_stop while the process's
+	   nwrites is pre_nw */
+	uint64_t pre_stop, pre_nw, pre_rsp, pre_ret;
+	int pre_cpu;
 	int nsig;
 	int sig[4];
 };
@@ -141,6 +147,7 @@ static inline int mem_rd(struct proc *p, uint64_t a, void *buf, size_t n)
 
 static inline int mem_wr(struct proc *p, uint64_t a, const void *buf, size_t n)
 {
+	p->nwrites++;
 	return pwrite(p->memfd, buf, n, (off_t)a) == (ssize_t)n ? 0 : -1;
 }
 
@@ -247,6 +254,8 @@ int ps__tr_settle(struct ps_tracer *t);
 pid_t ps__tr_wait(struct ps_tracer *t, int *st);
 /* Around ps_tracer_run()'s loop: the signals ps__tr_wait() lets in only while it sleeps. */
 void ps__tr_wait_begin(struct ps_tracer *t);
+/* At an entry stop of @th: read its CPU and the word at @rsp in one call (tracer_proc.c). */
+void ps__tr_prefetch(struct ps_tracer *t, struct thread *th, uint64_t rsp);
 void ps__tr_wait_end(struct ps_tracer *t);
 int ps__tr_tty_signal(const struct ps_tracer *t, pid_t tid, int sig);
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -373,6 +374,22 @@ static uint64_t rseq_cpu(struct thread *th)
 	return th->rseq_cpu;
 }
 
+void ps__tr_prefetch(struct ps_tracer *t, struct thread *th, uint64_t rsp)
+{
+	uint64_t a = th->proc ? rseq_cpu(th) : 0, ret;
+	int32_t cpu;
+	struct iovec loc[2] = {{&ret, 8}, {&cpu, 4}}, rem[2] = {{(void *)(uintptr_t)rsp, 8}, {(void *)(uintptr_t)a, 4}};
+
+	th->pre_stop = 0;
+	if (!a || process_vm_readv(th->tid, loc, 2, rem, 2, 0) != 12 || cpu < 0)
+		return; /* each read on its own, when asked */
+	th->pre_stop = t->stops;
+	th->pre_nw = th->proc->nwrites;
+	th->pre_rsp = rsp;
+	th->pre_ret = ret;
+	th->pre_cpu = cpu;
+}
+
 int ps_tracer_cpu(struct ps_tracer *t, pid_t tid)
 {
 	struct thread *th = ps__tr_th_find(t, tid);
@@ -382,6 +399,8 @@ int ps_tracer_cpu(struct ps_tracer *t, pid_t tid)
 
 	if (!th)
 		return -1;
+	if (th->pre_stop == t->stops)
+		return th->pre_cpu;
 	uint64_t a = th->proc ? rseq_cpu(th) : 0;
 	if (a && !mem_rd(th->proc, a, &cpu, sizeof cpu) && cpu >= 0)
 		return cpu;

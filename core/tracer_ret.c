@@ -50,7 +50,11 @@ int ps__tr_catch_return(struct ps_tracer *t, struct thread *th, const struct use
 	struct frame f = {0, r->rsp, cookie, id, 0};
 	uint64_t cur;
 
-	if (tramp_on(t, p) || mem_rd(p, r->rsp, &cur, 8))
+	if (tramp_on(t, p))
+		return -1;
+	if (th->pre_stop == t->stops && th->pre_rsp == r->rsp && th->pre_nw == p->nwrites)
+		cur = th->pre_ret; /* read ahead with the CPU */
+	else if (mem_rd(p, r->rsp, &cur, 8))
 		return -1;
 	f.ret = cur;
 	if (cur == p->entry) {

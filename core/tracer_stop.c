@@ -133,6 +133,8 @@ int ps__tr_on_trap(struct ps_tracer *t, struct thread *th)
 			ps__tr_unwind_below(t, th, r.rsp + 1);
 	}
 	if (t->bp[id].enabled && !quiet(t, th) && t->ops.hit) {
+		if (t->bp[id].kind == PS_BP_FUNC)
+			ps__tr_prefetch(t, th, r.rsp); /* the CPU and the return address: one read */
 		rc = t->ops.hit(t->ud, th->tid, id, &r, &cookie);
 		cbres(t, rc, "hit");
 		if (rc > 0 && (rc & PS_TRACER_CATCH_RETURN) && t->bp[id].kind == PS_BP_FUNC &&
