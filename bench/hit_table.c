@@ -28,6 +28,7 @@
 
 #include "bench.h"
 #include "group.h"
+#include "ptrace_floor.h"
 #include "session.h"
 #include "symbols.h"
 #include "uprobe_floor.h"
@@ -47,76 +48,10 @@ static void set_n(uint64_t n)
 	snprintf(nbuf, sizeof nbuf, "%llu", (unsigned long long)n);
 }
 
-/* The ptrace floor: what the least a ptrace tracer does per call. The displaced entry
-   instruction is done on the registers (movslq) or skipped (the NOP); recursion and threads
-   are not its business (the target has neither). */
 static uint64_t run_ptrace_floor(const struct target *tg, const struct ps_event *ev, uint64_t n)
 {
-	uint64_t t0 = ps_now_ns(), entry, ret = 0, hits = 0;
-	unsigned char int3 = 0xcc, saved_entry, saved_ret = 0;
-	struct ps_group g = {0};
-	struct ps_reading rd;
-	struct ps_error err;
-	char path[64], exe[4096];
-	uint64_t bias;
-	int st, memfd;
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		char *argv[] = {UF_TARGET, nbuf, (char *)tg->fn.mode, NULL};
-		ptrace(PTRACE_TRACEME, 0, 0, 0);
-		execv(UF_TARGET, argv);
-		_exit(127);
-	}
-	waitpid(pid, &st, 0); /* the exec stop */
-	ptrace(PTRACE_SETOPTIONS, pid, 0, PTRACE_O_EXITKILL);
-	if (ps_group_open(&g, ev, 1, pid, -1, PS_GROUP_ENABLED, &err) ||
-	    ps_sym_find_mapping(pid, NULL, exe, sizeof exe, &bias, &err)) {
-		fprintf(stderr, "hit_table: ptrace floor: %s\n", err.msg);
-		exit(1);
-	}
-	entry = tg->entry_link + bias;
-	snprintf(path, sizeof path, "/proc/%d/mem", (int)pid);
-	memfd = open(path, O_RDWR | O_CLOEXEC);
-	if (pread(memfd, &saved_entry, 1, (off_t)entry) != 1 || pwrite(memfd, &int3, 1, (off_t)entry) != 1)
-		die("ptrace floor: /proc/PID/mem");
-	for (;;) {
-		struct user_regs_struct r;
-		ptrace(PTRACE_CONT, pid, 0, 0);
-		if (waitpid(pid, &st, 0) < 0 || WIFEXITED(st) || WIFSIGNALED(st))
-			break;
-		if (WSTOPSIG(st) != SIGTRAP) {
-			ptrace(PTRACE_CONT, pid, 0, WSTOPSIG(st));
-			continue;
-		}
-		ptrace(PTRACE_GETREGS, pid, 0, &r);
-		ps_group_read(&g, &rd, NULL);
-		if (r.rip - 1 == entry) {
-			if (tg->fn.nop5) {
-				r.rip = entry + 5;
-			} else { /* movslq %edi,%rax */
-				r.rax = (unsigned long long)(int64_t)(int32_t)r.rdi;
-				r.rip = entry + 3;
-			}
-			if (pread(memfd, &ret, 8, (off_t)r.rsp) != 8 || pread(memfd, &saved_ret, 1, (off_t)ret) != 1 ||
-			    pwrite(memfd, &int3, 1, (off_t)ret) != 1)
-				die("ptrace floor: /proc/PID/mem");
-		} else if (r.rip - 1 == ret) {
-			if (pwrite(memfd, &saved_ret, 1, (off_t)ret) != 1)
-				die("ptrace floor: /proc/PID/mem");
-			r.rip = ret;
-			hits++;
-		}
-		ptrace(PTRACE_SETREGS, pid, 0, &r);
-	}
-	close(memfd);
-	ps_group_close(&g);
-	if (hits != n) {
-		fprintf(stderr, "hit_table: the ptrace floor saw %llu returns, expected %llu\n",
-			(unsigned long long)hits, (unsigned long long)n);
-		exit(1);
-	}
-	return ps_now_ns() - t0;
+	char *argv[] = {UF_TARGET, nbuf, (char *)tg->fn.mode, NULL};
+	return ptrace_floor_run(argv, ev, 1, tg->entry_link, tg->fn.nop5 ? FLOOR_NOP5 : FLOOR_MOVSLQ, n);
 }
 
 /* A perfsh session on the target, caught by @how; checks every hit was recorded. */

@@ -21,6 +21,7 @@
 
 #include "bench.h"
 #include "group.h"
+#include "ptrace_floor.h"
 #include "run.h"
 #include "session.h"
 #include "symbols.h"
@@ -77,77 +78,9 @@ static uint64_t run_perfsh(const struct ps_event *ev, int nev, uint64_t n, doubl
 	return t;
 }
 
-/* The floor: the least a ptrace tracer can do per call. Recursion and threads are not its
-   business (the target has neither). */
 static uint64_t run_floor(const struct ps_event *ev, int nev, uint64_t entry_link, uint64_t n)
 {
-	uint64_t t0 = ps_now_ns(), entry, ret = 0, hits = 0;
-	unsigned char int3 = 0xcc, saved_entry, saved_ret = 0;
-	struct ps_group g = {0};
-	struct ps_reading rd;
-	struct ps_error err;
-	char path[64];
-	int st, memfd;
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		ptrace(PTRACE_TRACEME, 0, 0, 0);
-		execv(TARGET, target_argv);
-		_exit(127);
-	}
-	waitpid(pid, &st, 0); /* the exec stop */
-	ptrace(PTRACE_SETOPTIONS, pid, 0, PTRACE_O_EXITKILL);
-	if (nev && ps_group_open(&g, ev, nev, pid, -1, PS_GROUP_ENABLED, &err)) {
-		fprintf(stderr, "ptrace_hit: floor: %s\n", err.msg);
-		exit(1);
-	}
-	{
-		char exe[4096];
-		uint64_t bias;
-		if (ps_sym_find_mapping(pid, NULL, exe, sizeof exe, &bias, &err)) {
-			fprintf(stderr, "ptrace_hit: floor: %s\n", err.msg);
-			exit(1);
-		}
-		entry = entry_link + bias;
-	}
-	snprintf(path, sizeof path, "/proc/%d/mem", (int)pid);
-	memfd = open(path, O_RDWR | O_CLOEXEC);
-	if (pread(memfd, &saved_entry, 1, (off_t)entry) != 1 || pwrite(memfd, &int3, 1, (off_t)entry) != 1)
-		exit(1);
-	for (;;) {
-		struct user_regs_struct r;
-		ptrace(PTRACE_CONT, pid, 0, 0);
-		if (waitpid(pid, &st, 0) < 0 || WIFEXITED(st) || WIFSIGNALED(st))
-			break;
-		if (WSTOPSIG(st) != SIGTRAP) {
-			ptrace(PTRACE_CONT, pid, 0, WSTOPSIG(st));
-			continue;
-		}
-		ptrace(PTRACE_GETREGS, pid, 0, &r);
-		if (nev)
-			ps_group_read(&g, &rd, NULL);
-		if (r.rip - 1 == entry) {
-			/* endbr64 is a no-op: resume after it; trap the return address */
-			r.rip = entry + 4;
-			if (pread(memfd, &ret, 8, (off_t)r.rsp) != 8 || pread(memfd, &saved_ret, 1, (off_t)ret) != 1 ||
-			    pwrite(memfd, &int3, 1, (off_t)ret) != 1)
-				exit(1);
-		} else if (r.rip - 1 == ret) {
-			if (pwrite(memfd, &saved_ret, 1, (off_t)ret) != 1)
-				exit(1);
-			r.rip = ret;
-			hits++;
-		}
-		ptrace(PTRACE_SETREGS, pid, 0, &r);
-	}
-	close(memfd);
-	ps_group_close(&g);
-	if (hits != n) {
-		fprintf(stderr, "ptrace_hit: the floor saw %llu returns, expected %llu\n", (unsigned long long)hits,
-			(unsigned long long)n);
-		exit(1);
-	}
-	return ps_now_ns() - t0;
+	return ptrace_floor_run(target_argv, ev, nev, entry_link, FLOOR_ENDBR64, n);
 }
 
 int main(int argc, char **argv)
