@@ -176,12 +176,14 @@ function perfsh.print_recipes()
     if n then names[#names + 1] = n end
   end
   p:close()
+  table.sort(names)
+  local cli = require "perfsh.cli"
   for _, n in ipairs(names) do
-    local fh = io.open(dir .. "/" .. n .. ".lua")
-    local first = fh and fh:read("l") or ""
-    if fh then fh:close() end
-    print(("  %-12s %s"):format(n, (first:gsub("^%-%-+%s*", ""))))
+    -- each recipe opens with "-- NAME: summary" and "-- usage: perfsh NAME ..." (cli.header)
+    local h, why = cli.header(dir .. "/" .. n .. ".lua")
+    print(("  %-12s %s"):format(n, h and h.summary or ("(no header: " .. tostring(why) .. ")")))
   end
+  print("perfsh NAME --help shows a recipe's usage, options and an example")
   return 0
 end
 
