@@ -12,7 +12,7 @@ local def = {
 Prints the tables perfsh stat prints, from hits saved with perfsh stat --save FILE (or t:save(FILE)
 in a script). A cut or damaged file gives its intact records, with one line on stderr saying what
 was lost; a file with nothing readable left exits with status 2.]],
-  example = "perfsh stat -r sum --save sum.psnap examples/sum && perfsh report sum.psnap --per-thread",
+  example = {"perfsh stat -r sum --save sum.psnap examples/sum", "perfsh report sum.psnap --per-thread"},
   options = {
     {"--csv", nil, "region,event,hits,total,mean,min,p50,p99,max,scaling rows"},
     {"--per-thread", nil, "one table per region and thread"},

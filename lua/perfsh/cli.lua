@@ -53,7 +53,8 @@ end
 --    options = {"Regions", {"-r --region", "R", "help", count = "*", target = "regions",
 --               hidden = "-f --function"}, {"--csv", nil, "help"}, ...}}
 -- A string in options starts a section of the help; an option with an argument name takes a
--- value, one without is a flag. Returns the parser and the set of names that take a value.
+-- value, one without is a flag. Returns the parser and, for each name that takes a value, the
+-- option's first long name.
 function cli.parser(def)
   local argparse = require "argparse"
   local usage = {}
@@ -84,7 +85,10 @@ function cli.parser(def)
         -- one line, "-r, --region R", not argparse's line per name
         local label = table.concat(words(o[1]), ", ") .. " " .. o[2]
         e._get_label_lines = function() return {label} end
-        for _, n in ipairs(words(o[1] .. " " .. (o.hidden or ""))) do takes[n] = true end
+        local names = words(o[1] .. " " .. (o.hidden or ""))
+        local long
+        for _, n in ipairs(names) do long = long or (n:match("^%-%-") and n) end
+        for _, n in ipairs(names) do takes[n] = long end
       else
         e = p:flag(o[1], o[3])
       end
@@ -98,28 +102,36 @@ function cli.parser(def)
   return p, takes
 end
 
--- The index of the first word of argv that is not an option or an option's value (the
--- target's command starts there; "--" ends the options too), and whether that was "--".
-local function options_end(argv, takes)
-  local i = 1
+-- argv split where the options end: at "--" (dropped) or at the first word that is not an
+-- option or an option's value (the target's command starts there). Each value is joined to its
+-- option as --long=VALUE, so that a value may start with "-" (--every -1, -e -x).
+local function split_options(argv, takes)
+  local head, i = {}, 1
   while i <= #argv do
     local a = argv[i]
-    if a == "--" then return i, true end
-    if a:sub(1, 1) ~= "-" or #a == 1 then return i, false end
-    if a:sub(1, 2) == "--" then
-      if not a:find("=", 1, true) and takes[a] then i = i + 1 end
-    else
-      -- -abc: flags, until one takes a value (the rest of the word, or the next one)
-      for j = 2, #a do
-        if takes["-" .. a:sub(j, j)] then
-          if j == #a then i = i + 1 end
-          break
-        end
-      end
+    if a == "--" then
+      i = i + 1
+      break
     end
-    i = i + 1
+    if a:sub(1, 1) ~= "-" or #a == 1 then break end
+    local long = takes[a]
+    if not long and a:sub(1, 2) ~= "--" then
+      -- -abc: flags until one takes a value: the rest of the word, or (the last) the next word
+      local j = 2
+      while j < #a and not takes["-" .. a:sub(j, j)] do j = j + 1 end
+      long = j == #a and takes["-" .. a:sub(j, j)] or nil
+      if long then a = a:sub(1, -2) end
+    end
+    if long and i < #argv then
+      if a ~= argv[i] then head[#head + 1] = a end
+      head[#head + 1] = long .. "=" .. argv[i + 1]
+      i = i + 2
+    else
+      head[#head + 1] = argv[i]
+      i = i + 1
+    end
   end
-  return i, false
+  return head, {table.unpack(argv, i)}
 end
 
 -- An argparse error as one line: "perfsh NAME: unknown option '--x' (perfsh NAME --help lists them)".
@@ -142,14 +154,12 @@ end
 -- Returns opts (argparse's result: names with "-" as "_", or the option's target), rest.
 function cli.parse(def, argv)
   local p, takes = cli.parser(def)
-  local head, rest = {}, {}
+  local head, rest
   if def.operands then
-    p:argument("operands"):args("*")
+    p:argument("operands"):args("*"):hidden(true)
     head = argv
   else
-    local stop, dashes = options_end(argv, takes)
-    for j = 1, stop - 1 do head[j] = argv[j] end
-    for j = stop + (dashes and 1 or 0), #argv do rest[#rest + 1] = argv[j] end
+    head, rest = split_options(argv, takes)
   end
   local ok, opts = p:pparse(head)
   if not ok then parse_error(def.name, opts) end
