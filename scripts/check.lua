@@ -274,7 +274,7 @@ local function main(opts, cmd)
   if engine == "callgrind" and opts.backend then
     error("perfsh check: --engine callgrind does not take --backend; drop it or use --engine counters", 0)
   end
-  local backend = engine == "counters" and cli.backend("check", opts.backend) or nil
+  local backend = engine == "counters" and cli.backend("check", opts.backend, cli.ptrace_need("check", regions)) or nil
   local now, names = measure(engine, cmd, regions, events, runs, backend)
   local what = table.concat(cmd, " ")
   if opts.save then

@@ -1,7 +1,7 @@
 -- stat: count functions or line ranges of a program, per hit
 -- usage: perfsh stat -r REGION [-r REGION...] [options] [--] COMMAND [ARGS...]
 --        perfsh stat -r REGION [options] -p PID
---        perfsh stat --list [hw|sw|cache|pmu|tracepoint|all|WORD]
+--        perfsh stat --list [hw|sw|cache|pmu|tracepoint|presets|all|WORD]
 --        perfsh stat --list sdt BINARY
 local cli = require "perfsh.cli"
 local perfsh, core = cli.perfsh, cli.core
@@ -29,7 +29,8 @@ unmodified binary, per thread, and prints one aggregated table per region.]],
       .. "is dropped, with a note); may be repeated", count = "*"},
     {"-g --group", "LIST", "one more group, scheduled on the PMU on its own (more events than counters are then "
       .. "multiplexed and scaled); may be repeated", count = "*", target = "groups"},
-    {"--list", nil, "list the events that open on this machine (or the names with WORD, or a kind); "
+    {"--list", nil, "list the events that open on this machine (or the names with WORD, or a kind; presets: "
+      .. "the preset sets and what they count here); "
       .. "--list sdt BINARY lists the SDT probes (<sys/sdt.h>) of BINARY"},
     "Target",
     {"-p --pid", "PID", "attach to a running process instead of starting COMMAND"},

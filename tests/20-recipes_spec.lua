@@ -153,6 +153,17 @@ describe("cli.parse()", function()
     end)
   end
 
+  it("takes the older form of options too: cli.parse(name, spec, argv, usage)", function()
+    local opts, rest = cli.parse("demo", {
+      {"-r", "--region", arg = true, repeatable = true, key = "regions"},
+      {"--csv", key = "csv"},
+    }, {"-r", "a", "--region", "b", "--csv", "prog", "--csv"}, "usage: perfsh demo\n")
+    assert.are.same({regions = {"a", "b"}, csv = true}, opts)
+    assert.are.same({"prog", "--csv"}, rest)
+    assert.has.error(function() cli.parse("demo", {{"--csv", key = "csv"}}, {"--x"}) end,
+      "perfsh demo: unknown option '--x' (perfsh demo --help lists them)")
+  end)
+
   it("takes operands among the options where a recipe has no command", function()
     local d = {name = "demo", usage = {"perfsh demo FILE [options]"}, operands = true,
       options = {{"--csv", nil, "csv"}}}
@@ -312,6 +323,19 @@ describe("presets", function()
       end
     end)
   end
+
+  it("perfsh --list presets shows each set and what it counts here", function()
+    local out, err, rc = support.sh(P .. " --list presets")
+    assert.are.equal(0, rc, err)
+    for _, name in ipairs(presets.names()) do
+      local kept, rows = presets.expand(name), {}
+      for i, row in ipairs(presets.sets[name]) do rows[i] = table.concat(row, " | ") end
+      local want = ("\n  @%-8s %s\n            here: %s\n"):format(name, table.concat(rows, ", "),
+        #kept > 0 and table.concat(kept, ",") or "none open")
+      assert.truthy(out:find(want, 1, true), out)
+    end
+    assert.are.equal(out, (support.sh(P .. " stat --list presets")))
+  end)
 
   it("with the callgrind engine, @cache and @branch are callgrind's simulated events", function()
     local cg = require "perfsh.callgrind"

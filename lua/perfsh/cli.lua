@@ -152,7 +152,8 @@ end
 -- command: perfsh report FILE) the operands may come anywhere among the options instead.
 -- --help prints the help and exits 0; bad options raise one line (parse_error).
 -- Returns opts (argparse's result: names with "-" as "_", or the option's target), rest.
-function cli.parse(def, argv)
+function cli.parse(def, argv, ...)
+  if type(def) == "string" then return cli.parse(cli.from_spec(def, argv, ...)) end
   local p, takes = cli.parser(def)
   local head, rest
   if def.operands then
@@ -164,7 +165,7 @@ function cli.parse(def, argv)
   local ok, opts = p:pparse(head)
   if not ok then parse_error(def.name, opts) end
   if opts.help then
-    io.write(p:get_help(), "\n")
+    io.write(def.help_text or (p:get_help() .. "\n"))
     os.exit(0, true)
   end
   opts.help = nil
@@ -172,6 +173,18 @@ function cli.parse(def, argv)
     rest, opts.operands = opts.operands, nil
   end
   return cli.clean(opts), rest
+end
+
+--- The older form of a recipe's options, cli.parse(name, spec, argv, usage) with spec =
+-- {{"-e", "--events", arg = true, repeatable = true, key = "events"}, {"--csv", key = "csv"}},
+-- as a table for cli.parse: returns def, argv. --help prints usage as it is.
+function cli.from_spec(name, spec, argv, usage)
+  local options = {}
+  for i, o in ipairs(spec) do
+    options[i] = {table.concat(o, " "), o.arg and "VALUE" or nil, "", count = o.repeatable and "*" or nil,
+      target = o.key}
+  end
+  return {name = name, usage = {"perfsh " .. name .. " [options] ..."}, options = options, help_text = usage}, argv
 end
 
 --- argparse's result without the empty lists of repeatable options not given (nil instead).

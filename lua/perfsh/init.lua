@@ -80,9 +80,11 @@ local function none_text(k)
   return "  (none usable here)"
 end
 
---- Print the events that open on this machine (perfsh --list [kind | filter]). Returns 0 or 2.
+--- Print the events that open on this machine (perfsh --list [kind | filter]), or the preset
+-- event sets (perfsh --list presets). Returns 0 or 2.
 -- A word that is not a kind filters every kind by substring: perfsh --list syscalls.
 function perfsh.print_events(what)
+  if what == "presets" then return require("perfsh.presets").print() end
   local kind, match = what or "all", nil
   if not kinds[kind] then kind, match = "all", what end
   local order = kind == "all" and {"hw", "sw", "cache", "pmu", "tracepoint"} or {kind}

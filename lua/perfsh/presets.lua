@@ -68,6 +68,21 @@ local function short(why)
   return (why:gsub("%s*%(.*$", ""))
 end
 
+--- Print each preset, its rows (event | fallback ...) and what it counts here (perfsh --list
+-- presets). Returns 0.
+function presets.print(out, opener)
+  out = out or io.stdout
+  out:write("preset event sets (-e @NAME; a row's first event that opens here is counted):\n")
+  for _, name in ipairs(presets.names()) do
+    local rows = {}
+    for i, row in ipairs(presets.sets[name]) do rows[i] = table.concat(row, " | ") end
+    local kept = presets.expand(name, opener)
+    out:write(("  @%-8s %s\n  %-9s here: %s\n"):format(name, table.concat(rows, ", "), "",
+      #kept > 0 and table.concat(kept, ",") or "none open"))
+  end
+  return 0
+end
+
 --- Expand every "@NAME" in the event list @list (recipe @recipe names the messages): a note on
 -- stderr names what a preset dropped; a preset with nothing left raises one line.
 function presets.events(recipe, list, opener)
