@@ -328,9 +328,9 @@ describe("presets", function()
     local out, err, rc = support.sh(P .. " --list presets")
     assert.are.equal(0, rc, err)
     for _, name in ipairs(presets.names()) do
-      local kept, rows = presets.expand(name), {}
-      for i, row in ipairs(presets.sets[name]) do rows[i] = table.concat(row, " | ") end
-      local want = ("\n  @%-8s %s\n            here: %s\n"):format(name, table.concat(rows, ", "),
+      local kept, alts = presets.expand(name), {}
+      for i, row in ipairs(presets.sets[name]) do alts[i] = table.concat(row, " | ") end
+      local want = ("\n  @%-8s %s\n            here: %s\n"):format(name, table.concat(alts, ", "),
         #kept > 0 and table.concat(kept, ",") or "none open")
       assert.truthy(out:find(want, 1, true), out)
     end
