@@ -1,4 +1,4 @@
---- perfsh.cli: a small option parser for recipes, and the exit conventions they share.
+--- perfsh.cli: the recipes' options (lua-argparse) and header comments, and the exit conventions they share.
 local cli = {}
 
 --- The header comment a recipe file opens with:
