@@ -5,17 +5,21 @@
  *                                           field 0 = the rep, field 1 = 1 for a slow rep
  *                             PS_MARK_END(thread)
  *   SLOW > 0: every SLOW-th rep (0, SLOW, 2 SLOW ...) also sleeps 30 ms inside its region.
+ *   TERM = "term": a SIGTERM handler of the program's own stops the loops (the library's handler
+ *   chains to it), and the program exits normally.
  *
  *   PERFSH_OUT=loop.psnap ./examples/marker_loop 100000 10 4 && perfsh report loop.psnap
  *   perfsh --list sdt ./examples/marker_loop      (perfsh:thread_begin ... perfsh:loop_end)
  *
- *   usage: marker_loop [N] [REPS] [THREADS] [SLOW]   defaults 100000, 10, 1, 0
- *   prints: threads THREADS reps REPS
+ *   usage: marker_loop [N] [REPS] [THREADS] [SLOW] [term]   defaults 100000, 10, 1, 0
+ *   prints: threads THREADS reps REPS, then "stopped by SIGTERM" when the handler stopped it
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <perfsh/marker.h>
@@ -23,6 +27,13 @@
 static uint64_t n_iter = 100000;
 static long reps = 10, slow;
 static volatile uint64_t sink;
+static volatile sig_atomic_t stop;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
 
 static uint64_t __attribute__((noinline)) spin(uint64_t n)
 {
@@ -37,7 +48,7 @@ static void *worker(void *arg)
 {
 	(void)arg;
 	PS_MARK_BEGIN(thread);
-	for (long r = 0; r < reps; r++) {
+	for (long r = 0; r < reps && !stop; r++) {
 		PS_MARK_BEGIN(loop);
 		PS_MARK_FIELD(0, r);
 		sink = spin(n_iter);
@@ -61,6 +72,8 @@ int main(int argc, char **argv)
 	n_iter = argc > 1 ? strtoull(argv[1], NULL, 0) : n_iter;
 	reps = argc > 2 ? atol(argv[2]) : reps;
 	slow = argc > 4 ? atol(argv[4]) : 0;
+	if (argc > 5 && !strcmp(argv[5], "term"))
+		signal(SIGTERM, on_term);
 	if (nthreads < 1 || nthreads > 64 || reps < 0) {
 		fprintf(stderr, "usage: marker_loop [N] [REPS] [THREADS (1..64)] [SLOW]\n");
 		return 2;
@@ -77,5 +90,7 @@ int main(int argc, char **argv)
 			pthread_join(tids[i], NULL);
 	}
 	printf("threads %ld reps %ld\n", nthreads, reps);
+	if (stop)
+		printf("stopped by SIGTERM\n");
 	return 0;
 }

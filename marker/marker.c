@@ -100,6 +100,7 @@ static struct pm_thread *thread_init(void)
 	if (thread_key != (pthread_key_t)-1)
 		pthread_setspecific(thread_key, t);
 	self = t;
+	pm_first_hit();
 	return t;
 fail:
 	if (t) {
@@ -250,13 +251,8 @@ int ps_marker_region(const char *name)
 			break;
 		}
 	if (id < 0 && pm_g.nregions < PS_MARKER_REGIONS && (pm_g.names[pm_g.nregions] = strdup(name))) {
-		struct ps_error err;
-
 		id = pm_g.nregions;
-		if (pm_g.w && !pm_g.closed && ps_psnap_add_region(pm_g.w, name, &err) != id) {
-			pm_warn("%s", err.msg);
-			pm_g.failed = 1;
-		}
+		pm_name_region(id, name);
 		__atomic_store_n(&pm_g.nregions, id + 1, __ATOMIC_RELEASE);
 	}
 	pm_unlock();

@@ -137,6 +137,23 @@ int ps_marker_enabled(void)
 	return __atomic_load_n(&pm_g.on, __ATOMIC_ACQUIRE) && !pm_g.failed;
 }
 
+void pm_name_region(int id, const char *name)
+{
+	struct ps_error err;
+	char k[48];
+	int rc;
+
+	if (!pm_g.w || pm_g.closed || pm_g.failed)
+		return;
+	rc = ps_psnap_add_region(pm_g.w, name, &err) != id;
+	snprintf(k, sizeof k, "kind.%d", id);
+	rc = rc || ps_psnap_add_meta(pm_g.w, k, "marker", &err);
+	snprintf(k, sizeof k, "sampled.%d", id);
+	rc = rc || ps_psnap_add_meta(pm_g.w, k, pm_g.sample || pm_g.every ? "1" : "0", &err);
+	if (rc)
+		writer_failed(&err);
+}
+
 /* The counts of the run as META pairs, then END (the lock held). */
 static void close_file(void)
 {
@@ -158,14 +175,10 @@ static void close_file(void)
 		fast += t->fast;
 	}
 	for (int i = 0; i < pm_g.nregions && rc == 0 && !pm_g.failed; i++) {
-		snprintf(k, sizeof k, "kind.%d", i);
-		rc = ps_psnap_add_meta(pm_g.w, k, "marker", &err);
 		/* every begin, unless the slow-hit threshold hid the fast ones (marker.fast counts them) */
 		snprintf(k, sizeof k, pm_g.slow_ns ? "marker.entries.%d" : "entries.%d", i);
 		snprintf(v, sizeof v, "%llu", (unsigned long long)entries[i]);
-		rc = rc || ps_psnap_add_meta(pm_g.w, k, v, &err);
-		snprintf(k, sizeof k, "sampled.%d", i);
-		rc = rc || ps_psnap_add_meta(pm_g.w, k, pm_g.sample || pm_g.every ? "1" : "0", &err);
+		rc = ps_psnap_add_meta(pm_g.w, k, v, &err);
 	}
 #define META_U64(key, val) \
 	(snprintf(v, sizeof v, "%llu", (unsigned long long)(val)), ps_psnap_add_meta(pm_g.w, key, v, &err))
@@ -218,6 +231,8 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 	errno = saved;
 }
 
+/* Installed at the first hit rather than before main(): a handler the program set up before
+   that is chained to; one it sets up later replaces ours (then its exit path, atexit, closes the file). */
 static void install_handlers(void)
 {
 	for (int i = 0; i < 2; i++) {
@@ -395,11 +410,17 @@ static void init(void)
 		return;
 	if (open_file(out) == 0) {
 		atexit(at_exit);
-		install_handlers();
 		pthread_atfork(NULL, NULL, in_child);
 		__atomic_store_n(&pm_g.on, 1, __ATOMIC_RELEASE);
 	}
 	pm_unlock();
+}
+
+void pm_first_hit(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, install_handlers);
 }
 
 void pm_init(void)
@@ -407,7 +428,7 @@ void pm_init(void)
 	pthread_once(&init_once, init);
 }
 
-/* Set up before main(), so that the signal handlers come before the program's own. */
+/* Set up before main(): the events resolved and the file created before the first hit. */
 __attribute__((constructor)) static void marker_ctor(void)
 {
 	pm_init();

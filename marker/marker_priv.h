@@ -94,6 +94,8 @@ int pm_choose_mode(struct ps_error *err);
 
 /* marker_out.c */
 void pm_init(void);
+/* The SIGTERM and SIGINT handlers, installed once, at the first thread's first hit. */
+void pm_first_hit(void);
 uint32_t pm_gettid(void);
 int pm_lock(int in_signal);
 void pm_unlock(void);
@@ -101,6 +103,8 @@ void pm_unlock(void);
 void pm_drain(struct pm_thread *t);
 /* A full ring: drain it under the lock. */
 void pm_ring_full(struct pm_thread *t);
+/* Region @id is @name: REGN and its META pairs (the lock held). */
+void pm_name_region(int id, const char *name);
 void pm_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* marker.c */
