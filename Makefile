@@ -172,8 +172,8 @@ examples/%: examples/%.cpp
 bench/hit_target: bench/hit_target.c
 	$(CC) -O2 -g -fcf-protection=full -o $@ $<
 
-bench/marker: bench/marker.c $(MARKER_A)
-	$(CC) $(CFLAGS) -Imarker/include -Icore -o $@ $< $(LDFLAGS) $(MARKER_A) $(MARKER_LIBS)
+bench/marker: bench/marker.c $(MARKER_A) $(CORE_OBJ)
+	$(CC) $(CFLAGS) -Imarker/include -Icore -o $@ $< $(LDFLAGS) $(MARKER_A) $(CORE_OBJ) $(CORE_LIBS)
 
 bench/%: bench/%.c $(CORE_OBJ)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -o $@ $^ $(LDFLAGS) $(CORE_LIBS)
