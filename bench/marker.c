@@ -151,8 +151,8 @@ int main(int argc, char **argv)
 		struct ps_error err;
 
 		snprintf(evs, sizeof evs, "PERFSH_EVENTS=%s", sets[s]);
-		if (run_child(argv[0], env, "pair", sets[s], line, sizeof line) || sscanf(line, "%lf %lf", &pair, &fl) != 2 ||
-		    fl <= 0) {
+		if (run_child(argv[0], env, "pair", sets[s], line, sizeof line) ||
+		    sscanf(line, "%lf %lf", &pair, &fl) != 2 || fl <= 0) {
 			fprintf(stderr, "marker: the %s child failed\n", sets[s]);
 			unlink(path);
 			return 1;
@@ -161,8 +161,9 @@ int main(int argc, char **argv)
 		       "(goal <= 1.2x)\n",
 		       s ? 4 : 1, s ? "s" : "", sets[s], pair / 1e3, fl / 1e3, pair / fl);
 		if (s == 1 && ps_psnap_open(path, &r, &err) == 0) {
-			printf("marker: counters read by %s (read(2) %s ns; rdpmc %s)\n", ps_psnap_meta_get(r, "marker.read"),
-			       ps_psnap_meta_get(r, "marker.read_ns"), ps_psnap_meta_get(r, "marker.rdpmc_ns"));
+			printf("marker: counters read by %s (read(2) %s ns; rdpmc %s)\n",
+			       ps_psnap_meta_get(r, "marker.read"), ps_psnap_meta_get(r, "marker.read_ns"),
+			       ps_psnap_meta_get(r, "marker.rdpmc_ns"));
 			ps_psnap_reader_close(r);
 		}
 	}

@@ -180,7 +180,7 @@ static void close_file(void)
 		snprintf(v, sizeof v, "%llu", (unsigned long long)entries[i]);
 		rc = ps_psnap_add_meta(pm_g.w, k, v, &err);
 	}
-#define META_U64(key, val) \
+#define META_U64(key, val)                                                                                             \
 	(snprintf(v, sizeof v, "%llu", (unsigned long long)(val)), ps_psnap_add_meta(pm_g.w, key, v, &err))
 	if (rc == 0 && !pm_g.failed)
 		rc = META_U64("marker.lost", lost) || META_U64("marker.unmatched", unmatched) ||

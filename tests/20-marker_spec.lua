@@ -220,7 +220,8 @@ describe("marker library: the file at a signal", function()
   local function killed(extra)
     local path = tmpfile()
     local out, err = support.sh(("env PERFSH_OUT=%s %s 100000 100000000 1 0 %s & pid=$!; i=0; "
-      .. "while [ $(stat -c %%s %s 2>/dev/null || echo 0) -lt 100000 ] && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done; "
+      .. "while [ $(stat -c %%s %s 2>/dev/null || echo 0) -lt 100000 ] && [ $i -lt 2000 ]; do "
+      .. "sleep 0.01; i=$((i+1)); done; "
       .. "kill -TERM $pid; wait $pid; echo status $?"):format(path, EX, extra, path))
     local f = perfsh.load(path)
     os.remove(path)
@@ -292,9 +293,11 @@ int main(void)
     out, err, rc = support.sh(("cd %s && %s pkg-config --cflags --libs perfsh-marker"):format(dir, pc))
     assert.are.equal(0, rc, err)
     assert.are.equal(("-I%s/usr/include -L%s/usr/lib -lperfsh-marker"):format(dir, dir), out:match("^(.-)%s*$"))
-    _, err, rc = support.sh(("cd %s && cc -o prog prog.c $(%s pkg-config --cflags --libs perfsh-marker)"):format(dir, pc))
+    _, err, rc = support.sh(("cd %s && cc -o prog prog.c $(%s pkg-config --cflags --libs perfsh-marker)")
+      :format(dir, pc))
     assert.are.equal(0, rc, err)
-    out, err, rc = support.sh(("cd %s && LD_LIBRARY_PATH=%s/usr/lib PERFSH_OUT=%s/p.psnap ./prog"):format(dir, dir, dir))
+    out, err, rc = support.sh(("cd %s && LD_LIBRARY_PATH=%s/usr/lib PERFSH_OUT=%s/p.psnap ./prog")
+      :format(dir, dir, dir))
     assert.are.equal(0, rc, err)
     assert.are.equal("1\n", out)
     local f = perfsh.load(dir .. "/p.psnap")
@@ -304,7 +307,8 @@ int main(void)
     f:close()
     -- the static library, with the private libraries pkg-config --static names
     _, err, rc = support.sh(("cd %s && cc -o prog-static prog.c %s/usr/lib/libperfsh-marker.a "
-      .. "$(%s pkg-config --cflags --static --libs-only-l perfsh-marker | sed 's/-lperfsh-marker//')"):format(dir, dir, pc))
+      .. "$(%s pkg-config --cflags --static --libs-only-l perfsh-marker | sed 's/-lperfsh-marker//')")
+      :format(dir, dir, pc))
     assert.are.equal(0, rc, err)
     out, err, rc = support.sh(("cd %s && PERFSH_OUT=%s/s.psnap ./prog-static"):format(dir, dir))
     assert.are.equal(0, rc, err)

@@ -62,63 +62,63 @@ int ps_marker_enabled(void);
 
 #ifdef PERFSH_MARKER_OFF
 
-#define PS_MARK_BEGIN(name) \
-	do { \
+#define PS_MARK_BEGIN(name)                                                                                            \
+	do {                                                                                                           \
 	} while (0)
-#define PS_MARK_END(name) \
-	do { \
+#define PS_MARK_END(name)                                                                                              \
+	do {                                                                                                           \
 	} while (0)
-#define PS_MARK_FIELD(slot, value) \
-	do { \
+#define PS_MARK_FIELD(slot, value)                                                                                     \
+	do {                                                                                                           \
 	} while (0)
 
 #else
 
 /* The SDT note of one site (the layout of <sys/sdt.h>'s _SDT_ASM_BODY, without arguments), at a
    5-byte NOP. */
-#define PS_MARKER_SDT_(probe) \
-	__asm__ __volatile__("990: .byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n" \
-			     ".pushsection .note.stapsdt,\"?\",\"note\"\n" \
-			     ".balign 4\n" \
-			     ".4byte 992f-991f, 994f-993f, 3\n" \
-			     "991: .asciz \"stapsdt\"\n" \
-			     "992: .balign 4\n" \
-			     "993: .8byte 990b\n" \
-			     ".8byte _.stapsdt.base\n" \
-			     ".8byte 0\n" \
-			     ".asciz \"perfsh\"\n" \
-			     ".asciz \"" probe "\"\n" \
-			     ".asciz \"\"\n" \
-			     "994: .balign 4\n" \
-			     ".popsection\n" \
-			     ".ifndef _.stapsdt.base\n" \
-			     ".pushsection .stapsdt.base,\"aG\",\"progbits\",.stapsdt.base,comdat\n" \
-			     ".weak _.stapsdt.base\n" \
-			     ".hidden _.stapsdt.base\n" \
-			     "_.stapsdt.base: .space 1\n" \
-			     ".size _.stapsdt.base, 1\n" \
-			     ".popsection\n" \
+#define PS_MARKER_SDT_(probe)                                                                                          \
+	__asm__ __volatile__("990: .byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"                                               \
+			     ".pushsection .note.stapsdt,\"?\",\"note\"\n"                                             \
+			     ".balign 4\n"                                                                             \
+			     ".4byte 992f-991f, 994f-993f, 3\n"                                                        \
+			     "991: .asciz \"stapsdt\"\n"                                                               \
+			     "992: .balign 4\n"                                                                        \
+			     "993: .8byte 990b\n"                                                                      \
+			     ".8byte _.stapsdt.base\n"                                                                 \
+			     ".8byte 0\n"                                                                              \
+			     ".asciz \"perfsh\"\n"                                                                     \
+			     ".asciz \"" probe "\"\n"                                                                  \
+			     ".asciz \"\"\n"                                                                           \
+			     "994: .balign 4\n"                                                                        \
+			     ".popsection\n"                                                                           \
+			     ".ifndef _.stapsdt.base\n"                                                                \
+			     ".pushsection .stapsdt.base,\"aG\",\"progbits\",.stapsdt.base,comdat\n"                   \
+			     ".weak _.stapsdt.base\n"                                                                  \
+			     ".hidden _.stapsdt.base\n"                                                                \
+			     "_.stapsdt.base: .space 1\n"                                                              \
+			     ".size _.stapsdt.base, 1\n"                                                               \
+			     ".popsection\n"                                                                           \
 			     ".endif\n")
 
 /* The region id of this site, resolved at its first pass. */
-#define PS_MARKER_ID_(name) \
-	__extension__({ \
-		static int ps_marker_id_ = -1; \
-		int ps_marker_i_ = __atomic_load_n(&ps_marker_id_, __ATOMIC_RELAXED); \
-		if (__builtin_expect(ps_marker_i_ < 0, 0)) \
-			__atomic_store_n(&ps_marker_id_, ps_marker_i_ = ps_marker_region(#name), __ATOMIC_RELAXED); \
-		ps_marker_i_; \
+#define PS_MARKER_ID_(name)                                                                                            \
+	__extension__({                                                                                                \
+		static int ps_marker_id_ = -1;                                                                         \
+		int ps_marker_i_ = __atomic_load_n(&ps_marker_id_, __ATOMIC_RELAXED);                                  \
+		if (__builtin_expect(ps_marker_i_ < 0, 0))                                                             \
+			__atomic_store_n(&ps_marker_id_, ps_marker_i_ = ps_marker_region(#name), __ATOMIC_RELAXED);    \
+		ps_marker_i_;                                                                                          \
 	})
 
-#define PS_MARK_BEGIN(name) \
-	do { \
-		PS_MARKER_SDT_(#name "_begin"); \
-		ps_marker_begin(PS_MARKER_ID_(name)); \
+#define PS_MARK_BEGIN(name)                                                                                            \
+	do {                                                                                                           \
+		PS_MARKER_SDT_(#name "_begin");                                                                        \
+		ps_marker_begin(PS_MARKER_ID_(name));                                                                  \
 	} while (0)
-#define PS_MARK_END(name) \
-	do { \
-		PS_MARKER_SDT_(#name "_end"); \
-		ps_marker_end(PS_MARKER_ID_(name)); \
+#define PS_MARK_END(name)                                                                                              \
+	do {                                                                                                           \
+		PS_MARKER_SDT_(#name "_end");                                                                          \
+		ps_marker_end(PS_MARKER_ID_(name));                                                                    \
 	} while (0)
 #define PS_MARK_FIELD(slot, value) ps_marker_field((slot), (uint64_t)(value))
 
