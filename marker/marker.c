@@ -141,7 +141,7 @@ void ps_marker_begin(int id)
 
 	if (UNLIKELY(!t))
 		t = thread_init();
-	if (UNLIKELY(t->off) || UNLIKELY((unsigned)id >= (unsigned)pm_g.nregions))
+	if (UNLIKELY(t->off) || UNLIKELY((unsigned)id >= (unsigned)__atomic_load_n(&pm_g.nregions, __ATOMIC_RELAXED)))
 		return;
 	if (UNLIKELY(t->depth >= PS_MARKER_DEPTH)) {
 		t->too_deep++;

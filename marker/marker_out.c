@@ -392,13 +392,36 @@ static int open_file(const char *path)
 	return 0;
 }
 
+/* @in with each "%p" replaced by the process id (children that inherit PERFSH_OUT write their own files). */
+static int expand_path(const char *in, char *out, size_t n)
+{
+	size_t k = 0;
+
+	for (; *in; in++) {
+		int w = in[0] == '%' && in[1] == 'p' ? snprintf(out + k, n - k, "%d", (int)getpid())
+						     : snprintf(out + k, n - k, "%c", *in);
+
+		if (w < 0 || (size_t)w >= n - k)
+			return -1;
+		k += (size_t)w;
+		in += in[0] == '%' && in[1] == 'p';
+	}
+	out[k] = '\0';
+	return 0;
+}
+
 static void init(void)
 {
-	const char *out = getenv("PERFSH_OUT");
+	const char *env = getenv("PERFSH_OUT");
 	struct ps_error err;
+	char out[4096];
 
-	if (!out || !*out)
+	if (!env || !*env)
 		return;
+	if (expand_path(env, out, sizeof out)) {
+		pm_warn("PERFSH_OUT is too long; markers are off");
+		return;
+	}
 	if (read_policy() || read_events())
 		return;
 	if (pm_choose_mode(&err)) {

@@ -7,7 +7,8 @@
  *   PS_MARK_END(parse);                 ... and ends: one record with the counters at both ends
  *
  * Standalone, the environment configures it; nothing is measured unless PERFSH_OUT is set:
- *   PERFSH_OUT=run.psnap    write the records there (perfsh's snapshot file format; perfsh report run.psnap)
+ *   PERFSH_OUT=run.psnap    write the records there (perfsh's snapshot file format; perfsh report run.psnap);
+ *                           "%p" in it stands for the process id
  *   PERFSH_EVENTS=a,b       events of each thread's counter group (default: cycles,instructions with a
  *                           hardware PMU, task-clock,page-faults without)
  *   PERFSH_SAMPLE=0.01      record a hit with this probability (decided before any counter read)
@@ -19,8 +20,16 @@
  * uprobe can arm it on the kernel's fast path. With -DPERFSH_MARKER_OFF every macro compiles to
  * nothing: no call, no note, its arguments not evaluated.
  *
- * Thread-safe: each thread has its own counter group (opened at its first recorded hit) and its
- * own buffer; no lock is taken on a hit. Regions nest (up to PS_MARKER_DEPTH open per thread).
+ * Thread-safe: each thread has its own counter group (opened at its first hit) and its own
+ * buffer; no lock is taken on a hit. Regions nest (up to PS_MARKER_DEPTH open per thread).
+ *
+ * A record (struct ps_snap of perfsh's snapshot.h, with nargs = PS_MARKER_FIELDS) holds the
+ * region, the thread id, seq (the thread's records numbered from 0), hit (the index of this hit
+ * among the thread's hits of the region), CLOCK_MONOTONIC and the group's values and times at
+ * both ends, the CPU at both ends, the fields as args and the depth (0 = outermost).
+ * The file's META says how the counters were read (marker.read: read or rdpmc, with the ns of
+ * each measured at start-up) and, at exit, entries.ID (begins of each region), marker.lost,
+ * marker.unmatched (ends without their begin), marker.fast (hits under PERFSH_SLOW_US).
  */
 #ifndef PERFSH_MARKER_H
 #define PERFSH_MARKER_H
