@@ -201,6 +201,8 @@ static void record(struct pm_thread *t, struct pm_frame *f, uint32_t depth)
 	memcpy(ps_snap_start(s), f->start, (size_t)nev * sizeof(uint64_t));
 	memcpy(ps_snap_end(s), end, (size_t)nev * sizeof(uint64_t));
 	__atomic_store_n(&t->head, t->head + 1, __ATOMIC_RELEASE);
+	if (t->head - __atomic_load_n(&t->tail, __ATOMIC_RELAXED) == t->cap / 2)
+		pm_writer_wake();
 }
 
 void ps_marker_end(int id)

@@ -107,7 +107,7 @@ void pm_ring_full(struct pm_thread *t)
 	}
 }
 
-static void drain_all(void)
+void pm_drain_all(void)
 {
 	for (struct pm_thread *t = pm_g.threads; t; t = t->next)
 		pm_drain(t);
@@ -120,7 +120,7 @@ int ps_marker_flush(void)
 
 	if (!__atomic_load_n(&pm_g.on, __ATOMIC_ACQUIRE) || pm_lock(0))
 		return -1;
-	drain_all();
+	pm_drain_all();
 	if (pm_g.w && !pm_g.closed && !pm_g.failed) {
 		if (ps_psnap_flush(pm_g.w, &err))
 			writer_failed(&err);
@@ -165,7 +165,7 @@ static void close_file(void)
 	if (!pm_g.w || pm_g.closed)
 		return;
 	__atomic_store_n(&pm_g.on, 0, __ATOMIC_RELEASE);
-	drain_all();
+	pm_drain_all();
 	memcpy(entries, pm_g.entries, sizeof entries);
 	for (struct pm_thread *t = pm_g.threads; t; t = t->next) {
 		for (int i = 0; i < pm_g.nregions; i++)
@@ -197,6 +197,7 @@ static void close_file(void)
 
 static void at_exit(void)
 {
+	pm_writer_stop();
 	if (pm_lock(0) == 0) {
 		close_file();
 		pm_unlock();
@@ -214,7 +215,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 	if (pm_lock(1) == 0) {
 		if (pm_g.w && !pm_g.closed && !pm_g.failed) {
 			__atomic_store_n(&pm_g.on, dfl ? 0 : 1, __ATOMIC_RELEASE);
-			drain_all();
+			pm_drain_all();
 			if ((dfl ? ps_psnap_finish(pm_g.w, &err) : ps_psnap_flush(pm_g.w, &err)) == 0 && dfl)
 				pm_g.closed = 1;
 		}
@@ -254,6 +255,7 @@ static void in_child(void)
 	__atomic_store_n(&pm_g.on, 0, __ATOMIC_RELEASE);
 	pm_g.lock = 0;
 	pm_g.w = NULL;
+	pm_writer_forget();
 	pm_g.closed = 1;
 }
 
@@ -439,11 +441,18 @@ static void init(void)
 	pm_unlock();
 }
 
+static void first_hit(void)
+{
+	install_handlers();
+	if (pm_writer_start())
+		pm_warn("no background writer thread (%s): threads write their own records", strerror(errno));
+}
+
 void pm_first_hit(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-	pthread_once(&once, install_handlers);
+	pthread_once(&once, first_hit);
 }
 
 void pm_init(void)

@@ -82,6 +82,19 @@ struct pm_global {
 
 extern struct pm_global pm_g;
 
+/* read(2) as a bare system call: not a cancellation point (libc's read() is, and costs its
+   enable/disable of asynchronous cancellation on every call). */
+static inline long pm_sys_read(int fd, void *buf, unsigned long n)
+{
+	long rc;
+
+	__asm__ __volatile__("syscall"
+			     : "=a"(rc)
+			     : "0"(0L /* SYS_read */), "D"((long)fd), "S"(buf), "d"(n)
+			     : "rcx", "r11", "memory");
+	return rc;
+}
+
 /* marker_read.c */
 int pm_counters_open(struct pm_counters *c, const struct ps_event *ev, int n, enum pm_read_mode mode,
 		     struct ps_error *err);
@@ -105,7 +118,15 @@ void pm_drain(struct pm_thread *t);
 void pm_ring_full(struct pm_thread *t);
 /* Region @id is @name: REGN and its META pairs (the lock held). */
 void pm_name_region(int id, const char *name);
+/* Drain every thread's buffer (the lock held). */
+void pm_drain_all(void);
 void pm_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* marker_writer.c: the background writer thread */
+int pm_writer_start(void);
+void pm_writer_wake(void);   /* a thread's buffer is half full */
+void pm_writer_stop(void);   /* at exit: the thread joined */
+void pm_writer_forget(void); /* in a forked child, where it does not exist */
 
 /* marker.c */
 void pm_thread_forget(struct pm_thread *t); /* its totals to pm_g (the lock held) */

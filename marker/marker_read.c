@@ -122,7 +122,7 @@ void pm_counters_read(struct pm_counters *c, enum pm_read_mode mode, uint64_t *v
 			val[i] = page_read(c->page[i], i == 0 ? enabled : NULL, running);
 		return;
 	}
-	if (read(c->g.fds[0], buf, sizeof buf) < (ssize_t)((3 + 2 * (size_t)n) * sizeof(uint64_t))) {
+	if (pm_sys_read(c->g.fds[0], buf, sizeof buf) < (long)((3 + 2 * (size_t)n) * sizeof(uint64_t))) {
 		memset(val, 0, (size_t)n * sizeof *val);
 		*enabled = *running = 0;
 		return;
