@@ -194,6 +194,26 @@ describe("marker library", function()
     support.sh("rm -rf " .. dir)
   end)
 
+  it("counts and reports the records lost when the file cannot grow, and the program runs on", function()
+    -- a 512 KiB file size limit (SIGXFSZ ignored: write(2) fails with EFBIG) for about 15 MB of records
+    local path = tmpfile()
+    local out, err, rc = support.sh(("trap '' XFSZ; ulimit -f 512; PERFSH_OUT=%s %s 0 100000 1"):format(path, EX))
+    assert.are.equal(0, rc, err)
+    assert.are.equal("threads 1 reps 100000\n", out)
+    local lines = {}
+    for l in err:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    assert.are.equal(2, #lines, err)
+    assert.are.equal(("perfsh marker: %s: write: File too large; records from now on are lost (counted)"):format(path),
+      lines[1])
+    local lost = tonumber(lines[2]:match("^perfsh marker: (%d+) records lost"))
+    assert.is_true(lost and lost > 50000, lines[2])
+    local f = perfsh.load(path, {quiet = true})
+    assert.is_true(f.info.records > 0 and f.info.records < 100001 - lost + 1)
+    assert.is_false(f.info.complete)
+    f:close()
+    os.remove(path)
+  end)
+
   it("records nothing and writes nothing without PERFSH_OUT", function()
     local out, err, rc = support.sh("env -u PERFSH_OUT " .. EX .. " 1000 10 1")
     assert.are.equal(0, rc, err)
