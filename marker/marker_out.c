@@ -38,6 +38,34 @@ uint32_t pm_gettid(void)
 	return (uint32_t)syscall(SYS_gettid);
 }
 
+/* While the lock is held, SIGPIPE is blocked on its holder's thread and one raised meanwhile
+   dropped: a PERFSH_OUT that is a pipe whose reader has gone fails with EPIPE (counted as lost
+   records), it does not kill the program. */
+static sigset_t pipe_old;
+static int pipe_was_pending;
+
+static void quiet_pipe(void)
+{
+	sigset_t s, p;
+
+	sigemptyset(&s);
+	sigaddset(&s, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &s, &pipe_old);
+	pipe_was_pending = sigpending(&p) == 0 && sigismember(&p, SIGPIPE);
+}
+
+static void loud_pipe(void)
+{
+	struct timespec zero = {0, 0};
+	sigset_t s, p;
+
+	sigemptyset(&s);
+	sigaddset(&s, SIGPIPE);
+	if (!pipe_was_pending && sigpending(&p) == 0 && sigismember(&p, SIGPIPE))
+		sigtimedwait(&s, NULL, &zero);
+	pthread_sigmask(SIG_SETMASK, &pipe_old, NULL);
+}
+
 /*
  * The lock on the file and the thread list: a spinlock holding its owner's tid, so that a
  * signal handler can tell that it interrupted the holder (then it gives up rather than
@@ -52,8 +80,10 @@ int pm_lock(int in_signal)
 	for (;;) {
 		int free_ = 0;
 
-		if (__atomic_compare_exchange_n(&pm_g.lock, &free_, me, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		if (__atomic_compare_exchange_n(&pm_g.lock, &free_, me, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+			quiet_pipe();
 			return 0;
+		}
 		if (free_ == me)
 			return -1;
 		if (in_signal) {
@@ -67,6 +97,7 @@ int pm_lock(int in_signal)
 
 void pm_unlock(void)
 {
+	loud_pipe();
 	__atomic_store_n(&pm_g.lock, 0, __ATOMIC_RELEASE);
 }
 
@@ -188,7 +219,7 @@ static void close_file(void)
 	if (rc)
 		writer_failed(&err);
 	if (ps_psnap_close(pm_g.w, &err) && !pm_g.failed)
-		pm_warn("%s", err.msg);
+		pm_warn("%s; the file is incomplete", err.msg);
 	else if (lost)
 		pm_warn("%llu records lost (counted in the file as marker.lost)", (unsigned long long)lost);
 	pm_g.w = NULL;

@@ -214,6 +214,19 @@ describe("marker library", function()
     os.remove(path)
   end)
 
+  it("is not killed by SIGPIPE when PERFSH_OUT is a pipe whose reader goes", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    -- the reader takes the file's first bytes (written at start-up) and goes; 30 reps of 30 ms later the
+    -- program's own thread writes the records at exit
+    local out, err, rc = support.sh(("mkdir %s && cd %s && { PERFSH_OUT=/dev/fd/3 %s/%s 0 30 1 1 3>&1 >out; "
+      .. "echo $? >status; } | head -c 100 >/dev/null; cat status out"):format(dir, dir, support.abspath(""), EX))
+    assert.are.equal(0, rc, err)
+    assert.are.equal("0\nthreads 1 reps 30\n", out)
+    assert.are.equal("perfsh marker: /dev/fd/3: write: Broken pipe; the file is incomplete\n", err)
+    support.sh("rm -rf " .. dir)
+  end)
+
   it("records nothing and writes nothing without PERFSH_OUT", function()
     local out, err, rc = support.sh("env -u PERFSH_OUT " .. EX .. " 1000 10 1")
     assert.are.equal(0, rc, err)
