@@ -7,7 +7,7 @@ PKGS    := lua5.4 libelf libdw libedit
 
 # Debian packages the project needs to build and test (make deps).
 DEBS := build-essential pkg-config lua5.4 liblua5.4-dev libpfm4-dev libelf-dev \
-        libdw-dev libedit-dev libiberty-dev liblapacke-dev zlib1g-dev lua-busted lua-dkjson lua-check g++ valgrind \
+        libdw-dev libedit-dev libiberty-dev liblapacke-dev zlib1g-dev lua-busted lua-dkjson lua-check lua-argparse g++ valgrind \
         procps binutils clang libclang-rt-dev libzydis-dev \
         systemtap-sdt-dev
 
@@ -48,7 +48,7 @@ REPLAYS    := $(FUZZ_NAMES:%=$(B)/tests/fuzz/replay_%)
             $(FUZZ_NAMES:%=build-fuzz/tests/fuzz/fuzz_%.o) $(CORE_SRC:%.c=build-fuzz/%.o)
 
 EXAMPLES := $(patsubst %.c,%,$(filter %.c,$(EX_SRC))) $(patsubst %.cpp,%,$(filter %.cpp,$(EX_SRC))) \
-            examples/sum-nopie examples/sum-stripped
+            examples/sum-nopie examples/sum-stripped examples/marker_loop-off
 BENCHES  := $(patsubst %.c,%,$(BENCH_SRC))
 
 ifeq ($(SAN),1)
@@ -58,7 +58,16 @@ endif
 
 SO := $(B)/lib/perfsh/core.so
 
-all: perfsh $(SO) examples
+# The marker library (marker/): for the programs measured, with the core objects it uses; only
+# ps_marker_* is exported (perfsh/marker.h).
+MARKER_OBJ := $(patsubst %.c,$(B)/%.o,$(sort $(wildcard marker/*.c))) $(patsubst %,$(B)/core/%.o,error events \
+              group pmu psnap_write suggest sysfs_pmu tracepoint)
+MARKER_A   := $(B)/lib/libperfsh-marker.a
+MARKER_SO  := $(B)/lib/libperfsh-marker.so
+MARKER     := $(MARKER_A) $(MARKER_SO)
+MARKER_LIBS := -lpfm -lz -lpthread
+
+all: perfsh $(SO) $(MARKER) examples
 
 help:
 	@echo "make            build perfsh, perfsh/core.so and the examples"
@@ -89,6 +98,20 @@ endif
 $(SO): $(BIND_OBJ) $(CORE_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -shared -o $@ $^ $(CORE_LIBS)
+
+$(B)/marker/%.o: CFLAGS += -Imarker/include
+$(MARKER_SO): $(MARKER_OBJ) marker/exports.map
+	$(CC) $(LDFLAGS) -shared -Wl,--version-script=marker/exports.map -Wl,-soname,libperfsh-marker.so \
+		-o $@ $(MARKER_OBJ) $(MARKER_LIBS)
+$(MARKER_A): $(MARKER_OBJ)
+	@mkdir -p $(dir $@)
+	$(LD) -r -o $(B)/marker/all.o $(MARKER_OBJ)
+	objcopy --wildcard --keep-global-symbol='ps_marker_*' $(B)/marker/all.o
+	rm -f $@ && $(AR) rcs $@ $(B)/marker/all.o
+examples/marker_loop: examples/marker_loop.c $(MARKER_A)
+	$(CC) -O2 -g -Imarker/include -o $@ $< $(LDFLAGS) $(MARKER_A) $(MARKER_LIBS)
+examples/marker_loop-off: examples/marker_loop.c
+	$(CC) -O2 -g -Imarker/include -DPERFSH_MARKER_OFF -o $@ $< -lpthread
 
 $(B)/tests/c/run: $(TEST_OBJ) $(CORE_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CORE_LIBS) -lpthread
@@ -149,6 +172,9 @@ examples/%: examples/%.cpp
 bench/hit_target: bench/hit_target.c
 	$(CC) -O2 -g -fcf-protection=full -o $@ $<
 
+bench/marker: bench/marker.c $(MARKER_A) $(CORE_OBJ)
+	$(CC) $(CFLAGS) -Imarker/include -Icore -o $@ $< $(LDFLAGS) $(MARKER_A) $(CORE_OBJ) $(CORE_LIBS)
+
 bench/%: bench/%.c $(wildcard bench/*.h) $(CORE_OBJ)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -o $@ $(filter-out %.h,$^) $(LDFLAGS) $(CORE_LIBS)
 
@@ -162,9 +188,15 @@ deps:
 	apt-get update
 	DEBIAN_FRONTEND=noninteractive apt-get install -y $(DEBS)
 
-install: perfsh $(SO)
+install: perfsh $(SO) $(MARKER)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/lua/5.4/perfsh \
-	           $(DESTDIR)$(PREFIX)/lib/lua/5.4/perfsh $(DESTDIR)$(PREFIX)/share/perfsh/scripts
+	           $(DESTDIR)$(PREFIX)/lib/lua/5.4/perfsh $(DESTDIR)$(PREFIX)/share/perfsh/scripts \
+	           $(DESTDIR)$(PREFIX)/include/perfsh $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 marker/include/perfsh/marker.h $(DESTDIR)$(PREFIX)/include/perfsh/
+	install -m 644 $(MARKER_A) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(MARKER_SO) $(DESTDIR)$(PREFIX)/lib/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' marker/perfsh-marker.pc.in \
+		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/perfsh-marker.pc
 	install -m 755 perfsh $(DESTDIR)$(PREFIX)/bin/perfsh
 	install -m 644 lua/perfsh/*.lua $(DESTDIR)$(PREFIX)/share/lua/5.4/perfsh/
 	install -m 755 $(SO) $(DESTDIR)$(PREFIX)/lib/lua/5.4/perfsh/core.so
@@ -172,10 +204,12 @@ install: perfsh $(SO)
 
 uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/bin/perfsh $(DESTDIR)$(PREFIX)/share/lua/5.4/perfsh \
-	       $(DESTDIR)$(PREFIX)/lib/lua/5.4/perfsh $(DESTDIR)$(PREFIX)/share/perfsh
+	       $(DESTDIR)$(PREFIX)/lib/lua/5.4/perfsh $(DESTDIR)$(PREFIX)/share/perfsh \
+	       $(DESTDIR)$(PREFIX)/include/perfsh/marker.h $(DESTDIR)$(PREFIX)/lib/libperfsh-marker.* \
+	       $(DESTDIR)$(PREFIX)/lib/pkgconfig/perfsh-marker.pc
 
 lint:
-	clang-format --dry-run --Werror core/*.c core/*.h lua/*.c
+	clang-format --dry-run --Werror core/*.c core/*.h lua/*.c marker/*.c marker/*.h marker/include/perfsh/*.h
 	@command -v luacheck >/dev/null && luacheck lua scripts tests || echo "luacheck not installed; skipped"
 
 clean:

@@ -166,6 +166,16 @@ int ps_psnap_write(struct ps_psnap_writer *w, const void *recs, size_t n, struct
  */
 int ps_psnap_flush(struct ps_psnap_writer *w, struct ps_error *err);
 
+/**
+ * ps_psnap_finish - write the END block and everything buffered, without closing or freeing:
+ * for a signal handler (nothing here allocates). Later writes fail; ps_psnap_close() still frees.
+ * @w:   the writer.
+ * @err: filled on failure.
+ *
+ * Return: 0, or -1 with @err set.
+ */
+int ps_psnap_finish(struct ps_psnap_writer *w, struct ps_error *err);
+
 /* Record size of the file, and records written so far. */
 size_t ps_psnap_writer_recsize(const struct ps_psnap_writer *w);
 uint64_t ps_psnap_writer_count(const struct ps_psnap_writer *w);

@@ -28,6 +28,7 @@ struct ps_psnap_writer {
 	uint64_t count;	   /* records given to ps_psnap_write */
 	uint32_t nregions; /* region ids handed out so far */
 	int failed;	   /* sticky: @error says why */
+	int finished;	   /* END written by ps_psnap_finish() */
 	struct ps_error error;
 };
 
@@ -445,13 +446,27 @@ uint64_t ps_psnap_writer_count(const struct ps_psnap_writer *w)
 	return w->count;
 }
 
+int ps_psnap_finish(struct ps_psnap_writer *w, struct ps_error *err)
+{
+	if (w->failed)
+		return sticky(w, err);
+	if (put_block(w, PS_PSNAP_K_END, w->nregions, w->count, NULL, 0, err) || flush_buf(w, err))
+		return -1;
+	w->failed = 1;
+	w->finished = 1;
+	ps_error_set(&w->error, PS_EUSAGE, "%s: the file is finished (END written)", w->path);
+	return 0;
+}
+
 int ps_psnap_close(struct ps_psnap_writer *w, struct ps_error *err)
 {
 	int rc;
 
 	if (!w)
 		return 0;
-	if (w->failed)
+	if (w->finished)
+		rc = 0;
+	else if (w->failed)
 		rc = sticky(w, err);
 	else
 		rc = put_block(w, PS_PSNAP_K_END, w->nregions, w->count, NULL, 0, err) || flush_buf(w, err) ? -1 : 0;

@@ -1,30 +1,28 @@
--- solve for the cost of each work unit of a function: perfsh attribute -r FUNC --args A,B,C -e EVENT CMD...
-local perfsh = require "perfsh"
+-- attribute: solve for the cost of each work unit of a function
+-- usage: perfsh attribute -r FUNC --args A,B,C [-e EVENT] [--csv] [--] CMD [ARGS...]
 local cli = require "perfsh.cli"
-local defaults = require "perfsh.defaults"
+local perfsh = cli.perfsh
 
-local usage = defaults.usage([[
-usage: perfsh attribute -r FUNC --args A,B,C [-e EVENT] [--csv] [--] CMD [ARGS...]
+local def = {
+  defaults = "attribute",
+  description = [[
+Records FUNC's first integer arguments (x86-64: rdi, rsi, rdx, ...) at each call, named A, B, C...,
+and the counter EVENT over the call, then solves EVENT = a*A + b*B + c*C + k by least squares (SVD,
+LAPACKE dgelsd) and prints the cost per unit of each argument and the constant, with the fit's
+residual and condition number.]],
+  example = "perfsh attribute -r touch_pages --args A,B,C -e page-faults examples/attribute 60 pages",
+  options = {
+    {"-r --region", "FUNC", "the function whose calls are measured", target = "func", hidden = "-f --function"},
+    {"--args", "A,B,C", "names of the function's first integer arguments, in order"},
+    {"-e --event", "EVENT", "what to attribute (default: {pmu} with a hardware PMU, else {none}); time_ns "
+      .. "(on-CPU time) also works", hidden = "--events"},
+    {"--csv", nil, "name,cost rows (const is the constant term)"},
+    {"--no-const", nil, "fit without a constant term"},
+    cli.backend_option,
+  },
+}
 
-Records FUNC's first integer arguments (x86-64: rdi, rsi, rdx, ...) at each call, named
-A, B, C..., and the counter EVENT over the call, then solves EVENT = a*A + b*B + c*C + k by
-least squares (SVD, LAPACKE dgelsd) and prints the cost per unit of each argument and the
-constant, with the fit's residual and condition number.
-
-  -e, --event EVENT   what to attribute (default: {pmu} with a hardware PMU, else
-                      {none}); time_ns (on-CPU time) also works
-  --csv               name,cost rows (const is the constant term)
-  --no-const          fit without a constant term
-]], "attribute")
-
-local function main(argv)
-  local opts, cmd = cli.parse("attribute", {
-    {"-r", "--region", "-f", "--function", arg = true, key = "func"},
-    {"--args", arg = true, key = "args"},
-    {"-e", "--event", "--events", arg = true, key = "event"},
-    {"--csv", key = "csv"},
-    {"--no-const", key = "no_const"},
-  }, argv, usage)
+local function main(opts, cmd)
   if not opts.func then error("perfsh attribute: no function given (-r FUNC)", 0) end
   if not opts.args then error("perfsh attribute: name the arguments with --args A,B,C", 0) end
   if #cmd == 0 then error("perfsh attribute: no command given", 0) end
@@ -35,7 +33,8 @@ local function main(argv)
     events = {event}
     cli.check_events("attribute", events)
   end
-  local t = cli.start("attribute", cmd, nil, {events = events})
+  local t = cli.start("attribute", cmd, nil, {events = events, backend = cli.backend("attribute", opts.backend)})
+  if t.note then io.stderr:write("perfsh attribute: note: ", t.note, "\n") end
   local r = cli.arm("attribute", t, opts.func, {func = opts.func, args = names, inline = false})
   local status = t:run()
   local sok, res = pcall(perfsh.attribute, r:list(), names, event, {const = not opts.no_const})
@@ -54,4 +53,4 @@ local function main(argv)
   return cli.status(status.exited, status.code, status.signo)
 end
 
-cli.main(main, arg)
+cli.run(def, main)

@@ -1,34 +1,39 @@
--- a regression gate for CI: perfsh check -r REGION --save-baseline FILE CMD... / --baseline FILE CMD...
-local perfsh = require "perfsh"
+-- check: a regression gate for CI, against a saved baseline
+-- usage: perfsh check -r REGION [-r REGION...] [options] --save-baseline FILE [--] COMMAND [ARGS...]
+--        perfsh check [-r REGION...] [options] --baseline FILE [--junit FILE] [--] COMMAND [ARGS...]
 local cli = require "perfsh.cli"
-local core = require "perfsh.core"
+local perfsh, core = cli.perfsh, cli.core
 local callgrind = require "perfsh.callgrind"
 local report = require "perfsh.report"
 local json = require "dkjson"
 
-local usage = [[
-usage: perfsh check -r REGION [-r REGION...] [options] --save-baseline FILE [--] COMMAND [ARGS...]
-       perfsh check [-r REGION...] [options] --baseline FILE [--junit FILE] [--] COMMAND [ARGS...]
-
-Measures function regions of COMMAND and writes a baseline (JSON: the engine, the events, per
-region and event the median total over the runs and its spread), or measures again and
-compares with a baseline: a table of the differences, and exit 0 (pass), 1 (a regression:
-an event grew past its limit) or 2 (an error: no or a malformed baseline, a region not in the
-program, a baseline made with another engine, a target that failed).
-
-  -r, --region R      a function to measure (with --baseline: default, the baseline's)
-  -e, --events LIST   events to measure (default: Ir with callgrind; perfsh stat's otherwise)
-  --engine E          callgrind (valgrind: exact, repeatable counts) or counters (perf events);
-                      default: counters where the machine has a hardware PMU, else callgrind
-  --runs N            runs to take the median of (default: 5; 1 with callgrind)
-  --save-baseline F   write the baseline to F
-  --baseline F        compare with the baseline in F
-  --limit EV=X%       fail when EV grows by more than X% (relative) ...
-  --limit EV=N        ... or by more than N (absolute); may be repeated. Defaults: +1% for
-                      instruction counts and callgrind's events; for times, cycles and other
-                      counters +max(5%, 3 x the noise measured over the runs, baseline or now)
-  --junit FILE        also write the results as JUnit XML for CI systems
-]]
+local def = {
+  description = [[
+Measures function regions of COMMAND and writes a baseline (JSON: the engine, the events, per region
+and event the median total over the runs and its spread), or measures again and compares with a
+baseline: a table of the differences, and exit 0 (pass), 1 (a regression: an event grew past its
+limit) or 2 (an error: no or a malformed baseline, a region not in the program, a baseline made with
+another engine, a target that failed).]],
+  example = {"perfsh check -r sum --save-baseline sum.json examples/sum",
+    "perfsh check --baseline sum.json examples/sum"},
+  options = {
+    {"-r --region", "R", "a function to measure (with --baseline: default, the baseline's); may be repeated",
+      count = "*", target = "regions", hidden = "-f --function"},
+    {"-e --events", "LIST", "events to measure (default: Ir with callgrind; perfsh stat's otherwise); @ipc, "
+      .. "@cache, @branch or @tlb put in a preset set", count = "*"},
+    {"--engine", "E", "callgrind (valgrind: exact, repeatable counts) or counters (perf events); default: "
+      .. "counters where the machine has a hardware PMU, else callgrind"},
+    {"--runs", "N", "runs to take the median of (default: 5; 1 with callgrind)"},
+    {"--save-baseline", "F", "write the baseline to F", target = "save"},
+    {"--baseline", "F", "compare with the baseline in F"},
+    {"--limit", "EV=X%", "fail when EV grows by more than X% (relative), or with EV=N by more than N "
+      .. "(absolute); may be repeated. Defaults: +1% for instruction counts and callgrind's events; for times, "
+      .. "cycles and other counters +max(5%, 3 x the noise measured over the runs, baseline or now)", count = "*",
+      target = "limits"},
+    {"--junit", "FILE", "also write the results as JUnit XML for CI systems"},
+    cli.backend_option,
+  },
+}
 
 -- Events whose counts do not depend on timing: +-1% by default.
 local exact = {instructions = true}
@@ -44,8 +49,8 @@ local function median(xs)
 end
 
 -- One run with the counters engine: {region = {hits, totals = {event = n}}}.
-local function run_counters(cmd, regions, events)
-  local spec = {events = events, stdout = "/dev/null"}
+local function run_counters(cmd, regions, events, backend)
+  local spec = {events = events, stdout = "/dev/null", backend = backend}
   for i, a in ipairs(cmd) do spec[i] = a end
   local ok, t = pcall(perfsh.spawn, spec)
   if not ok then error("perfsh check: " .. cli.reason(t), 0) end
@@ -81,10 +86,11 @@ local function run_callgrind(cmd, regions, events)
 end
 
 -- Measure @runs times: {region = {hits, events = {event = {median, min, max, noise}}}}.
-local function measure(engine, cmd, regions, events, runs)
+local function measure(engine, cmd, regions, events, runs, backend)
   local all = {}
   for i = 1, runs do
-    all[i] = engine == "callgrind" and run_callgrind(cmd, regions, events) or run_counters(cmd, regions, events)
+    all[i] = engine == "callgrind" and run_callgrind(cmd, regions, events)
+      or run_counters(cmd, regions, events, backend)
   end
   local names = {}
   for _, e in ipairs(events) do names[#names + 1] = e end
@@ -217,27 +223,14 @@ local function print_table(out, rows)
   end
 end
 
-local function main(argv)
-  local opts, cmd = cli.parse("check", {
-    {"-r", "--region", "-f", "--function", arg = true, repeatable = true, key = "regions"},
-    {"-e", "--events", arg = true, repeatable = true, key = "events"},
-    {"--engine", arg = true, key = "engine"},
-    {"--runs", arg = true, key = "runs"},
-    {"--save-baseline", arg = true, key = "save"},
-    {"--baseline", arg = true, key = "baseline"},
-    {"--limit", arg = true, repeatable = true, key = "limits"},
-    {"--junit", arg = true, key = "junit"},
-  }, argv, usage)
+local function main(opts, cmd)
   if (opts.save == nil) == (opts.baseline == nil) then
     error("perfsh check: give one of --save-baseline FILE (record) or --baseline FILE (compare)", 0)
   end
   if #cmd == 0 then error("perfsh check: no command given", 0) end
   local limits = parse_limits(opts.limits)
   local base = opts.baseline and read_baseline(opts.baseline)
-  local engine = opts.engine
-  if engine and engine ~= "callgrind" and engine ~= "counters" then
-    error(("perfsh check: --engine must be counters or callgrind, not '%s'"):format(engine), 0)
-  end
+  local engine = cli.engine("check", opts.engine)
   if not engine then
     engine = core.pmu_present() and "counters" or "callgrind"
     if engine == "callgrind" then
@@ -265,14 +258,10 @@ local function main(argv)
   if base then
     events = base.events
   else
-    local list = {}
-    for _, e in ipairs(opts.events or {}) do
-      for w in e:gmatch("[^,%s]+") do list[#list + 1] = w end
-    end
     if engine == "callgrind" then
-      events = callgrind.resolve("check", #list > 0 and list or nil)
+      events = callgrind.resolve("check", opts.events and cli.split(opts.events))
     else
-      events = #list > 0 and list or perfsh.default_events()
+      events = opts.events and cli.events("check", opts.events) or perfsh.default_events()
       cli.check_events("check", events)
     end
   end
@@ -282,7 +271,11 @@ local function main(argv)
   end
   runs = runs or (engine == "callgrind" and 1 or 5)
 
-  local now, names = measure(engine, cmd, regions, events, runs)
+  if engine == "callgrind" and opts.backend then
+    error("perfsh check: --engine callgrind does not take --backend; drop it or use --engine counters", 0)
+  end
+  local backend = engine == "counters" and cli.backend("check", opts.backend, cli.ptrace_need("check", regions)) or nil
+  local now, names = measure(engine, cmd, regions, events, runs, backend)
   local what = table.concat(cmd, " ")
   if opts.save then
     local doc = {perfsh_check = 1, engine = engine, events = events, runs = runs, command = cmd, regions = now}
@@ -319,4 +312,4 @@ local function main(argv)
   return fails > 0 and 1 or 0
 end
 
-cli.main(main, arg)
+cli.run(def, main)

@@ -1,43 +1,34 @@
--- count a whole command like perf stat: perfsh count [-e EVENTS] [--csv] [--] CMD ARGS...
-local perfsh = require "perfsh"
+-- count: count a whole command like perf stat
+-- usage: perfsh count [-e EVENT,...] [--csv] [--] COMMAND [ARGS...]
 local cli = require "perfsh.cli"
+local perfsh = cli.perfsh
 local report = require "perfsh.report"
-local defaults = require "perfsh.defaults"
 local metrics = require "perfsh.metrics"
 
-local usage = defaults.usage([[
-usage: perfsh count [-e EVENT,...] [--csv] [--] COMMAND [ARGS...]
+local def = {
+  defaults = "command",
+  description = [[
+Counts COMMAND and every thread and child it starts, from its exec to its exit, in one event group
+(user space only unless an event says :k; tracepoints such as syscalls:sys_enter_write count
+wherever they fire). Where the kernel refuses that, perfsh retries as perf does and says so in a
+note: a PMU that cannot count user space alone (msr) counts kernel and user. Exits with COMMAND's
+status (128 + the signal if a signal killed it; stderr then names the signal). SIGTERM, SIGHUP and
+SIGINT sent to perfsh are passed on to COMMAND, and what was counted is printed.]],
+  example = "perfsh count -e task-clock,page-faults examples/sum",
+  options = {
+    {"-e --events", "LIST", "events to count (default: {pmu} where the machine has a hardware PMU, {none} "
+      .. "elsewhere); @ipc, @cache, @branch or @tlb put in a preset set; may be repeated", count = "*"},
+    {"--csv", nil, "print event,value,scaling rows instead of the table"},
+  },
+}
 
-Counts COMMAND and every thread and child it starts, from its exec to its exit, in one
-event group (user space only unless an event says :k; tracepoints such as
-syscalls:sys_enter_write count wherever they fire). Where the kernel refuses that, perfsh
-retries as perf does and says so in a note: a PMU that cannot count user space alone (msr)
-counts kernel and user. Exits with COMMAND's status (128 + the signal if a signal killed it;
-stderr then names the signal). SIGTERM, SIGHUP and SIGINT sent to perfsh are passed on to
-COMMAND, and what was counted is printed.
-
-  -e, --events LIST   events to count (default: {pmu} where the
-                      machine has a hardware PMU, {none}
-                      elsewhere); may be repeated
-  --csv               print event,value,scaling rows instead of the table
-]], "command")
-
-local function main(argv)
+local function main(opts, cmd)
   -- SIGINT, SIGTERM, SIGHUP are passed on to the command (the terminal's keys reach it
   -- directly) and perfsh reports how it ended
-  require("perfsh.core").defer_signals()
-  local opts, cmd = cli.parse("count", {
-    {"-e", "--events", arg = true, repeatable = true, key = "events"},
-    {"--csv", key = "csv"},
-  }, argv, usage)
+  cli.core.defer_signals()
   if #cmd == 0 then error("perfsh count: no command given (perfsh count --help)", 0) end
-  local events = opts.events and cli.split(opts.events) or perfsh.default_events("command")
+  local events = opts.events and cli.events("count", opts.events) or perfsh.default_events("command")
   cli.check_events("count", events)
-  local seen = {}
-  for _, e in ipairs(events) do
-    if seen[e] then error(("perfsh count: duplicate event %s in the group; name it once"):format(e), 0) end
-    seen[e] = true
-  end
   local spec = {events = events}
   for i, a in ipairs(cmd) do spec[i] = a end
   local ok, r = pcall(perfsh.run, spec)
@@ -64,4 +55,4 @@ local function main(argv)
   return cli.status(r.exited, r.code, r.signo)
 end
 
-cli.main(main, arg)
+cli.run(def, main)

@@ -1,27 +1,32 @@
--- instructions per cycle of a region, per hit: perfsh ipc -r REGION [--csv] CMD...
+-- ipc: instructions per cycle of a region, per hit
+-- usage: perfsh ipc -r REGION [-r REGION...] [--csv] [--] CMD [ARGS...]
 local cli = require "perfsh.cli"
-local core = require "perfsh.core"
+local core = cli.core
 local metrics = require "perfsh.metrics"
 
-local usage = [[
-usage: perfsh ipc -r REGION [-r REGION...] [--csv] [--] CMD [ARGS...]
+local def = {
+  description = [[
+Counts instructions and cycles over every hit of each region and prints the IPC of the whole region
+(sum of instructions / sum of cycles) and the distribution of the per-hit IPC (min, p50, p90, p99,
+max). Needs a hardware PMU.]],
+  example = "perfsh ipc -r sum examples/sum",
+  options = {
+    {"-r --region", "R", "a function or a line range, as for perfsh stat; may be repeated", count = "*",
+      target = "regions", hidden = "-f --function"},
+    {"--csv", nil, "region,hits,ipc,min,p50,p90,p99,max rows"},
+    cli.backend_option,
+  },
+}
 
-Counts instructions and cycles over every hit of each region and prints the IPC of the
-whole region (sum of instructions / sum of cycles) and the distribution of the per-hit IPC
-(min, p50, p90, p99, max). Needs a hardware PMU.
-]]
-
-local function main(argv)
-  local opts, cmd = cli.parse("ipc", {
-    {"-r", "--region", "-f", "--function", arg = true, repeatable = true, key = "regions"},
-    {"--csv", key = "csv"},
-  }, argv, usage)
+local function main(opts, cmd)
   if not opts.regions then error("perfsh ipc: no region given (-r FUNCTION)", 0) end
   if #cmd == 0 then error("perfsh ipc: no command given", 0) end
   if not core.pmu_present() then
     error("perfsh ipc: needs the instructions and cycles counters, and this machine has no hardware PMU", 0)
   end
-  local t = cli.start("ipc", cmd, nil, {events = {"instructions", "cycles"}})
+  local backend = cli.backend("ipc", opts.backend, cli.ptrace_need("ipc", opts.regions))
+  local t = cli.start("ipc", cmd, nil, {events = {"instructions", "cycles"}, backend = backend})
+  if t.note then io.stderr:write("perfsh ipc: note: ", t.note, "\n") end
   for _, r in ipairs(opts.regions) do cli.arm("ipc", t, r, cli.region_spec(r, "ipc")) end
   local status = t:run()
   if opts.csv then print("region,hits,ipc,min,p50,p90,p99,max") end
@@ -44,4 +49,4 @@ local function main(argv)
   return cli.status(status.exited, status.code, status.signo)
 end
 
-cli.main(main, arg)
+cli.run(def, main)

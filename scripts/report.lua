@@ -1,35 +1,32 @@
--- print a report from a saved .psnap file: perfsh report FILE [options]
-local perfsh = require "perfsh"
+-- report: print a report from a saved .psnap file
+-- usage: perfsh report FILE.psnap [options]
 local cli = require "perfsh.cli"
+local perfsh = cli.perfsh
 local report = require "perfsh.report"
 local export = require "perfsh.export"
 local topo = require "perfsh.topology"
 
-local usage = [[
-usage: perfsh report FILE.psnap [options]
+local def = {
+  operands = true,
+  description = [[
+Prints the tables perfsh stat prints, from hits saved with perfsh stat --save FILE (or t:save(FILE)
+in a script). A cut or damaged file gives its intact records, with one line on stderr saying what
+was lost; a file with nothing readable left exits with status 2.]],
+  example = {"perfsh stat -r sum --save sum.psnap examples/sum", "perfsh report sum.psnap --per-thread"},
+  options = {
+    {"--csv", nil, "region,event,hits,total,mean,min,p50,p99,max,scaling rows"},
+    {"--per-thread", nil, "one table per region and thread"},
+    {"--every-call", nil, "one row per hit"},
+    {"--hist", nil, "a histogram of each region's hit times"},
+    {"--per-cpu", nil, "each region by CPU, core and L3 domain"},
+    {"--jsonl", nil, "every hit as one JSON object per line"},
+    {"--hits-csv", nil, "every hit as one CSV row"},
+    {"--trace", "FILE", "write a Chrome/Perfetto trace (JSON)"},
+    {"-r --region", "NAME", "only this region (may be repeated)", count = "*", target = "regions"},
+  },
+}
 
-Prints the tables perfsh stat prints, from hits saved with perfsh stat --save FILE (or
-t:save(FILE) in a script). A cut or damaged file gives its intact records, with one line
-on stderr saying what was lost; a file with nothing readable left exits with status 2.
-
-  --csv               region,event,hits,total,mean,min,p50,p99,max,scaling rows
-  --per-thread        one table per region and thread
-  --every-call        one row per hit
-  --hist              a histogram of each region's hit times
-  --per-cpu           each region by CPU, core and L3 domain
-  --jsonl             every hit as one JSON object per line
-  --hits-csv          every hit as one CSV row
-  --trace FILE        write a Chrome/Perfetto trace (JSON)
-  -r, --region NAME   only this region (may be repeated)
-]]
-
-local function main(argv)
-  local opts, rest = cli.parse("report", {
-    {"--csv", key = "csv"}, {"--per-thread", key = "per_thread"}, {"--every-call", key = "every_call"},
-    {"--hist", key = "hist"}, {"--per-cpu", key = "per_cpu"}, {"--jsonl", key = "jsonl"},
-    {"--hits-csv", key = "hits_csv"}, {"--trace", arg = true, key = "trace"},
-    {"-r", "--region", arg = true, repeatable = true, key = "regions"},
-  }, argv, usage)
+local function main(opts, rest)
   if #rest ~= 1 then error("perfsh report: give one .psnap file (perfsh report --help)", 0) end
   local ok, f = pcall(perfsh.load, rest[1])
   if not ok then error("perfsh report: " .. cli.reason(f), 0) end
@@ -87,4 +84,4 @@ local function main(argv)
   return 0
 end
 
-cli.main(main, arg)
+cli.run(def, main)

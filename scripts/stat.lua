@@ -1,117 +1,98 @@
--- count functions or line ranges of a program, per hit: perfsh stat -r NAME [options] CMD...
-local perfsh = require "perfsh"
+-- stat: count functions or line ranges of a program, per hit
+-- usage: perfsh stat -r REGION [-r REGION...] [options] [--] COMMAND [ARGS...]
+--        perfsh stat -r REGION [options] -p PID
+--        perfsh stat --list [hw|sw|cache|pmu|tracepoint|presets|all|WORD]
+--        perfsh stat --list sdt BINARY
 local cli = require "perfsh.cli"
+local perfsh, core = cli.perfsh, cli.core
 local report = require "perfsh.report"
 local export = require "perfsh.export"
 local topo = require "perfsh.topology"
-local core = require "perfsh.core"
-local defaults = require "perfsh.defaults"
 
-local usage = defaults.usage([[
-usage: perfsh stat -r REGION [-r REGION...] [options] [--] COMMAND [ARGS...]
-       perfsh stat -r REGION [options] -p PID
-       perfsh stat --list [hw|sw|cache|pmu|tracepoint|all|WORD]
-       perfsh stat --list sdt BINARY
+local def = {
+  defaults = "region",
+  description = [[
+Counts hardware (or software) events over each hit of a function or a source-line range of an
+unmodified binary, per thread, and prints one aggregated table per region.]],
+  example = "perfsh stat -r sum -e task-clock examples/sum",
+  options = {
+    "Regions",
+    {"-r --region", "R", "a function (sum, ns::Klass::method, libm.so.6:frexp, 0x401136) or a line range "
+      .. "FILE:L1-FILE:L2 / FILE:L1-L2 (L1 inclusive, L2 exclusive: a hit from entering L1..L2-1 to reaching L2; "
+      .. "loops inside cost no stop); may be repeated. Inlined copies of a function are reported too. "
+      .. "sdt:PROVIDER:NAME (a point) or sdt:P:START,sdt:P:END (a pair) name SDT probes (perfsh --list sdt BINARY)",
+      count = "*", target = "regions", hidden = "-f --function"},
+    {"--every-level", nil, "count every level of a recursion (default: the outermost call only)"},
+    "Events",
+    {"-e --events", "LIST", "events of the first group, e.g. instructions,cycles (default: {pmu} where there is "
+      .. "a hardware PMU, else {none}); @ipc, @cache, @branch or @tlb put in a preset set (what does not open here "
+      .. "is dropped, with a note); may be repeated", count = "*"},
+    {"-g --group", "LIST", "one more group, scheduled on the PMU on its own (more events than counters are then "
+      .. "multiplexed and scaled); may be repeated", count = "*", target = "groups"},
+    {"--list", nil, "list the events that open on this machine (or the names with WORD, or a kind; presets: "
+      .. "the preset sets and what they count here); "
+      .. "--list sdt BINARY lists the SDT probes (<sys/sdt.h>) of BINARY"},
+    "Target",
+    {"-p --pid", "PID", "attach to a running process instead of starting COMMAND"},
+    {"--seconds", "S", "stop after S seconds (detaching from an attached process), even while the program is "
+      .. "blocked in a system call"},
+    {"--follow-fork", nil, "trace forked children too (default: they run untraced)"},
+    cli.backend_option,
+    {"--ring-pages", "N", "the uprobe catcher's ring per thread, in pages (a power of two; default 256): records "
+      .. "a full ring drops are counted and reported"},
+    "Sampling (function regions; every call is still counted, estimated totals are printed)",
+    {"--sample", "P", "record each call with probability P"},
+    {"--every", "N", "record every Nth call"},
+    "Output",
+    {"--csv", nil, "region,event,hits,total,mean,min,p50,p99,max,scaling rows (time_ns is the event name of the "
+      .. "time column)"},
+    {"--per-thread", nil, "one table per region and thread"},
+    {"--every-call", nil, "one row per hit (as Perforator prints)"},
+    {"-o --output", "FILE", "write the report to FILE instead of stdout"},
+    {"--save", "FILE", "write every hit to FILE as the run goes (.psnap; memory stays bounded; perfsh report FILE "
+      .. "reads it)"},
+    {"--trace", "FILE", "also write a Chrome/Perfetto trace (JSON; open it in ui.perfetto.dev)"},
+    {"--hist", nil, "also draw a histogram of each region's hit times"},
+    {"--per-cpu", nil, "also break each region down by CPU, core and L3 domain"},
+    "Engine",
+    {"--engine", "E", "counters (default: perf events, per hit) or callgrind: run COMMAND under valgrind's "
+      .. "callgrind, collecting in each function region (one run per region): exact, repeatable Ir and, asked "
+      .. "with -e, callgrind's cache and branch events (Dr,Dw,I1mr,D1mr,D1mw,ILmr,DLmr,DLmw,Bc,Bcm,Bi,Bim, or "
+      .. "cache, branch, all); function regions only"},
+  },
+  epilog = [[
+The time column is the thread's on-CPU time from the entry breakpoint to the return one (the counter
+group's time_enabled): time the thread sat stopped by perfsh is left out, the kernel's handling of
+the two traps is in it. perfsh exits with COMMAND's status (128 + signal when a signal killed it;
+then one stderr line names the signal and the regions it was in). SIGINT, SIGTERM or SIGHUP to
+perfsh stop the run: what was measured is printed and saved, an attached process is detached
+unharmed, a started COMMAND is killed; perfsh then exits with 128 + that signal.]],
+}
 
-Counts hardware (or software) events over each hit of a function or a source-line range
-of an unmodified binary, per thread, and prints one aggregated table per region.
+-- An -o file, opened now (before anything runs), or stdout.
+local function output(file)
+  if not file then return io.stdout end
+  local out, why = io.open(file, "w")
+  if not out then
+    error(("perfsh stat: -o: cannot write %s; give a file in a directory you can write"):format(why), 0)
+  end
+  return out
+end
 
-regions:
-  -r, --region R      a function (sum, ns::Klass::method, libm.so.6:frexp, 0x401136) or
-                      a line range FILE:L1-FILE:L2 / FILE:L1-L2 (L1 inclusive, L2 exclusive:
-                      a hit from entering L1..L2-1 to reaching L2; loops inside cost no stop);
-                      may be repeated. Inlined copies of a function are reported too.
-                      sdt:PROVIDER:NAME (a point) or sdt:P:START,sdt:P:END (a pair) name SDT
-                      probes (perfsh --list sdt BINARY); they need the uprobe catcher, which
-                      this build does not have yet
-  -f, --function R    the same as -r
-  --every-level       count every level of a recursion (default: the outermost call only)
-events:
-  -e, --events LIST   events of the first group, e.g. instructions,cycles (default:
-                      {pmu} where there is a hardware PMU, else
-                      {none}); may be repeated
-  -g, --group LIST    one more group, scheduled on the PMU on its own (more events than
-                      counters are then multiplexed and scaled); may be repeated
-  --list [KIND|WORD]  list the events that open on this machine (or the names with WORD);
-                      --list sdt BINARY lists the SDT probes (<sys/sdt.h>) of BINARY
-target:
-  -p, --pid PID       attach to a running process instead of starting COMMAND
-  --seconds S         stop after S seconds (detaching from an attached process), even
-                      while the program is blocked in a system call
-  --follow-fork       trace forked children too (default: they run untraced)
-  --backend B         how hits are caught: ptrace (default; the target stops at each hit),
-                      uprobe (the kernel samples the counters at each entry and return: the
-                      target never stops for a hit; function regions only, root or
-                      CAP_PERFMON) or auto (uprobe where it works and the regions allow it)
-  --ring-pages N      the uprobe catcher's ring per thread, in pages (a power of two; default
-                      256): records a full ring drops are counted and reported
-sampling (function regions; every call is still counted, estimated totals are printed):
-  --sample P          record each call with probability P
-  --every N           record every Nth call
-output:
-  --csv               region,event,hits,total,mean,min,p50,p99,max,scaling rows
-                      (time_ns is the event name of the time column)
-  --per-thread        one table per region and thread
-  --every-call        one row per hit (as Perforator prints)
-  -o, --output FILE   write the report to FILE instead of stdout
-  --save FILE         write every hit to FILE as the run goes (.psnap; memory stays bounded;
-                      perfsh report FILE reads it)
-  --trace FILE        also write a Chrome/Perfetto trace (JSON; open it in ui.perfetto.dev)
-  --hist              also draw a histogram of each region's hit times
-  --per-cpu           also break each region down by CPU, core and L3 domain
-engine:
-  --engine E          counters (default: perf events, per hit) or callgrind: run COMMAND under
-                      valgrind's callgrind, collecting in each function region (one run per
-                      region): exact, repeatable Ir and, asked with -e, callgrind's cache and
-                      branch events (Dr,Dw,I1mr,D1mr,D1mw,ILmr,DLmr,DLmw,Bc,Bcm,Bi,Bim, or
-                      cache, branch, all); function regions only
-
-The time column is the thread's on-CPU time from the entry breakpoint to the return one
-(the counter group's time_enabled): time the thread sat stopped by perfsh is left out, the
-kernel's handling of the two traps is in it. perfsh exits with COMMAND's status (128 +
-signal when a signal killed it; then one stderr line names the signal and the regions it was
-in). SIGINT, SIGTERM or SIGHUP to perfsh stop the run: what was measured is printed and
-saved, an attached process is detached unharmed, a started COMMAND is killed; perfsh then
-exits with 128 + that signal.
-]], "region")
-
-local function main(argv)
+local function main(opts, cmd)
   -- SIGINT, SIGTERM, SIGHUP end the run, not perfsh: the report and the files are written
   core.defer_signals()
-  local opts, cmd = cli.parse("stat", {
-    {"-r", "--region", "-f", "--function", arg = true, repeatable = true, key = "regions"},
-    {"-e", "--events", arg = true, repeatable = true, key = "events"},
-    {"-g", "--group", arg = true, repeatable = true, key = "groups"},
-    {"--list", key = "list"},
-    {"-p", "--pid", arg = true, key = "pid"},
-    {"--per-thread", key = "per_thread"},
-    {"--every-call", key = "every_call"},
-    {"--every-level", key = "every_level"},
-    {"--csv", key = "csv"},
-    {"--seconds", arg = true, key = "seconds"},
-    {"--follow-fork", key = "follow_fork"},
-    {"--backend", arg = true, key = "backend"},
-    {"--ring-pages", arg = true, key = "ring_pages"},
-    {"--sample", arg = true, key = "sample"},
-    {"--every", arg = true, key = "every"},
-    {"--save", arg = true, key = "save"},
-    {"--trace", arg = true, key = "trace"},
-    {"--hist", key = "hist"},
-    {"--per-cpu", key = "per_cpu"},
-    {"-o", "--output", arg = true, key = "output"},
-    {"--engine", arg = true, key = "engine"},
-  }, argv, usage)
-  if opts.engine == "callgrind" then return require("perfsh.callgrind").stat(opts, cmd) end
-  if opts.engine and opts.engine ~= "counters" then
-    error(("perfsh stat: --engine must be counters or callgrind, not '%s'"):format(opts.engine), 0)
+  local engine = cli.engine("stat", opts.engine, "counters")
+  if opts.list and engine == "counters" then
+    if cmd[1] == "sdt" then return perfsh.print_sdt(cmd[2]) end
+    return perfsh.print_events(cmd[1])
   end
-  if opts.list and cmd[1] == "sdt" then return perfsh.print_sdt(cmd[2]) end
-  if opts.list then return perfsh.print_events(cmd[1]) end
   if not opts.regions then error("perfsh stat: no region given; name one with -r FUNCTION or -r FILE:L1-L2", 0) end
   if not opts.pid and #cmd == 0 then error("perfsh stat: no command given (or -p PID to attach)", 0) end
-  local events = opts.events and cli.split(opts.events)
+  if engine == "callgrind" then return require("perfsh.callgrind").stat(opts, cmd, output) end
+  local events = opts.events and cli.events("stat", opts.events)
   local groups = {}
-  for i, g in ipairs(opts.groups or {}) do groups[i] = cli.split{g} end
+  for i, g in ipairs(opts.groups or {}) do groups[i] = cli.events("stat", {g}) end
   if not events and #groups == 0 then
     events = perfsh.default_events()
   end
@@ -127,32 +108,10 @@ local function main(argv)
     .. "(e.g. --sample 0.01)", function(n) return n > 0 and n <= 1 end)
   if opts.save then cli.writable("stat", "--save", opts.save) end
   if opts.trace then cli.writable("stat", "--trace", opts.trace) end
-  local out = io.stdout
-  if opts.output then
-    local why
-    out, why = io.open(opts.output, "w")
-    if not out then
-      error(("perfsh stat: -o: cannot write %s; give a file in a directory you can write"):format(why), 0)
-    end
-  end
-
-  local backend = opts.backend or "ptrace"
-  if backend ~= "auto" and backend ~= "uprobe" and backend ~= "ptrace" then
-    error(("perfsh stat: --backend %s; give auto, uprobe or ptrace"):format(backend), 0)
-  end
-  if backend == "auto" then
-    -- what only the ptrace catcher does: line ranges, SDT pairs, sampling, several groups
-    local need
-    for _, r in ipairs(opts.regions) do
-      if not cli.region_spec(r, "stat").func then need = "region " .. r end
-    end
-    if sample or opts.every then need = "sampling" end
-    if #groups > 0 then need = "several counter groups" end
-    if need then
-      backend = "ptrace"
-      io.stderr:write("perfsh stat: note: backend auto: ptrace, as ", need, " needs it\n")
-    end
-  end
+  local out = output(opts.output)
+  -- what only the ptrace catcher does: line ranges, SDT pairs, sampling, several groups
+  local backend = cli.backend("stat", opts.backend, (#groups > 0 and "several counter groups")
+    or ((sample or opts.every) and "sampling") or cli.ptrace_need("stat", opts.regions))
 
   local t = cli.start("stat", cmd, opts.pid, {events = events, groups = groups, follow_fork = opts.follow_fork,
     spill = not opts.pid and opts.save or nil, backend = backend, ring_pages = opts.ring_pages and
@@ -245,4 +204,4 @@ local function main(argv)
   return cli.status(status.exited, status.code, status.signo)
 end
 
-cli.main(main, arg)
+cli.run(def, main)

@@ -1,45 +1,37 @@
--- log the slow hits of a region while a program runs: perfsh tail -r REGION [options] CMD...
+-- tail: log the slow hits of a region while a program runs
+-- usage: perfsh tail -r REGION [--threshold-us X | --quantile Q [--factor F]] [options] [--] CMD...
+--        perfsh tail -r REGION [options] -p PID
 local cli = require "perfsh.cli"
-local perfsh = require "perfsh"
-local defaults = require "perfsh.defaults"
+local perfsh = cli.perfsh
 
-local usage = defaults.usage([==[
-usage: perfsh tail -r REGION [--threshold-us X | --quantile Q [--factor F]] [options] [--] CMD...
-       perfsh tail -r REGION ... -p PID
-
+local def = {
+  defaults = "tail",
+  description = [[
 Runs CMD (or attaches to PID) and logs each slow hit of REGION as it happens, one line:
   hit=N time=T (Rx median) tid=... cpu=... EVENT=V (Rx median) ...
-N is the hit's 0-based index among the region's hits; every counter is shown with its ratio
-to the median of the hits before it, so the line says what made the hit slow.
+N is the hit's 0-based index among the region's hits; every counter is shown with its ratio to the
+median of the hits before it, so the line says what made the hit slow.]],
+  example = "perfsh tail -r iteration --threshold-us 5000 examples/slow 1500",
+  options = {
+    {"-r --region", "R", "a function or a line range, as for perfsh stat", hidden = "-f --function"},
+    {"--threshold-us", "X", "slow: on-CPU time above X microseconds", target = "threshold"},
+    {"--quantile", "Q", "slow: above F times the running Q-quantile of the earlier hits (after --warmup hits; "
+      .. "default Q 0.99, F 2, warm-up 50)"},
+    {"--factor", "F", "the F of --quantile"},
+    {"--warmup", "N", "the hits before --quantile judges"},
+    {"-e --events", "LIST", "counters to log (default: {pmu} with a hardware PMU, else {none}); @ipc, @cache, "
+      .. "@branch or @tlb put in a preset set; may be repeated", count = "*"},
+    {"--sample", "P", "look at a random fraction P of the hits only"},
+    {"--every", "N", "look at every Nth hit only"},
+    {"--log", "FILE", "write the lines to FILE instead of stdout"},
+    {"-p --pid", "PID", "attach to a running process"},
+    {"--seconds", "S", "stop after S seconds"},
+    cli.backend_option,
+  },
+  epilog = "perfsh exits with CMD's status (128 + signal when a signal killed it).",
+}
 
-  -r, --region R      a function or a line range, as for perfsh stat
-  --threshold-us X    slow: on-CPU time above X microseconds
-  --quantile Q        slow: above F times the running Q-quantile of the earlier hits (after
-                      --warmup hits; default Q 0.99, F 2, warm-up 50)
-  --factor F, --warmup N
-  -e, --events LIST   counters to log (default: {pmu} with a
-                      hardware PMU, else {none})
-  --sample P, --every N   look at a random fraction P, or every Nth hit, only
-  --log FILE          write the lines to FILE instead of stdout
-  -p, --pid PID       attach to a running process
-  --seconds S         stop after S seconds
-perfsh exits with CMD's status (128 + signal when a signal killed it).
-]==], "tail")
-
-local function main(argv)
-  local opts, cmd = cli.parse("tail", {
-    {"-r", "--region", "-f", "--function", arg = true, key = "region"},
-    {"--threshold-us", arg = true, key = "threshold"},
-    {"--quantile", arg = true, key = "quantile"},
-    {"--factor", arg = true, key = "factor"},
-    {"--warmup", arg = true, key = "warmup"},
-    {"-e", "--events", arg = true, repeatable = true, key = "events"},
-    {"--sample", arg = true, key = "sample"},
-    {"--every", arg = true, key = "every"},
-    {"--log", arg = true, key = "log"},
-    {"-p", "--pid", arg = true, key = "pid"},
-    {"--seconds", arg = true, key = "seconds"},
-  }, argv, usage)
+local function main(opts, cmd)
   if not opts.region then error("perfsh tail: no region given; name one with -r FUNCTION", 0) end
   if not opts.pid and #cmd == 0 then error("perfsh tail: no command given (or -p PID to attach)", 0) end
   local function num(name, v)
@@ -50,10 +42,13 @@ local function main(argv)
   if opts.threshold and opts.quantile then
     error("perfsh tail: give --threshold-us or --quantile, not both", 0)
   end
-  local events = opts.events and cli.split(opts.events) or perfsh.default_events("tail")
+  local events = opts.events and cli.events("tail", opts.events) or perfsh.default_events("tail")
   cli.check_events("tail", events)
-  local t = cli.start("tail", cmd, opts.pid, {events = events})
   local rspec = cli.region_spec(opts.region, "tail")
+  local backend = cli.backend("tail", opts.backend, ((opts.sample or opts.every) and "sampling")
+    or (not rspec.func and "region " .. opts.region) or nil)
+  local t = cli.start("tail", cmd, opts.pid, {events = events, backend = backend})
+  if t.note then io.stderr:write("perfsh tail: note: ", t.note, "\n") end
   if opts.sample then rspec.sample = {p = num("--sample", opts.sample)} end
   if opts.every then rspec.sample = {every = math.tointeger(num("--every", opts.every))} end
   local r = cli.arm("tail", t, opts.region, rspec)
@@ -90,4 +85,4 @@ local function main(argv)
   return cli.status(status.exited, status.code, status.signo)
 end
 
-cli.main(main, arg)
+cli.run(def, main)

@@ -18,7 +18,8 @@ local aliases = {
 }
 
 --- The callgrind events a list of names asks for (callgrind's names, or instructions, cache,
--- branch, all); raises "perfsh NAME: ..." for a name callgrind does not count.
+-- branch, all; @cache and @branch as the presets of the counters engine); raises
+-- "perfsh NAME: ..." for a name callgrind does not count.
 function M.resolve(name, list)
   local out, seen = {}, {}
   local function add(e)
@@ -27,7 +28,9 @@ function M.resolve(name, list)
       out[#out + 1] = e
     end
   end
+  if list and #list == 0 then list = nil end
   for _, e in ipairs(list or {"Ir"}) do
+    e = e:gsub("^@", "") -- the presets @cache and @branch: callgrind's simulators
     if aliases[e] then
       for _, a in ipairs(aliases[e]) do add(a) end
     elseif needs[e] or e == "Ir" then
@@ -204,31 +207,20 @@ end
 
 local unsupported = {pid = "-p", every_call = "--every-call", per_thread = "--per-thread", save = "--save",
   trace = "--trace", hist = "--hist", per_cpu = "--per-cpu", sample = "--sample", every = "--every",
-  groups = "-g", seconds = "--seconds", follow_fork = "--follow-fork", list = "--list", every_level = "--every-level"}
+  groups = "-g", seconds = "--seconds", follow_fork = "--follow-fork", list = "--list", every_level = "--every-level",
+  backend = "--backend", ring_pages = "--ring-pages"}
 
---- perfsh stat --engine callgrind: opts as scripts/stat.lua parsed them, cmd the command.
-function M.stat(opts, cmd)
+--- perfsh stat --engine callgrind: opts as scripts/stat.lua parsed and checked them (regions
+-- and a command given), cmd the command, output(file) the report's file (-o; nil: stdout).
+function M.stat(opts, cmd, output)
   for key, flag in pairs(unsupported) do
     if opts[key] then
       error(("perfsh stat: --engine callgrind does not take %s; drop it or use --engine counters"):format(flag), 0)
     end
   end
-  if not opts.regions then error("perfsh stat: no region given; name one with -r FUNCTION", 0) end
-  if #cmd == 0 then error("perfsh stat: no command given", 0) end
-  local events = {}
-  for _, e in ipairs(opts.events or {}) do
-    for w in e:gmatch("[^,%s]+") do events[#events + 1] = w end
-  end
-  events = M.resolve("stat", #events > 0 and events or nil)
+  local events = M.resolve("stat", opts.events and require("perfsh.cli").split(opts.events))
   for _, r in ipairs(opts.regions) do M.check_region("stat", r) end
-  local out = io.stdout
-  if opts.output then
-    local why
-    out, why = io.open(opts.output, "w")
-    if not out then
-      error(("perfsh stat: -o: cannot write %s; give a file in a directory you can write"):format(why), 0)
-    end
-  end
+  local out = output(opts.output)
   local results, status = {}, 0
   for i, r in ipairs(opts.regions) do
     results[i] = M.measure("stat", cmd, r, events)

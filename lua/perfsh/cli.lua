@@ -1,58 +1,263 @@
---- perfsh.cli: a small option parser for recipes, and the exit conventions they share.
+--- perfsh.cli: the recipes' options (lua-argparse) and header comments, and the exit conventions they share.
 local cli = {}
 
---- Parse argv against a spec.
--- spec = { {"-e", "--events", arg = true, repeatable = true, key = "events"}, {"--csv", key = "csv"}, ... }
--- Options stop at "--" or at the first word that is not an option; the rest is the command.
--- Returns opts, rest; raises "perfsh NAME: ..." for unknown options or missing values.
-function cli.parse(name, spec, argv, usage)
-  if usage then
-    spec[#spec + 1] = {"-h", "--help", key = "help"}
+--- The header comment a recipe file opens with:
+--   -- NAME: one-line summary
+--   -- usage: perfsh NAME ...
+--   --        perfsh NAME ...      (more forms, optional)
+-- Returns {name =, summary =, usage = {lines}}, or nil and why.
+function cli.header(path)
+  local f, why = io.open(path)
+  if not f then return nil, why end
+  local h = {usage = {}}
+  local first = f:read("l") or ""
+  h.name, h.summary = first:match("^%-%-%s*([%w_-]+):%s*(.-)%s*$")
+  for line in f:lines() do
+    local form = line:match("^%-%-%s*usage:%s*(.-)%s*$") or (#h.usage > 0 and line:match("^%-%-%s+(perfsh .-)%s*$"))
+    if not form then break end
+    h.usage[#h.usage + 1] = form
   end
-  local by_flag = {}
-  for _, o in ipairs(spec) do
-    for _, flag in ipairs(o) do by_flag[flag] = o end
+  f:close()
+  if not h.name or #h.usage == 0 then
+    return nil, ("%s does not open with '-- NAME: summary' and '-- usage: perfsh NAME ...'"):format(path)
   end
-  local opts, rest, i = {}, {}, 1
+  return h
+end
+
+-- The words of a "-r --region" names string.
+local function words(s)
+  local out = {}
+  for w in (s or ""):gmatch("%S+") do out[#out + 1] = w end
+  return out
+end
+
+-- Text of a help written over several source lines as argparse wraps it: the lines of a
+-- paragraph joined; blank lines and indented lines (examples) kept as they are.
+local function reflow(text)
+  if not text then return nil end
+  local out = {}
+  for line in (text .. "\n"):gmatch("(.-)\n") do
+    local prev = out[#out]
+    if prev and prev ~= "" and line ~= "" and not line:match("^%s") and not prev:match("^%s") then
+      out[#out] = prev .. " " .. line
+    else
+      out[#out + 1] = line
+    end
+  end
+  return table.concat(out, "\n")
+end
+
+--- A recipe's option parser (lua-argparse) from a table:
+--   {name = "stat", usage = {forms}, description = "...", example = "perfsh stat ..." (or a list),
+--    epilog = "...",
+--    options = {"Regions", {"-r --region", "R", "help", count = "*", target = "regions",
+--               hidden = "-f --function"}, {"--csv", nil, "help"}, ...}}
+-- A string in options starts a section of the help; an option with an argument name takes a
+-- value, one without is a flag. Returns the parser and, for each name that takes a value, the
+-- option's first long name.
+function cli.parser(def)
+  local argparse = require "argparse"
+  local usage = {}
+  for i, form in ipairs(def.usage) do usage[i] = (i == 1 and "Usage: " or "       ") .. form end
+  local p = argparse("perfsh " .. def.name):usage(table.concat(usage, "\n")):add_help(false)
+    :help_max_width(100):help_description_margin(26)
+  if def.description then p:description(reflow(def.description)) end
+  local examples = type(def.example) == "table" and def.example or {def.example}
+  local epilog = #examples > 0 and ("Example:\n  " .. table.concat(examples, "\n  ")) or nil
+  if def.epilog then epilog = epilog and (epilog .. "\n\n" .. def.epilog) or def.epilog end
+  if epilog then p:epilog(reflow(epilog)) end
+  local takes, section, members = {}, "Options", {}
+  local function close()
+    if #members > 0 then p:group(section, table.unpack(members)) end
+    members = {}
+  end
+  local opts = {}
+  for _, o in ipairs(def.options) do opts[#opts + 1] = o end
+  opts[#opts + 1] = {"-h --help", nil, "show this help and exit"}
+  for _, o in ipairs(opts) do
+    if type(o) == "string" then
+      close()
+      section = o
+    else
+      local e
+      if o[2] then
+        e = p:option(o[1], o[3]):argname(o[2])
+        -- one line, "-r, --region R", not argparse's line per name
+        local label = table.concat(words(o[1]), ", ") .. " " .. o[2]
+        e._get_label_lines = function() return {label} end
+        local names = words(o[1] .. " " .. (o.hidden or ""))
+        local long
+        for _, n in ipairs(names) do long = long or (n:match("^%-%-") and n) end
+        for _, n in ipairs(names) do takes[n] = long end
+      else
+        e = p:flag(o[1], o[3])
+      end
+      if o.hidden then e:hidden_name(o.hidden) end
+      if o.count then e:count(o.count) end
+      if o.target then e:target(o.target) end
+      members[#members + 1] = e
+    end
+  end
+  close()
+  return p, takes
+end
+
+-- argv split where the options end: at "--" (dropped) or at the first word that is not an
+-- option or an option's value (the target's command starts there). Each value is joined to its
+-- option as --long=VALUE, so that a value may start with "-" (--every -1, -e -x).
+local function split_options(argv, takes)
+  local head, i = {}, 1
   while i <= #argv do
     local a = argv[i]
     if a == "--" then
       i = i + 1
       break
     end
-    local flag, inline = a:match("^(%-%-[%w-]+)=(.*)$")
-    flag = flag or a
-    local o = by_flag[flag]
-    if not o then
-      if a:sub(1, 1) == "-" and #a > 1 then
-        error(("perfsh %s: unknown option '%s' (perfsh %s --help lists them)"):format(name, a, name), 0)
-      end
-      break
+    if a:sub(1, 1) ~= "-" or #a == 1 then break end
+    local long = takes[a]
+    if not long and a:sub(1, 2) ~= "--" then
+      -- -abc: flags until one takes a value: the rest of the word, or (the last) the next word
+      local j = 2
+      while j < #a and not takes["-" .. a:sub(j, j)] do j = j + 1 end
+      long = j == #a and takes["-" .. a:sub(j, j)] or nil
+      if long then a = a:sub(1, -2) end
     end
-    local value = true
-    if o.arg then
-      if inline then
-        value = inline
-      else
-        i = i + 1
-        value = argv[i]
-        if value == nil then error(("perfsh %s: %s needs a value"):format(name, flag), 0) end
-      end
-    end
-    if o.repeatable then
-      opts[o.key] = opts[o.key] or {}
-      table.insert(opts[o.key], value)
+    if long and i < #argv then
+      if a ~= argv[i] then head[#head + 1] = a end
+      head[#head + 1] = long .. "=" .. argv[i + 1]
+      i = i + 2
     else
-      opts[o.key] = value
+      head[#head + 1] = argv[i]
+      i = i + 1
     end
-    i = i + 1
   end
-  for j = i, #argv do rest[#rest + 1] = argv[j] end
-  if usage and opts.help then
-    io.write(usage)
-    os.exit(0)
+  return head, {table.unpack(argv, i)}
+end
+
+-- An argparse error as one line: "perfsh NAME: unknown option '--x' (perfsh NAME --help lists them)".
+local function parse_error(name, err)
+  local msg, tip = err:match("^([^\n]*)\n?(.*)$")
+  tip = tip:match("^Did you mean (.-)%?$")
+  if msg:match("^unknown option") then
+    error(("perfsh %s: %s%s (perfsh %s --help lists them)"):format(name, msg, tip and ("; did you mean " .. tip
+      .. "?") or "", name), 0)
   end
-  return opts, rest
+  local flag = msg:match("^option '(.-)' requires an argument")
+  if flag then msg = flag .. " needs a value" end
+  error(("perfsh %s: %s (perfsh %s --help)"):format(name, msg, name), 0)
+end
+
+--- Parse argv with the recipe's parser (cli.parser(def)). Options stop at "--" or at the first
+-- word that is not an option; the rest is the command. With def.operands (a recipe without a
+-- command: perfsh report FILE) the operands may come anywhere among the options instead.
+-- --help prints the help and exits 0; bad options raise one line (parse_error).
+-- Returns opts (argparse's result: names with "-" as "_", or the option's target), rest.
+function cli.parse(def, argv, ...)
+  if type(def) == "string" then return cli.parse(cli.from_spec(def, argv, ...)) end
+  local p, takes = cli.parser(def)
+  local head, rest
+  if def.operands then
+    p:argument("operands"):args("*"):hidden(true)
+    head = argv
+  else
+    head, rest = split_options(argv, takes)
+  end
+  local ok, opts = p:pparse(head)
+  if not ok then parse_error(def.name, opts) end
+  if opts.help then
+    io.write(def.help_text or (p:get_help() .. "\n"))
+    os.exit(0, true)
+  end
+  opts.help = nil
+  if def.operands then
+    rest, opts.operands = opts.operands, nil
+  end
+  return cli.clean(opts), rest
+end
+
+--- The older form of a recipe's options, cli.parse(name, spec, argv, usage) with spec =
+-- {{"-e", "--events", arg = true, repeatable = true, key = "events"}, {"--csv", key = "csv"}},
+-- as a table for cli.parse: returns def, argv. --help prints usage as it is.
+function cli.from_spec(name, spec, argv, usage)
+  local options = {}
+  for i, o in ipairs(spec) do
+    options[i] = {table.concat(o, " "), o.arg and "VALUE" or nil, "", count = o.repeatable and "*" or nil,
+      target = o.key}
+  end
+  return {name = name, usage = {"perfsh " .. name .. " [options] ..."}, options = options, help_text = usage}, argv
+end
+
+--- argparse's result without the empty lists of repeatable options not given (nil instead).
+function cli.clean(opts)
+  for k, v in pairs(opts) do
+    if type(v) == "table" and #v == 0 then opts[k] = nil end
+  end
+  return opts
+end
+
+--- Run the recipe of the calling script: its name and usage forms come from the header comment
+-- the script opens with (cli.header), the rest of def as for cli.parser; def.defaults names the
+-- use (perfsh.defaults) whose event sets fill "{pmu}" and "{none}" in the help texts.
+-- main(opts, cmd) returns the exit status; errors end the recipe as cli.main does.
+function cli.run(def, main)
+  local path = debug.getinfo(2, "S").source:gsub("^@", "")
+  local h = assert(cli.header(path))
+  def.name, def.usage = def.name or h.name, def.usage or h.usage
+  if def.defaults then
+    local defaults = require "perfsh.defaults"
+    local function fill(text) return text and defaults.usage(text, def.defaults) end
+    def.description, def.epilog = fill(def.description), fill(def.epilog)
+    for _, o in ipairs(def.options) do
+      if type(o) == "table" then o[3] = fill(o[3]) end
+    end
+  end
+  cli.main(function(argv)
+    local opts, cmd = cli.parse(def, argv)
+    return main(opts, cmd)
+  end, arg)
+end
+
+--- The --backend option of the recipes that catch region hits (a row of cli.parser's options).
+cli.backend_option = {"--backend", "B", ("how hits are caught: ptrace (the target stops at each hit), uprobe (the "
+  .. "kernel samples the counters at each entry and return: the target never stops for a hit; function regions "
+  .. "only, root or CAP_PERFMON) or auto (uprobe where it works and the regions allow it); default: %s")
+  :format(require("perfsh.defaults").backend)}
+
+--- The catcher of hits a recipe asks perfsh.spawn/attach for: --backend @value, else the
+-- default (perfsh.defaults.backend). auto where @need (what needs the ptrace catcher, e.g.
+-- "region f.c:1-2", or nil) says so takes ptrace, with a note; the rest is for spawn to decide.
+function cli.backend(name, value, need)
+  local b = value or require("perfsh.defaults").backend
+  if b ~= "auto" and b ~= "uprobe" and b ~= "ptrace" then
+    error(("perfsh %s: --backend %s; give auto, uprobe or ptrace"):format(name, b), 0)
+  end
+  if b == "auto" and need then
+    io.stderr:write(("perfsh %s: note: backend auto: ptrace, as %s needs it\n"):format(name, need))
+    return "ptrace"
+  end
+  return b
+end
+
+--- What in a recipe's regions (names as given to -r) needs the ptrace catcher: a line range
+-- or an SDT pair; nil when every region is a function.
+function cli.ptrace_need(name, regions)
+  for _, r in ipairs(regions) do
+    if not cli.region_spec(r, name).func then return "region " .. r end
+  end
+end
+
+--- --engine E of a recipe: counters or callgrind (nil: @default).
+function cli.engine(name, value, default)
+  if value and value ~= "counters" and value ~= "callgrind" then
+    error(("perfsh %s: --engine must be counters or callgrind, not '%s'"):format(name, value), 0)
+  end
+  return value or default
+end
+
+--- The events of -e/-g lists (a,b,c; the option may be repeated), each @PRESET replaced by the
+-- events of that preset that open here (perfsh.presets; a note names what it dropped).
+function cli.events(name, values)
+  return require("perfsh.presets").events(name, cli.split(values))
 end
 
 --- The reason in an error message, without the "file:line: " a Lua error puts first, nor the
@@ -139,11 +344,11 @@ function cli.arm(name, t, label, spec)
   return r
 end
 
---- Split "a,b,c" lists (repeatable options give several) into one flat array.
+--- Split "a,b,c" lists (commas or blanks) (repeatable options give several) into one flat array.
 function cli.split(values)
   local out = {}
   for _, v in ipairs(values or {}) do
-    for item in v:gmatch("[^,]+") do out[#out + 1] = item end
+    for item in v:gmatch("[^,%s]+") do out[#out + 1] = item end
   end
   return out
 end
@@ -192,4 +397,8 @@ function cli.main(fn, argv)
   os.exit(result or 0, true)
 end
 
-return cli
+-- cli.perfsh, cli.core, cli.defaults: the modules every recipe uses, required when first used
+local modules = {perfsh = "perfsh", core = "perfsh.core", defaults = "perfsh.defaults"}
+return setmetatable(cli, {__index = function(_, k)
+  if modules[k] then return require(modules[k]) end
+end})

@@ -1,4 +1,5 @@
---- perfsh.defaults: the events counted when none are given, the one place they are defined.
+--- perfsh.defaults: the events counted when none are given, the one place they are defined,
+-- and the catcher of hits the recipes use.
 -- Each use has a set for a machine with a hardware PMU and one for a machine without (a VM
 -- without PMU passthrough: software events only).
 --   defaults.events()            -> {"instructions", "cycles"} or {"task-clock", "page-faults"}
@@ -6,6 +7,10 @@
 local core = require "perfsh.core"
 
 local defaults = {}
+
+--- How the recipes catch region hits when --backend is not given: "ptrace", "uprobe" or "auto"
+-- (passed to perfsh.spawn/attach as backend =).
+defaults.backend = "ptrace"
 
 local sets = {
   -- a region's hits: perfsh stat, perfsh.spawn{} and perfsh.attach() (so the REPL too)

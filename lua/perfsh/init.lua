@@ -80,9 +80,11 @@ local function none_text(k)
   return "  (none usable here)"
 end
 
---- Print the events that open on this machine (perfsh --list [kind | filter]). Returns 0 or 2.
+--- Print the events that open on this machine (perfsh --list [kind | filter]), or the preset
+-- event sets (perfsh --list presets). Returns 0 or 2.
 -- A word that is not a kind filters every kind by substring: perfsh --list syscalls.
 function perfsh.print_events(what)
+  if what == "presets" then return require("perfsh.presets").print() end
   local kind, match = what or "all", nil
   if not kinds[kind] then kind, match = "all", what end
   local order = kind == "all" and {"hw", "sw", "cache", "pmu", "tracepoint"} or {kind}
@@ -176,12 +178,14 @@ function perfsh.print_recipes()
     if n then names[#names + 1] = n end
   end
   p:close()
+  table.sort(names)
+  local cli = require "perfsh.cli"
   for _, n in ipairs(names) do
-    local fh = io.open(dir .. "/" .. n .. ".lua")
-    local first = fh and fh:read("l") or ""
-    if fh then fh:close() end
-    print(("  %-12s %s"):format(n, (first:gsub("^%-%-+%s*", ""))))
+    -- each recipe opens with "-- NAME: summary" and "-- usage: perfsh NAME ..." (cli.header)
+    local h, why = cli.header(dir .. "/" .. n .. ".lua")
+    print(("  %-12s %s"):format(n, h and h.summary or ("(no header: " .. tostring(why) .. ")")))
   end
+  print("perfsh NAME --help shows a recipe's usage, options and an example")
   return 0
 end
 

@@ -153,7 +153,13 @@ function report.regions(out, regions, opts)
       end
     end
   end
-  if not opts.csv and opts.catcher == "uprobe" then
+  local markers = #regions > 0
+  for _, r in ipairs(regions) do
+    if r:info().kind ~= "marker" then markers = false end
+  end
+  if not opts.csv and markers then
+    out:write("time: on-CPU time of the thread between the two markers (counter time_enabled), read in the process.\n")
+  elseif not opts.csv and opts.catcher == "uprobe" then
     out:write("time: on-CPU time of the thread between the entry and return probes (counter time_enabled);\n"
       .. "the kernel's handling of the two probes is in it.\n")
   elseif not opts.csv then

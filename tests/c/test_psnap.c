@@ -296,3 +296,37 @@ TEST(psnap_create_errors)
 	CHECK_STR(err.msg, "psnap: 4 event names for 3 values");
 	CHECK(access("/tmp/unused.psnap", F_OK) != 0);
 }
+
+/* ps_psnap_finish: END and the buffer written (a signal handler's close); later writes refused,
+   close frees without writing again. */
+TEST(psnap_finish)
+{
+	struct ps_error err = {0};
+	struct ps_psnap_writer *w;
+	struct ps_psnap_reader *r;
+	unsigned char rec[512];
+	char path[64];
+
+	psnap_tmp_path(path);
+	w = ps_psnap_create(path, &psnap_test_info, &err);
+	CHECK(w != NULL);
+	if (!w)
+		return;
+	for (uint64_t i = 0; i < 5; i++) {
+		psnap_fill((struct ps_snap *)rec, i);
+		CHECK_EQ_INT(ps_psnap_write(w, rec, 1, &err), 0);
+	}
+	CHECK_EQ_INT(ps_psnap_finish(w, &err), 0);
+	CHECK_EQ_INT(ps_psnap_write(w, rec, 1, &err), -1);
+	CHECK(strstr(err.msg, "the file is finished") != NULL);
+	CHECK_EQ_INT(ps_psnap_finish(w, &err), -1);
+	CHECK_EQ_INT(ps_psnap_close(w, &err), 0);
+	CHECK_EQ_INT(ps_psnap_open(path, &r, &err), 0);
+	if (r) {
+		CHECK_EQ_INT(ps_psnap_complete(r), 1);
+		CHECK_EQ_INT(ps_psnap_count(r), 5);
+		CHECK(ps_psnap_warning(r) == NULL);
+		ps_psnap_reader_close(r);
+	}
+	unlink(path);
+}

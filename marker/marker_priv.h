@@ -1,0 +1,134 @@
+/* marker/marker_priv.h - the marker library's state (marker.c: the hit path; marker_read.c:
+ * counter reads; marker_out.c: configuration, the file, exit and signals). */
+#ifndef PS_MARKER_PRIV_H
+#define PS_MARKER_PRIV_H
+
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <stdint.h>
+
+#include "group.h"
+#include "perfsh/marker.h"
+#include "psnap.h"
+#include "snapshot.h"
+
+#define PM_RING_BYTES (512u << 10) /* a thread's buffer, about */
+
+/* How a thread's group is read (chosen once at start-up, the same for every thread). */
+enum pm_read_mode { PM_READ_SYSCALL = 0, PM_READ_RDPMC = 1 };
+
+/* The counters of one thread: its group and, in rdpmc mode, each member's mmap page. */
+struct pm_counters {
+	struct ps_group g;
+	struct perf_event_mmap_page *page[PS_MAX_EVENTS];
+};
+
+/* One open hit on a thread's stack. */
+struct pm_frame {
+	int32_t id;
+	uint32_t sampled;
+	uint64_t hit;
+	uint64_t t_start;
+	uint64_t enabled, running;
+	int16_t cpu;
+	uint64_t args[PS_MARKER_FIELDS];
+	uint64_t start[PS_MAX_EVENTS];
+};
+
+/*
+ * A thread's state. The ring is single-producer: the thread writes records at head and
+ * publishes head (release); whoever holds the global lock copies [tail, head) to the file and
+ * publishes tail (release).
+ */
+struct pm_thread {
+	struct pm_thread *next; /* the global list, under the lock */
+	uint32_t tid;
+	int off; /* its group failed to open: this thread records nothing */
+	struct pm_counters c;
+	uint64_t rng, every;
+	uint32_t depth, too_deep;
+	uint64_t seq;
+	unsigned char *ring;
+	uint64_t cap; /* records, a power of two */
+	uint64_t head, tail;
+	uint64_t lost, unmatched, fast;
+	uint64_t *entries; /* begins per region id */
+	struct pm_frame stack[PS_MARKER_DEPTH];
+};
+
+struct pm_global {
+	int on; /* read on every hit: 0 = markers off */
+	int sample;
+	uint64_t threshold; /* sampled when the PRNG's draw is below it */
+	uint64_t every;
+	uint64_t slow_ns;
+	int nev;
+	struct ps_event ev[PS_MAX_EVENTS];
+	size_t recsize;
+	enum pm_read_mode mode;
+	double read_ns, rdpmc_ns; /* measured at start-up; rdpmc_ns < 0: not available */
+	char rdpmc_why[96];
+	/* under the lock */
+	int lock; /* tid of its holder, 0 if free */
+	struct ps_psnap_writer *w;
+	int closed, failed;
+	struct pm_thread *threads;
+	int nregions;
+	char *names[PS_MARKER_REGIONS];
+	uint64_t entries[PS_MARKER_REGIONS]; /* of threads gone, as the next four */
+	uint64_t lost, unmatched, fast, nthreads;
+	struct sigaction prev[2]; /* SIGTERM, SIGINT before ours */
+};
+
+extern struct pm_global pm_g;
+
+/* read(2) as a bare system call: not a cancellation point (libc's read() is, and costs its
+   enable/disable of asynchronous cancellation on every call). */
+static inline long pm_sys_read(int fd, void *buf, unsigned long n)
+{
+	long rc;
+
+	__asm__ __volatile__("syscall"
+			     : "=a"(rc)
+			     : "0"(0L /* SYS_read */), "D"((long)fd), "S"(buf), "d"(n)
+			     : "rcx", "r11", "memory");
+	return rc;
+}
+
+/* marker_read.c */
+int pm_counters_open(struct pm_counters *c, const struct ps_event *ev, int n, enum pm_read_mode mode,
+		     struct ps_error *err);
+void pm_counters_close(struct pm_counters *c);
+/* Values of the group into @val, its times into @enabled and @running. */
+void pm_counters_read(struct pm_counters *c, enum pm_read_mode mode, uint64_t *val, uint64_t *enabled,
+		      uint64_t *running);
+/* Open the events on this thread, time both ways of reading, fill pm_g.mode and the figures. */
+int pm_choose_mode(struct ps_error *err);
+
+/* marker_out.c */
+void pm_init(void);
+/* The SIGTERM and SIGINT handlers, installed once, at the first thread's first hit. */
+void pm_first_hit(void);
+uint32_t pm_gettid(void);
+int pm_lock(int in_signal);
+void pm_unlock(void);
+/* Copy @t's buffered records to the file (the lock held). */
+void pm_drain(struct pm_thread *t);
+/* A full ring: drain it under the lock. */
+void pm_ring_full(struct pm_thread *t);
+/* Region @id is @name: REGN and its META pairs (the lock held). */
+void pm_name_region(int id, const char *name);
+/* Drain every thread's buffer (the lock held). */
+void pm_drain_all(void);
+void pm_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* marker_writer.c: the background writer thread */
+int pm_writer_start(void);
+void pm_writer_wake(void);   /* a thread's buffer is half full */
+void pm_writer_stop(void);   /* at exit: the thread joined */
+void pm_writer_forget(void); /* in a forked child, where it does not exist */
+
+/* marker.c */
+void pm_thread_forget(struct pm_thread *t); /* its totals to pm_g (the lock held) */
+
+#endif

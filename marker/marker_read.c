@@ -1,0 +1,195 @@
+/* marker/marker_read.c - reading a thread's counter group: read(2) of the whole group
+ * (PERF_FORMAT_GROUP), or rdpmc through each member's mmap page where the kernel allows it
+ * (perf_event_open(2), "the mmap layout"). Which one is measured once at start-up. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "marker_priv.h"
+
+void pm_counters_close(struct pm_counters *c)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+
+	for (int i = 0; i < PS_MAX_EVENTS; i++)
+		if (c->page[i]) {
+			munmap(c->page[i], (size_t)pg);
+			c->page[i] = NULL;
+		}
+	ps_group_close(&c->g);
+}
+
+/* Map each member's first page (the one rdpmc needs). */
+static int map_pages(struct pm_counters *c, struct ps_error *err)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+
+	for (int i = 0; i < c->g.n; i++) {
+		void *p = mmap(NULL, (size_t)pg, PROT_READ, MAP_SHARED, c->g.fds[i], 0);
+
+		if (p == MAP_FAILED)
+			return ps_error_set(err, errno, "mmap of %s's page: %s", c->g.ev[i].name, strerror(errno));
+		c->page[i] = p;
+	}
+	return 0;
+}
+
+int pm_counters_open(struct pm_counters *c, const struct ps_event *ev, int n, enum pm_read_mode mode,
+		     struct ps_error *err)
+{
+	memset(c, 0, sizeof *c);
+	if (ps_group_open(&c->g, ev, n, 0, -1, PS_GROUP_ENABLED, err))
+		return -1;
+	if (mode == PM_READ_RDPMC && map_pages(c, err)) {
+		pm_counters_close(c);
+		return -1;
+	}
+	return 0;
+}
+
+static inline uint64_t rdpmc(uint32_t counter)
+{
+	uint32_t lo, hi;
+
+	__asm__ __volatile__("rdpmc" : "=a"(lo), "=d"(hi) : "c"(counter));
+	return (uint64_t)hi << 32 | lo;
+}
+
+static inline uint64_t rdtsc(void)
+{
+	uint32_t lo, hi;
+
+	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+	return (uint64_t)hi << 32 | lo;
+}
+
+#define BARRIER() __asm__ __volatile__("" ::: "memory")
+
+/* One member through its page: the seqlock loop of perf_event_open(2). Times from member 0. */
+static uint64_t page_read(struct perf_event_mmap_page *pc, uint64_t *enabled, uint64_t *running)
+{
+	uint64_t count, en, run;
+	uint32_t seq;
+
+	do {
+		uint32_t idx;
+
+		seq = __atomic_load_n(&pc->lock, __ATOMIC_ACQUIRE);
+		BARRIER();
+		en = pc->time_enabled;
+		run = pc->time_running;
+		if (pc->cap_user_time && en != run) {
+			uint64_t cyc = rdtsc(), quot, rem, delta;
+
+			quot = cyc >> pc->time_shift;
+			rem = cyc & (((uint64_t)1 << pc->time_shift) - 1);
+			delta = pc->time_offset + quot * pc->time_mult + ((rem * pc->time_mult) >> pc->time_shift);
+			en += delta;
+			if (pc->index)
+				run += delta;
+		}
+		idx = pc->index;
+		count = (uint64_t)pc->offset;
+		if (pc->cap_user_rdpmc && idx) {
+			uint16_t width = pc->pmc_width;
+			int64_t pmc = (int64_t)rdpmc(idx - 1);
+
+			pmc <<= 64 - width;
+			pmc >>= 64 - width;
+			count += (uint64_t)pmc;
+		}
+		BARRIER();
+	} while (__atomic_load_n(&pc->lock, __ATOMIC_ACQUIRE) != seq);
+	if (enabled) {
+		*enabled = en;
+		*running = run;
+	}
+	return count;
+}
+
+void pm_counters_read(struct pm_counters *c, enum pm_read_mode mode, uint64_t *val, uint64_t *enabled,
+		      uint64_t *running)
+{
+	/* nr, time_enabled, time_running, then {value, id} per member */
+	uint64_t buf[3 + 2 * PS_MAX_EVENTS];
+	int n = c->g.n;
+
+	if (mode == PM_READ_RDPMC) {
+		for (int i = 0; i < n; i++)
+			val[i] = page_read(c->page[i], i == 0 ? enabled : NULL, running);
+		return;
+	}
+	if (pm_sys_read(c->g.fds[0], buf, sizeof buf) < (long)((3 + 2 * (size_t)n) * sizeof(uint64_t))) {
+		memset(val, 0, (size_t)n * sizeof *val);
+		*enabled = *running = 0;
+		return;
+	}
+	*enabled = buf[1];
+	*running = buf[2];
+	for (int i = 0; i < n; i++)
+		val[i] = buf[3 + 2 * i];
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ns per read of @c in @mode: the best of 5 rounds of 200 (start-up stays under a few ms). */
+static double time_reads(struct pm_counters *c, enum pm_read_mode mode)
+{
+	uint64_t v[PS_MAX_EVENTS], en, run;
+	double best = 1e30;
+
+	for (int r = 0; r < 5; r++) {
+		double t0 = now_s(), dt;
+
+		for (int i = 0; i < 200; i++)
+			pm_counters_read(c, mode, v, &en, &run);
+		dt = (now_s() - t0) / 200 * 1e9;
+		if (dt < best)
+			best = dt;
+	}
+	return best;
+}
+
+/* Why rdpmc cannot read the group of @c (mapped), or NULL when it can. */
+static const char *rdpmc_refused(const struct pm_counters *c)
+{
+	for (int i = 0; i < c->g.n; i++) {
+		const struct perf_event_mmap_page *pc = c->page[i];
+
+		if (!pc->cap_user_rdpmc)
+			return "the kernel does not allow it (cap_user_rdpmc = 0)";
+		if (!pc->index)
+			return "an event is not on a hardware counter (software events have none)";
+	}
+	return NULL;
+}
+
+int pm_choose_mode(struct ps_error *err)
+{
+	struct pm_counters c;
+	const char *why;
+
+	if (pm_counters_open(&c, pm_g.ev, pm_g.nev, PM_READ_RDPMC, err))
+		return -1;
+	pm_g.read_ns = time_reads(&c, PM_READ_SYSCALL);
+	pm_g.rdpmc_ns = -1;
+	pm_g.mode = PM_READ_SYSCALL;
+	if ((why = rdpmc_refused(&c))) {
+		snprintf(pm_g.rdpmc_why, sizeof pm_g.rdpmc_why, "%s", why);
+	} else {
+		pm_g.rdpmc_ns = time_reads(&c, PM_READ_RDPMC);
+		if (pm_g.rdpmc_ns < pm_g.read_ns)
+			pm_g.mode = PM_READ_RDPMC;
+	}
+	pm_counters_close(&c);
+	return 0;
+}
