@@ -236,9 +236,10 @@ end)
 describe("the REPL", function()
   it("pauses t:run() on Ctrl-C, and t:run() resumes the program", function()
     -- through a pseudo-terminal (script(1)): Ctrl-C reaches perfsh and the spawned program
-    -- (one process group). script runs $SHELL -c CMD: "exec" keeps the shell out of that group,
-    -- where a shell that waits for perfsh would die of the Ctrl-C itself (dash does, exit 130). The Lua side creates a file just before t:run(); the driver waits
-    -- for it, then for the program's next naps, before it types Ctrl-C.
+    -- (one process group). script runs $SHELL -c CMD; "exec" makes perfsh replace that shell,
+    -- which would otherwise die of the Ctrl-C while it waits (dash does: script exits 130).
+    -- The Lua side creates a file just before t:run(); the driver waits for it, then for the
+    -- program's next naps, before it types Ctrl-C.
     local started, out = dir .. "/running", dir .. "/repl.out"
     os.remove(started)
     local driver = ([=[
