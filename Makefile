@@ -54,7 +54,7 @@ BENCHES  := $(patsubst %.c,%,$(BENCH_SRC))
 ifeq ($(SAN),1)
 .PHONY: perfsh
 endif
-.PHONY: all check test-c test-lua bench install uninstall deps clean lint help examples fuzz fuzz-merge
+.PHONY: docs all check test-c test-lua bench install uninstall deps clean lint help examples fuzz fuzz-merge
 
 SO := $(B)/lib/perfsh/core.so
 
@@ -77,6 +77,7 @@ help:
 	@echo "make fuzz [FUZZ_SECONDS=60]  each libFuzzer target (tests/fuzz/fuzz_*.c) for that long"
 	@echo "make fuzz-merge add what the last 'make fuzz' found to tests/fuzz/corpus/ (minimised)"
 	@echo "make deps       apt-get the Debian packages the project needs"
+	@echo "make docs       doc/lua-api.md from the help topics (doc/perfsh.1 is the man page)"
 	@echo "make install PREFIX=DIR"
 
 $(B)/%.o: %.c
@@ -191,7 +192,8 @@ deps:
 install: perfsh $(SO) $(MARKER)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/lua/5.4/perfsh \
 	           $(DESTDIR)$(PREFIX)/lib/lua/5.4/perfsh $(DESTDIR)$(PREFIX)/share/perfsh/scripts \
-	           $(DESTDIR)$(PREFIX)/include/perfsh $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	           $(DESTDIR)$(PREFIX)/include/perfsh $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	           $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 644 marker/include/perfsh/marker.h $(DESTDIR)$(PREFIX)/include/perfsh/
 	install -m 644 $(MARKER_A) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(MARKER_SO) $(DESTDIR)$(PREFIX)/lib/
@@ -201,12 +203,17 @@ install: perfsh $(SO) $(MARKER)
 	install -m 644 lua/perfsh/*.lua $(DESTDIR)$(PREFIX)/share/lua/5.4/perfsh/
 	install -m 755 $(SO) $(DESTDIR)$(PREFIX)/lib/lua/5.4/perfsh/core.so
 	install -m 644 scripts/*.lua $(DESTDIR)$(PREFIX)/share/perfsh/scripts/
+	install -m 644 doc/perfsh.1 $(DESTDIR)$(PREFIX)/share/man/man1/perfsh.1
 
 uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/bin/perfsh $(DESTDIR)$(PREFIX)/share/lua/5.4/perfsh \
 	       $(DESTDIR)$(PREFIX)/lib/lua/5.4/perfsh $(DESTDIR)$(PREFIX)/share/perfsh \
 	       $(DESTDIR)$(PREFIX)/include/perfsh/marker.h $(DESTDIR)$(PREFIX)/lib/libperfsh-marker.* \
-	       $(DESTDIR)$(PREFIX)/lib/pkgconfig/perfsh-marker.pc
+	       $(DESTDIR)$(PREFIX)/lib/pkgconfig/perfsh-marker.pc $(DESTDIR)$(PREFIX)/share/man/man1/perfsh.1
+
+# The Lua API reference, from the REPL's help topics (tests/21-docs_spec.lua checks it is current).
+docs: perfsh
+	./perfsh doc/gen-api.lua > doc/lua-api.md
 
 lint:
 	clang-format --dry-run --Werror core/*.c core/*.h lua/*.c marker/*.c marker/*.h marker/include/perfsh/*.h
