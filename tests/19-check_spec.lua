@@ -64,6 +64,34 @@ describe("perfsh check", function()
     assert.are.equal(1, rc, err .. out)
   end)
 
+  it("perfsh.check{...} returns the results as a table instead of exiting", function()
+    local perfsh = require "perfsh"
+    local r = perfsh.check{good, "200", regions = {"work"}, engine = "callgrind", baseline = base}
+    assert.is_true(r.pass)
+    assert.are.equal(0, r.fails)
+    assert.are.equal("callgrind", r.engine)
+    assert.are.equal(1, #r.rows)
+    local row = r.rows[1]
+    assert.are.equal("work", row.region)
+    assert.are.equal("Ir", row.event)
+    assert.are.equal(row.baseline, row.now)
+    assert.are.equal(0, row.change)
+    assert.are.equal("+1.00%", row.limit)
+    assert.are.equal("ok", row.verdict)
+    r = perfsh.check{command = {bad, "200"}, region = "work", engine = "callgrind", baseline = base,
+      limits = {Ir = {rel = 0.5}}}
+    assert.is_false(r.pass)
+    assert.are.equal("regression", r.rows[1].verdict)
+    assert.is_true(r.rows[1].now > r.rows[1].baseline)
+    local saved = dir .. "/lua.json"
+    r = perfsh.check{good, "200", regions = {"work"}, engine = "callgrind", save_baseline = saved}
+    assert.are.equal(saved, r.saved)
+    assert.are.equal(r.regions.work.events.Ir.median, perfsh.check{good, "200", engine = "callgrind",
+      baseline = saved}.rows[1].now)
+    assert.has.error(function() perfsh.check{good, engine = "callgrind", regions = {"work"}} end,
+      "perfsh check: give one of --save-baseline FILE (record) or --baseline FILE (compare)")
+  end)
+
   it("gates on task-clock with the counters engine and a wide limit", function()
     -- on-CPU time of work(): the extra loop makes it some 7 times longer; the limit allows 3 times
     local cbase = dir .. "/counters.json"

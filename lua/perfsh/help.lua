@@ -14,6 +14,8 @@ help.topics = {
   {"perfsh.run", "count a whole command, from exec to exit", 'perfsh.run{"ls", events = {"task-clock"}}'},
   {"perfsh.spawn", "start a program traced, stopped before its first instruction",
     't = perfsh.spawn{"examples/sum", events = {"task-clock"}}'},
+  {"perfsh.check", "the regression gate of perfsh check: a results table, pass or fail",
+    'r = perfsh.check{"examples/sum", regions = {"sum"}, engine = "callgrind", baseline = "sum.json"}'},
   {"perfsh.attach", "trace a running process (every thread)", "t = perfsh.attach(1234)"},
   {"perfsh.load", "read a .psnap file back: f.regions, r:hits(), r:stats()", 'f = perfsh.load("run.psnap")'},
   {"perfsh.sdt", "the SDT probes of a file", 'perfsh.sdt("/usr/bin/python3")'},

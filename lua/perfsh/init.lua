@@ -216,6 +216,14 @@ perfsh.interval = metrics.interval
 perfsh.hist = core.hist
 perfsh.stats = core.stats
 
+--- The regression gate of perfsh check, from a script: measure regions over runs, write a
+-- baseline or compare with one; returns the results (pass, rows per region and event) instead
+-- of exiting: perfsh.check{"./prog", regions = {"work"}, engine = "callgrind", baseline = "b.json"}
+function perfsh.check(spec)
+  if type(spec) ~= "table" then error("bad argument #1 to 'check' (table {command..., regions = {...}} expected)", 2) end
+  return require("perfsh.gate").check(spec)
+end
+
 perfsh.scale = core.scale
 perfsh.now = core.now
 
