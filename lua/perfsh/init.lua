@@ -220,7 +220,9 @@ perfsh.stats = core.stats
 -- baseline or compare with one; returns the results (pass, rows per region and event) instead
 -- of exiting: perfsh.check{"./prog", regions = {"work"}, engine = "callgrind", baseline = "b.json"}
 function perfsh.check(spec)
-  if type(spec) ~= "table" then error("bad argument #1 to 'check' (table {command..., regions = {...}} expected)", 2) end
+  if type(spec) ~= "table" then
+    error("bad argument #1 to 'check' (table {command..., regions = {...}} expected)", 2)
+  end
   return require("perfsh.gate").check(spec)
 end
 
