@@ -23,13 +23,13 @@ function M.median(xs)
 end
 
 -- One run with the counters engine: {region = {hits, totals = {event = n}}}.
-local function run_counters(cmd, regions, events, backend)
+local function run_counters(name, cmd, regions, events, backend)
   local spec = {events = events, stdout = "/dev/null", backend = backend}
   for i, a in ipairs(cmd) do spec[i] = a end
   local ok, t = pcall(perfsh.spawn, spec)
-  if not ok then error("perfsh check: " .. cli.reason(t), 0) end
+  if not ok then error(("perfsh %s: %s"):format(name, cli.reason(t)), 0) end
   local rs = {}
-  for i, r in ipairs(regions) do rs[i] = cli.arm("check", t, r, cli.region_spec(r, "check")) end
+  for i, r in ipairs(regions) do rs[i] = cli.arm(name, t, r, cli.region_spec(r, name)) end
   local status = t:run()
   local res = {}
   for i, r in ipairs(regions) do
@@ -40,19 +40,19 @@ local function run_counters(cmd, regions, events, backend)
   end
   t:close()
   if not status or not status.exited or status.code ~= 0 then
-    error(("perfsh check: %s failed (%s); a gate needs a run that succeeds"):format(table.concat(cmd, " "),
+    error(("perfsh %s: %s failed (%s); measuring needs a run that succeeds"):format(name, table.concat(cmd, " "),
       status and (status.signal or ("exit " .. tostring(status.code))) or "stopped"), 0)
   end
   return res
 end
 
-local function run_callgrind(cmd, regions, events)
+local function run_callgrind(name, cmd, regions, events)
   local res = {}
   for _, r in ipairs(regions) do
-    local m = callgrind.measure("check", cmd, r, events, true)
+    local m = callgrind.measure(name, cmd, r, events, true)
     if m.status ~= 0 then
-      error(("perfsh check: %s failed under callgrind (exit %d); a gate needs a run that succeeds")
-        :format(table.concat(cmd, " "), m.status), 0)
+      error(("perfsh %s: %s failed under callgrind (exit %d); measuring needs a run that succeeds")
+        :format(name, table.concat(cmd, " "), m.status), 0)
     end
     res[r] = {hits = m.hits, totals = m.totals}
   end
@@ -61,12 +61,14 @@ end
 
 --- Measure the regions of @cmd @runs times with @engine (counters or callgrind):
 -- {region = {hits, events = {event = {median, min, max, noise, values = per run}}}}, and the
--- names of the events (time_ns added with counters). Raises one line "perfsh check: ...".
-function M.measure(engine, cmd, regions, events, runs, backend)
+-- names of the events (time_ns added with counters). Raises one line "perfsh NAME: ..." (@name:
+-- the recipe, default check).
+function M.measure(engine, cmd, regions, events, runs, backend, name)
+  name = name or "check"
   local all = {}
   for i = 1, runs do
-    all[i] = engine == "callgrind" and run_callgrind(cmd, regions, events)
-      or run_counters(cmd, regions, events, backend)
+    all[i] = engine == "callgrind" and run_callgrind(name, cmd, regions, events)
+      or run_counters(name, cmd, regions, events, backend)
   end
   local names = {}
   for _, e in ipairs(events) do names[#names + 1] = e end
@@ -201,6 +203,46 @@ function M.print_table(out, rows)
 end
 
 
+--- The engine, events, runs and backend of recipe @name (check, compare) from @spec (engine,
+-- events, runs, backend as given) for @regions; @base, a baseline, fixes the engine and events.
+-- Without an engine: counters where a PMU exists, else callgrind (a note on stderr).
+function M.setup(name, spec, regions, base)
+  local engine = cli.engine(name, spec.engine)
+  if not engine then
+    engine = core.pmu_present() and "counters" or "callgrind"
+    if engine == "callgrind" then
+      io.stderr:write(("perfsh %s: no hardware PMU here: using --engine callgrind (exact, repeatable counts)\n")
+        :format(name))
+    end
+  end
+  if base and base.engine ~= engine then
+    error(("perfsh %s: baseline made with engine %s; rerun with --engine %s"):format(name, base.engine,
+      base.engine), 0)
+  end
+  if engine == "callgrind" then
+    for _, r in ipairs(regions) do callgrind.check_region(name, r) end
+  end
+  local events
+  if base then
+    events = base.events
+  elseif engine == "callgrind" then
+    events = callgrind.resolve(name, spec.events and cli.split(spec.events))
+  else
+    events = spec.events and cli.events(name, spec.events) or perfsh.default_events()
+    cli.check_events(name, events)
+  end
+  local runs = spec.runs and math.tointeger(tonumber(spec.runs))
+  if spec.runs and (not runs or runs < 1) then
+    error(("perfsh %s: --runs needs a positive count, not '%s'"):format(name, spec.runs), 0)
+  end
+  runs = runs or (engine == "callgrind" and 1 or 5)
+  if engine == "callgrind" and spec.backend then
+    error(("perfsh %s: --engine callgrind does not take --backend; drop it or use --engine counters"):format(name), 0)
+  end
+  local backend = engine == "counters" and cli.backend(name, spec.backend, cli.ptrace_need(name, regions)) or nil
+  return engine, events, runs, backend
+end
+
 -- spec.limits: a list of "EV=X%" / "EV=N", or a table {EV = {rel = fraction, abs = n}}.
 local function limits_of(l)
   if type(l) == "table" and #l == 0 and next(l) then return l end
@@ -221,16 +263,6 @@ function M.check(spec)
   if #cmd == 0 then error("perfsh check: no command given", 0) end
   local limits = limits_of(spec.limits)
   local base = spec.baseline and M.read_baseline(spec.baseline)
-  local engine = cli.engine("check", spec.engine)
-  if not engine then
-    engine = core.pmu_present() and "counters" or "callgrind"
-    if engine == "callgrind" then
-      io.stderr:write("perfsh check: no hardware PMU here: using --engine callgrind (exact, repeatable counts)\n")
-    end
-  end
-  if base and base.engine ~= engine then
-    error(("perfsh check: baseline made with engine %s; rerun with --engine %s"):format(base.engine, base.engine), 0)
-  end
   local regions = spec.regions or (spec.region and {spec.region})
   if not regions and base then
     regions = {}
@@ -243,26 +275,8 @@ function M.check(spec)
       error(("perfsh check: region '%s' is not in the baseline %s; record it with --save-baseline"):format(r,
         spec.baseline), 0)
     end
-    if engine == "callgrind" then callgrind.check_region("check", r) end
   end
-  local events
-  if base then
-    events = base.events
-  elseif engine == "callgrind" then
-    events = callgrind.resolve("check", spec.events and cli.split(spec.events))
-  else
-    events = spec.events and cli.events("check", spec.events) or perfsh.default_events()
-    cli.check_events("check", events)
-  end
-  local runs = spec.runs and math.tointeger(tonumber(spec.runs))
-  if spec.runs and (not runs or runs < 1) then
-    error(("perfsh check: --runs needs a positive count, not '%s'"):format(spec.runs), 0)
-  end
-  runs = runs or (engine == "callgrind" and 1 or 5)
-  if engine == "callgrind" and spec.backend then
-    error("perfsh check: --engine callgrind does not take --backend; drop it or use --engine counters", 0)
-  end
-  local backend = engine == "counters" and cli.backend("check", spec.backend, cli.ptrace_need("check", regions)) or nil
+  local engine, events, runs, backend = M.setup("check", spec, regions, base)
   local now, names = M.measure(engine, cmd, regions, events, runs, backend)
   local res = {engine = engine, runs = runs, events = events, names = names, command = cmd, regions = now,
     region_names = regions, baseline = base, baseline_file = spec.baseline, rows = {}, fails = 0, pass = true}

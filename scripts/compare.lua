@@ -1,0 +1,224 @@
+-- compare: two or more regions of one command, or one region of two commands, side by side
+-- usage: perfsh compare -r REGION -r REGION [-r REGION...] [options] [--] COMMAND [ARGS...]
+--        perfsh compare -r REGION [options] -- COMMAND1 [ARGS...] -- COMMAND2 [ARGS...]
+local cli = require "perfsh.cli"
+local gate = require "perfsh.gate"
+local report = require "perfsh.report"
+
+local NAME = "compare"
+
+-- Options that take a value: the options end at the first word that is neither one of these
+-- (nor its value) nor a flag, or at "--".
+local takes = {["-r"] = true, ["--region"] = true, ["-e"] = true, ["--events"] = true, ["--runs"] = true,
+  ["--engine"] = true, ["--backend"] = true}
+
+local function parser()
+  local argparse = require "argparse"
+  local p = argparse("perfsh compare"):add_help(false):help_max_width(100):usage(
+    "Usage: perfsh compare -r REGION -r REGION [-r REGION...] [options] [--] COMMAND [ARGS...]\n"
+    .. "       perfsh compare -r REGION [options] -- COMMAND1 [ARGS...] -- COMMAND2 [ARGS...]")
+  p:description("Measures two or more function regions of one command, or one region of two commands (each "
+    .. "given after its own \"--\"), over N runs, and prints per event the median of each side, its ratio to the "
+    .. "first side with the spread of the per-run ratios (min..max), and a mark: \"~ within noise\" when the "
+    .. "spread of the ratio includes 1, else higher, lower or same.")
+  p:epilog("Examples:\n  perfsh compare --engine callgrind -r update_1 -r update_2_thread -r update_3_thread "
+    .. "--per-hit ./examples/grocery\n  perfsh compare -r spin --engine callgrind -- ./examples/loop 1000 -- "
+    .. "./examples/loop 2000")
+  p:option("-r --region", "a function (or line range) to measure; may be repeated"):argname("R"):count("*")
+    :target("regions")
+  p:option("-e --events", "events (default: Ir with callgrind, perfsh stat's otherwise); @ipc, @cache, ... "
+    .. "put in a preset set; with callgrind D1mr,DLmr turn on the cache simulator"):argname("LIST"):count("*")
+  p:option("--runs", "runs per side to take the median of (default: 5; 1 with callgrind)"):argname("N")
+  p:option("--engine", "callgrind or counters (default: counters where a hardware PMU exists)"):argname("E")
+  p:option("--backend", "how hits are caught: ptrace, uprobe or auto (as perfsh stat)"):argname("B")
+  p:flag("--per-hit", "divide each side by its hits (per thread, where each thread enters once)")
+  p:flag("--csv", "CSV: event,side,hits,value,ratio,ratio_min,ratio_max,mark")
+  p:flag("-h --help", "show this help and exit")
+  return p
+end
+
+local function usage_error(msg)
+  error(("perfsh compare: %s (perfsh compare --help shows the usage)"):format(msg), 0)
+end
+
+-- argv: options, then [--] COMMAND, or -- COMMAND1 -- COMMAND2. Returns opts, commands.
+local function parse(argv)
+  local head, i, explicit = {}, 1, false
+  while i <= #argv do
+    local a = argv[i]
+    if a == "--" then
+      explicit, i = true, i + 1
+      break
+    end
+    if a:sub(1, 1) ~= "-" or #a == 1 then break end
+    local flag, value = a:match("^(%-%-[^=]+)=(.*)$")
+    if takes[a] and i < #argv then
+      head[#head + 1], head[#head + 2] = a, argv[i + 1]
+      i = i + 2
+    elseif takes[a:sub(1, 2)] and #a > 2 and a:sub(2, 2) ~= "-" then
+      head[#head + 1] = a -- -rfoo
+      i = i + 1
+    else
+      head[#head + 1] = (flag and takes[flag]) and (flag .. "=" .. value) or a
+      i = i + 1
+    end
+  end
+  local p = parser()
+  local ok, opts = p:pparse(head)
+  if not ok then
+    local msg = opts:match("^[^\n]*")
+    local opt = msg:match("^option '(.-)' requires an argument")
+    usage_error(opt and (opt .. " needs a value") or msg)
+  end
+  if opts.help then
+    io.write(p:get_help(), "\n")
+    os.exit(0, true)
+  end
+  local rest, cmds = {table.unpack(argv, i)}, {{}}
+  for _, a in ipairs(rest) do
+    if explicit and a == "--" and #cmds == 1 then cmds[2] = {} else table.insert(cmds[#cmds], a) end
+  end
+  return opts, cmds
+end
+
+-- The sides from the options and commands: {label, cmd, region}; raises on a bad combination.
+local function sides_of(opts, cmds)
+  local regions = opts.regions
+  for _, c in ipairs(cmds) do
+    if #c == 0 then usage_error("a command is missing; give -- COMMAND1 ARGS -- COMMAND2 ARGS, or one COMMAND") end
+  end
+  if #regions == 0 then usage_error("no region given; name one with -r FUNCTION") end
+  local sides = {}
+  if #cmds == 2 then
+    if #regions ~= 1 then
+      usage_error(("two commands are compared on one region, not %d; give one -r"):format(#regions))
+    end
+    for k, c in ipairs(cmds) do
+      sides[k] = {label = ("%d: %s"):format(k, table.concat(c, " ")), cmd = c, region = regions[1]}
+    end
+  else
+    if #regions < 2 then
+      usage_error("one region of one command: give two or more -r REGION, or two commands as -- CMD1 -- CMD2")
+    end
+    local seen = {}
+    for k, r in ipairs(regions) do
+      if seen[r] then usage_error(("region '%s' is given twice"):format(r)) end
+      seen[r] = true
+      sides[k] = {label = r, cmd = cmds[1], region = r}
+    end
+  end
+  return sides
+end
+
+-- Measure every side: sides[k].m = the measure of its region ({hits, events}); returns the names.
+local function measure(opts, sides, regions)
+  local engine, events, runs, backend = gate.setup(NAME, {engine = opts.engine, events = opts.events,
+    runs = opts.runs, backend = opts.backend}, regions)
+  local names
+  if sides[1].cmd == sides[2].cmd then
+    local m
+    m, names = gate.measure(engine, sides[1].cmd, regions, events, runs, backend, NAME)
+    for _, s in ipairs(sides) do s.m = m[s.region] end
+  else
+    for _, s in ipairs(sides) do
+      local m
+      m, names = gate.measure(engine, s.cmd, {s.region}, events, runs, backend, NAME)
+      s.m = m[s.region]
+    end
+  end
+  return engine, runs, names
+end
+
+-- a / b, 1 when both are 0.
+local function ratio(a, b)
+  if b == 0 then return a == 0 and 1 or math.huge end
+  return a / b
+end
+
+-- Per event and side: {event, side, hits, value, ratio, lo, hi, mark}.
+local function rows_of(sides, names, per_hit)
+  local rows = {}
+  for _, e in ipairs(names) do
+    local base = sides[1]
+    local function per(s, x)
+      if per_hit then return s.m.hits > 0 and x / s.m.hits or 0 / 0 end
+      return x
+    end
+    for k, s in ipairs(sides) do
+      local ev = s.m.events[e]
+      local row = {event = e, side = s.label, hits = s.m.hits, value = per(s, ev.median)}
+      local b = per(base, base.m.events[e].median)
+      row.ratio = ratio(row.value, b)
+      if k == 1 then
+        row.mark = "(reference)"
+      else
+        local lo, hi = math.huge, -math.huge
+        for i, x in ipairs(ev.values) do
+          local r = ratio(per(s, x), per(base, base.m.events[e].values[i]))
+          lo, hi = math.min(lo, r), math.max(hi, r)
+        end
+        row.lo, row.hi = lo, hi
+        if #ev.values > 1 and lo <= 1 and hi >= 1 and lo < hi then
+          row.mark = "~ within noise"
+        else
+          row.mark = row.ratio > 1 and "higher" or (row.ratio < 1 and "lower" or "same")
+        end
+      end
+      rows[#rows + 1] = row
+    end
+  end
+  return rows
+end
+
+local function num(x)
+  if x ~= x then return "-" end
+  if x == math.floor(x) and math.abs(x) < 2 ^ 53 then return report.human(math.tointeger(x)) end
+  return ("%.1f"):format(x)
+end
+
+local function fixed(x)
+  return x == math.huge and "inf" or ("%.3f"):format(x)
+end
+
+local function print_rows(out, rows, csv)
+  if csv then
+    out:write("event,side,hits,value,ratio,ratio_min,ratio_max,mark\n")
+    for _, r in ipairs(rows) do
+      local side = r.side:find('[,"]') and ('"' .. r.side:gsub('"', '""') .. '"') or r.side
+      out:write(("%s,%s,%s,%.17g,%.6f,%s,%s,%s\n"):format(r.event, side, tostring(r.hits), r.value, r.ratio,
+        r.lo and ("%.6f"):format(r.lo) or "", r.hi and ("%.6f"):format(r.hi) or "", r.mark))
+    end
+    return
+  end
+  local w = 4
+  for _, r in ipairs(rows) do w = math.max(w, #r.side) end
+  local fmt = "  %-10s %-" .. w .. "s %6s %16s %8s  %-17s %s\n"
+  out:write(fmt:format("event", "side", "hits", "value", "ratio", "spread (per run)", "mark"))
+  for _, r in ipairs(rows) do
+    out:write(fmt:format(r.event, r.side, num(r.hits), num(r.value), fixed(r.ratio),
+      r.lo and (fixed(r.lo) .. ".." .. fixed(r.hi)) or "", r.mark))
+  end
+end
+
+local function main(argv)
+  local opts, cmds = parse(argv)
+  local sides = sides_of(opts, cmds)
+  local regions = {}
+  for k, s in ipairs(sides) do regions[k] = s.region end
+  if #cmds == 2 then regions = {regions[1]} end
+  local engine, runs, names = measure(opts, sides, regions)
+  local rows = rows_of(sides, names, opts.per_hit)
+  if not opts.csv then
+    local what = #cmds == 2 and ("region " .. regions[1]) or table.concat(cmds[1], " ")
+    io.stdout:write(("perfsh compare: %s (engine %s, %d run%s per side; median %s; ratio to %s)\n\n"):format(what,
+      engine, runs, runs == 1 and "" or "s", opts.per_hit and "per hit" or "total over the hits", sides[1].label))
+  end
+  print_rows(io.stdout, rows, opts.csv)
+  if not opts.csv and engine == "callgrind" then
+    io.stdout:write("\ncallgrind: exact, repeatable counts (no noise); threads run one at a time under valgrind, "
+      .. "so its cache\nsimulation shows no false sharing between threads.\n")
+  end
+  return 0
+end
+
+cli.main(main, arg)
