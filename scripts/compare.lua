@@ -29,7 +29,8 @@ local function parser()
   p:option("-e --events", "events (default: Ir with callgrind, perfsh stat's otherwise); @ipc, @cache, ... "
     .. "put in a preset set; with callgrind D1mr,DLmr turn on the cache simulator"):argname("LIST"):count("*")
   p:option("--runs", "runs per side to take the median of (default: 5; 1 with callgrind)"):argname("N")
-  p:option("--engine", "callgrind or counters (default: counters where a hardware PMU exists)"):argname("E")
+  p:option("--engine", "counters (perf events, default) or callgrind (valgrind: exact counts, cache and "
+    .. "branch simulation)"):argname("E")
   p:option("--backend", "how hits are caught: ptrace, uprobe or auto (as perfsh stat)"):argname("B")
   p:flag("--per-hit", "divide each side by its hits (per thread, where each thread enters once)")
   p:flag("--csv", "CSV: event,side,hits,value,ratio,ratio_min,ratio_max,mark")
@@ -112,7 +113,7 @@ end
 
 -- Measure every side: sides[k].m = the measure of its region ({hits, events}); returns the names.
 local function measure(opts, sides, regions)
-  local engine, events, runs, backend = gate.setup(NAME, {engine = opts.engine, events = opts.events,
+  local engine, events, runs, backend = gate.setup(NAME, {engine = opts.engine or "counters", events = opts.events,
     runs = opts.runs, backend = opts.backend}, regions)
   local names
   if sides[1].cmd == sides[2].cmd then
@@ -172,7 +173,7 @@ end
 
 local function num(x)
   if x ~= x then return "-" end
-  if x == math.floor(x) and math.abs(x) < 2 ^ 53 then return report.human(math.tointeger(x)) end
+  if math.abs(x) >= 1000 or x == math.floor(x) then return report.human(math.tointeger(math.floor(x + 0.5))) end
   return ("%.1f"):format(x)
 end
 
