@@ -14,15 +14,15 @@ local takes = {["-r"] = true, ["--region"] = true, ["-e"] = true, ["--events"] =
 
 local function parser()
   local argparse = require "argparse"
-  local p = argparse("perfsh compare"):add_help(false):help_max_width(100):usage(
+  local p = argparse("perfsh compare"):add_help(false):help_max_width(100):help_description_margin(26):usage(
     "Usage: perfsh compare -r REGION -r REGION [-r REGION...] [options] [--] COMMAND [ARGS...]\n"
     .. "       perfsh compare -r REGION [options] -- COMMAND1 [ARGS...] -- COMMAND2 [ARGS...]")
   p:description("Measures two or more function regions of one command, or one region of two commands (each "
     .. "given after its own \"--\"), over N runs, and prints per event the median of each side, its ratio to the "
     .. "first side with the spread of the per-run ratios (min..max), and a mark: \"~ within noise\" when the "
     .. "spread of the ratio includes 1, else higher, lower or same.")
-  p:epilog("Examples:\n  perfsh compare --engine callgrind -r update_1 -r update_2_thread -r update_3_thread "
-    .. "--per-hit ./examples/grocery\n  perfsh compare -r spin --engine callgrind -- ./examples/loop 1000 -- "
+  p:epilog("Example:\n  perfsh compare --per-hit -r update_1 -r update_2_thread -r update_3_thread "
+    .. "./examples/grocery\n  perfsh compare -r spin --engine callgrind -- ./examples/loop 1000 -- "
     .. "./examples/loop 2000")
   p:option("-r --region", "a function (or line range) to measure; may be repeated"):argname("R"):count("*")
     :target("regions")
@@ -35,11 +35,16 @@ local function parser()
   p:flag("--per-hit", "divide each side by its hits (per thread, where each thread enters once)")
   p:flag("--csv", "CSV: event,side,hits,value,ratio,ratio_min,ratio_max,mark")
   p:flag("-h --help", "show this help and exit")
+  -- one line per option, "-r, --region R", as the other recipes print them
+  for _, o in ipairs(p._options) do
+    local label = table.concat(o._aliases, ", ") .. (o._argname and (" " .. o._argname) or "")
+    o._get_label_lines = function() return {label} end
+  end
   return p
 end
 
-local function usage_error(msg)
-  error(("perfsh compare: %s (perfsh compare --help shows the usage)"):format(msg), 0)
+local function usage_error(msg, tip)
+  error(("perfsh compare: %s (perfsh compare --help%s)"):format(msg, tip or ""), 0)
 end
 
 -- argv: options, then [--] COMMAND, or -- COMMAND1 -- COMMAND2. Returns opts, commands.
@@ -69,7 +74,7 @@ local function parse(argv)
   if not ok then
     local msg = opts:match("^[^\n]*")
     local opt = msg:match("^option '(.-)' requires an argument")
-    usage_error(opt and (opt .. " needs a value") or msg)
+    usage_error(opt and (opt .. " needs a value") or msg, msg:match("^unknown option") and " lists them")
   end
   if opts.help then
     io.write(p:get_help(), "\n")

@@ -83,7 +83,7 @@ describe("perfsh compare", function()
   end)
 
   it("rejects bad input with one line and exit 2", function()
-    local tip = " (perfsh compare --help shows the usage)"
+    local tip = " (perfsh compare --help)"
     local rows = {
       {"-r a ./x", "perfsh compare: one region of one command: give two or more -r REGION, or two commands as "
         .. "-- CMD1 -- CMD2" .. tip},
@@ -93,7 +93,7 @@ describe("perfsh compare", function()
       {"-r a -- ./x --", "perfsh compare: a command is missing; give -- COMMAND1 ARGS -- COMMAND2 ARGS, or one "
         .. "COMMAND" .. tip},
       {"./x", "perfsh compare: no region given; name one with -r FUNCTION" .. tip},
-      {"--bogus", "perfsh compare: unknown option '--bogus'" .. tip},
+      {"--bogus", "perfsh compare: unknown option '--bogus' (perfsh compare --help lists them)"},
       {"-r a --runs", "perfsh compare: --runs needs a value" .. tip},
       {"--runs 0 -r a -r spin ./examples/loop", "perfsh compare: --runs needs a positive count, not '0'"},
       {"--engine gpu -r a -r spin ./examples/loop", "perfsh compare: --engine must be counters or callgrind, "
