@@ -6,6 +6,8 @@ local gate = require "perfsh.gate"
 local report = require "perfsh.report"
 
 local NAME = "compare"
+-- With the counters engine, besides the events: on-CPU time and wall time of each side.
+local FIELDS = {"time_ns", "wall_ns"}
 
 -- Options that take a value: the options end at the first word that is neither one of these
 -- (nor its value) nor a flag, or at "--".
@@ -123,12 +125,12 @@ local function measure(opts, sides, regions)
   local names
   if sides[1].cmd == sides[2].cmd then
     local m
-    m, names = gate.measure(engine, sides[1].cmd, regions, events, runs, backend, NAME)
+    m, names = gate.measure(engine, sides[1].cmd, regions, events, runs, backend, NAME, FIELDS)
     for _, s in ipairs(sides) do s.m = m[s.region] end
   else
     for _, s in ipairs(sides) do
       local m
-      m, names = gate.measure(engine, s.cmd, {s.region}, events, runs, backend, NAME)
+      m, names = gate.measure(engine, s.cmd, {s.region}, events, runs, backend, NAME, FIELDS)
       s.m = m[s.region]
     end
   end

@@ -73,13 +73,29 @@ describe("perfsh compare", function()
       .. "200000 1 -- ./examples/loop 4000000 1")
     assert.are.equal(0, rc, err .. out)
     local rows = csv(out)
-    assert.are.equal(4, #rows)
-    assert.are.same({"task-clock", "task-clock", "time_ns", "time_ns"}, {rows[1].event, rows[2].event,
-      rows[3].event, rows[4].event})
+    assert.are.equal(6, #rows)
+    assert.are.same({"task-clock", "task-clock", "time_ns", "time_ns", "wall_ns", "wall_ns"}, {rows[1].event,
+      rows[2].event, rows[3].event, rows[4].event, rows[5].event, rows[6].event})
     -- 20 times the instructions: more on-CPU time whatever the load
     assert.is_true(rows[2].value > rows[1].value, out)
     assert.is_true(rows[2].lo <= rows[2].ratio and rows[2].ratio <= rows[2].hi, out)
     assert.truthy(({higher = true, ["~ within noise"] = true})[rows[2].mark], out)
+  end)
+
+  it("gives the grocery's strategies' on-CPU and wall time side by side (counters)", function()
+    local out, err, rc = support.sh(P .. " compare --csv --runs 2 -e task-clock -r update_1 -r update_2 -r update_3 "
+      .. "./examples/grocery 20000")
+    assert.are.equal(0, rc, err .. out)
+    local rows = csv(out)
+    assert.are.equal(9, #rows)
+    local sides, events = {}, {}
+    for i, r in ipairs(rows) do
+      sides[i], events[i] = r.side, r.event
+      assert.are.equal(1, r.hits)
+      if r.event == "wall_ns" then assert.is_true(r.value > 0, out) end
+    end
+    assert.are.same({"update_1", "update_2", "update_3"}, {sides[7], sides[8], sides[9]})
+    assert.are.same({"task-clock", "time_ns", "wall_ns"}, {events[1], events[4], events[7]})
   end)
 
   it("rejects bad input with one line and exit 2", function()

@@ -23,7 +23,7 @@ function M.median(xs)
 end
 
 -- One run with the counters engine: {region = {hits, totals = {event = n}}}.
-local function run_counters(name, cmd, regions, events, backend)
+local function run_counters(name, cmd, regions, events, backend, fields)
   local spec = {events = events, stdout = "/dev/null", backend = backend}
   for i, a in ipairs(cmd) do spec[i] = a end
   local ok, t = pcall(perfsh.spawn, spec)
@@ -34,7 +34,8 @@ local function run_counters(name, cmd, regions, events, backend)
   local res = {}
   for i, r in ipairs(regions) do
     local st = rs[i]:stats()
-    local totals = {time_ns = st.time_ns.sum}
+    local totals = {}
+    for _, f in ipairs(fields) do totals[f] = st[f].sum end
     for _, e in ipairs(events) do totals[e] = st[e] and st[e].sum or 0 end
     res[r] = {hits = st.hits, totals = totals}
   end
@@ -61,18 +62,18 @@ end
 
 --- Measure the regions of @cmd @runs times with @engine (counters or callgrind):
 -- {region = {hits, events = {event = {median, min, max, noise, values = per run}}}}, and the
--- names of the events (time_ns added with counters). Raises one line "perfsh NAME: ..." (@name:
--- the recipe, default check).
-function M.measure(engine, cmd, regions, events, runs, backend, name)
-  name = name or "check"
+-- names of the events, with counters followed by @fields of the region's stats (default
+-- {"time_ns"}; "wall_ns" too). Raises one line "perfsh NAME: ..." (@name: the recipe, default check).
+function M.measure(engine, cmd, regions, events, runs, backend, name, fields)
+  name, fields = name or "check", fields or {"time_ns"}
   local all = {}
   for i = 1, runs do
     all[i] = engine == "callgrind" and run_callgrind(name, cmd, regions, events)
-      or run_counters(name, cmd, regions, events, backend)
+      or run_counters(name, cmd, regions, events, backend, fields)
   end
   local names = {}
   for _, e in ipairs(events) do names[#names + 1] = e end
-  if engine == "counters" then names[#names + 1] = "time_ns" end
+  if engine == "counters" then table.move(fields, 1, #fields, #names + 1, names) end
   local out = {}
   for _, r in ipairs(regions) do
     local hits, evs = {}, {}
