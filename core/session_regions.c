@@ -35,7 +35,7 @@ void ps__forget_images(struct ps_session *s)
 }
 
 /* The main executable's path, from /proc/PID/exe. */
-static int exe_path(struct ps_session *s, struct ps_error *err)
+int ps__exe_path(struct ps_session *s, struct ps_error *err)
 {
 	char link[64];
 	ssize_t n;
@@ -54,7 +54,7 @@ static int symtab(struct ps_session *s, struct ps_error *err)
 {
 	if (s->sym)
 		return 0;
-	if (exe_path(s, err))
+	if (ps__exe_path(s, err))
 		return -1;
 	return ps_sym_open(&s->sym, s->exe, err);
 }
@@ -62,7 +62,7 @@ static int symtab(struct ps_session *s, struct ps_error *err)
 /* Line tables are optional: NULL without an error when the binary has no DWARF. */
 static struct ps_lines *lines(struct ps_session *s, struct ps_error *err)
 {
-	if (!s->lines && exe_path(s, err) == 0)
+	if (!s->lines && ps__exe_path(s, err) == 0)
 		ps_lines_open(&s->lines, s->exe, err);
 	return s->lines;
 }
@@ -105,8 +105,8 @@ int ps__bp_role(struct ps_session *s, uint64_t addr, int kind, int region, enum 
 	return id;
 }
 
-static struct ps_region_info *new_region(struct ps_session *s, enum ps_region_kind kind, const char *name,
-					 const char *spec, unsigned flags, struct ps_error *err)
+struct ps_region_info *ps__new_region(struct ps_session *s, enum ps_region_kind kind, const char *name,
+				      const char *spec, unsigned flags, struct ps_error *err)
 {
 	struct ps_region_info *ri;
 
@@ -309,7 +309,7 @@ static int add_inlined(struct ps_session *s, const char *fn, unsigned flags, str
 		char name[256];
 		snprintf(name, sizeof name, "%s@inline#%d%s%s", fn, inl[i].copy, inl[i].caller ? " in " : "",
 			 inl[i].caller ? inl[i].caller : "");
-		struct ps_region_info *ri = new_region(s, PS_REGION_RANGE, name, "", flags, err);
+		struct ps_region_info *ri = ps__new_region(s, PS_REGION_RANGE, name, "", flags, err);
 		if (!ri)
 			return -1;
 		ri->addr = inl[i].entry + bias;
@@ -379,7 +379,7 @@ int ps_session_region_func(struct ps_session *s, const char *name, unsigned flag
 		return -1;
 	}
 	first = s->nreg;
-	ri = new_region(s, PS_REGION_FUNC, name, name, flags, err);
+	ri = ps__new_region(s, PS_REGION_FUNC, name, name, flags, err);
 	if (!ri)
 		return -1;
 	if (rc == 0) {
@@ -476,9 +476,13 @@ static int arm_range(struct ps_session *s, struct ps_region_info *ri, struct ps_
 
 int ps_session_region_range(struct ps_session *s, const char *spec, unsigned flags, struct ps_error *err)
 {
-	struct ps_region_info *ri = new_region(s, PS_REGION_RANGE, spec, spec, flags, err);
-	if (!ri || arm_range(s, ri, err))
+	struct ps_region_info *ri = ps__new_region(s, PS_REGION_RANGE, spec, spec, flags, err);
+	if (!ri)
 		return -1;
+	if (arm_range(s, ri, err)) {
+		ps__uprobe_drop_region(s, ri->id); /* its id is given to the next region */
+		return -1;
+	}
 	return s->nreg++;
 }
 

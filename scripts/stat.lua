@@ -136,18 +136,26 @@ local function main(argv)
     end
   end
 
-  local backend = opts.backend or "ptrace"
+  local backend = opts.backend or defaults.backend()
   if backend ~= "auto" and backend ~= "uprobe" and backend ~= "ptrace" then
     error(("perfsh stat: --backend %s; give auto, uprobe or ptrace"):format(backend), 0)
   end
+  local sdt -- an SDT region: only the uprobe catcher arms those
+  for _, r in ipairs(opts.regions) do
+    if cli.region_spec(r, "stat").sdt then sdt = r end
+  end
+  if sdt and not opts.backend and backend == "ptrace" then backend = "auto" end
   if backend == "auto" then
-    -- what only the ptrace catcher does: line ranges, SDT pairs, sampling, several groups
+    -- what only the ptrace catcher does: sampling, several groups
     local need
-    for _, r in ipairs(opts.regions) do
-      if not cli.region_spec(r, "stat").func then need = "region " .. r end
-    end
     if sample or opts.every then need = "sampling" end
     if #groups > 0 then need = "several counter groups" end
+    local ok, why = core.uprobe_available()
+    if sdt and (need or not ok) then
+      error(("perfsh stat: region '%s': SDT probes need the uprobe catcher, %s"):format(sdt, need
+        and "and " .. need .. " the ptrace catcher; measure them in separate runs"
+        or "which cannot work here (" .. why .. ")"), 0)
+    end
     if need then
       backend = "ptrace"
       io.stderr:write("perfsh stat: note: backend auto: ptrace, as ", need, " needs it\n")
@@ -225,8 +233,10 @@ local function main(argv)
   report.regions(out, t.regions, {
     csv = opts.csv, every_call = opts.every_call, per_thread = opts.per_thread, events = info.events,
     dropped = info.dropped, detached = detached, catcher = info.catcher,
-    header = ("perfsh stat: %s%s; events %s (user space); caught by %s; %d stops%s"):format(
-      opts.pid and ("pid " .. what) or what, how, table.concat(info.events, ","), info.catcher, info.stops,
+    header = ("perfsh stat: %s%s; events %s (user space); caught by %s%s; %d stop%s%s"):format(
+      opts.pid and ("pid " .. what) or what, how, table.concat(info.events, ","), info.catcher,
+      info.fast_sites > 0 and (" (%d of %d probe sites on the 5-byte-NOP fast path)"):format(info.fast_sites,
+        info.sites) or "", info.stops, info.stops == 1 and "" or "s",
       info.lost > 0 and (", %d hits lost (ring full)"):format(info.lost) or ""),
   })
   if not opts.csv and opts.hist then

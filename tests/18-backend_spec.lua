@@ -30,20 +30,15 @@ describe("--backend", function()
     assert.truthy(out:find("caught by ptrace; %d+ stops"), out)
   end)
 
-  it("uprobe refuses a line range in one line naming the ptrace catcher", function()
-    if not need_uprobes(pending) then return end
-    local _, err, rc = support.sh(P .. " stat --backend uprobe -r sum.c:40-sum.c:43 examples/sum")
-    assert.are_not.equal(0, rc)
-    assert.are.equal("perfsh stat: region 'sum.c:40-sum.c:43': the uprobe catcher catches function regions only; "
-      .. "line ranges need the ptrace catcher (--backend ptrace)\n", err)
-  end)
-
-  it("auto takes ptrace for a line range, with a note", function()
+  it("auto takes uprobe for a line range where it works, else ptrace with a note", function()
     local out, err, rc = support.sh(P .. " stat --backend auto -r sum.c:40-sum.c:43 -e task-clock examples/sum")
     assert.are.equal(0, rc, err)
-    assert.truthy(err:find("perfsh stat: note: backend auto: ptrace, as region sum.c:40-sum.c:43 needs it\n", 1, true),
-      err)
-    assert.truthy(out:find("caught by ptrace", 1, true), out)
+    assert.truthy(out:find("region sum.c:40-sum.c:43 (range, 1 hit)", 1, true), out)
+    if core.uprobe_available() then
+      assert.truthy(out:find("caught by uprobe; 1 stop\n", 1, true), out)
+    else
+      assert.truthy(out:find("caught by ptrace", 1, true), out)
+    end
   end)
 
   it("auto takes uprobe for function regions where it works", function()
@@ -58,6 +53,58 @@ describe("--backend", function()
     local _, err, rc = support.sh(P .. " stat --backend bpf -r sum examples/sum")
     assert.are_not.equal(0, rc)
     assert.are.equal("perfsh stat: --backend bpf; give auto, uprobe or ptrace\n", err)
+  end)
+end)
+
+describe("line ranges", function()
+  local function loops(m) return support.line_of("examples/loops.c", "/* " .. m .. " */") end
+  local function sum(text) return support.line_of("examples/sum.c", text) end
+  -- {program, args, range}: sum.c's loop, loops.c's loops, jump table, inlined call
+  local cases = {
+    {"examples/sum", {}, ("sum.c:%d-sum.c:%d"):format(sum("numbers[i] = (uint32_t)rand();") - 1,
+      sum("printf(\"sum = "))},
+    {"examples/sum", {}, "sum.c:40-sum.c:43"},
+    {"examples/loops", {"20000", "1"}, ("loops.c:%d-loops.c:%d"):format(loops("FILL-FOR"), loops("FILL-AFTER"))},
+    {"examples/loops", {"20000", "1"}, ("loops.c:%d-loops.c:%d"):format(loops("FILL-BEFORE"), loops("FILL-FOR"))},
+    {"examples/loops", {"2000", "4"}, ("loops.c:%d-loops.c:%d"):format(loops("DISPATCH-FIRST"),
+      loops("DISPATCH-AFTER"))},
+    {"examples/loops", {"200", "3"}, ("loops.c:%d-loops.c:%d"):format(loops("DISPATCH-CASE"), loops("DISPATCH-AFTER"))},
+    {"examples/loops", {"1000", "2"}, ("loops.c:%d-loops.c:%d"):format(loops("MAIN-TWICE"), loops("MAIN-PRINT"))},
+  }
+
+  -- hits, entries (starts reached), and threads of each record, with backend @b
+  local function run(c, b)
+    local spec = {c[1], events = {"task-clock"}, stdout = "/dev/null", backend = b}
+    for i, a in ipairs(c[2]) do spec[i + 1] = a end
+    local t <close> = perfsh.spawn(spec)
+    local r = t:region{range = c[3]}
+    assert.are.equal(0, t:run().code)
+    return {hits = r:stats().hits, entries = t:region_meta(r.id).entries}, t:info()
+  end
+
+  it("give the same hits with --backend ptrace and --backend uprobe, never a stop per hit with uprobe", function()
+    if not need_uprobes(pending) then return end
+    for _, c in ipairs(cases) do
+      local want = run(c, "ptrace")
+      local got, info = run(c, "uprobe")
+      assert.are.same(want, got, c[3])
+      assert.are.equal("uprobe", info.catcher)
+      assert.is_true(info.stops <= 2, c[3])
+    end
+  end)
+
+  it("through perfsh stat: the same line with either catcher", function()
+    if not need_uprobes(pending) then return end
+    local range = cases[5][3]
+    local lines = {}
+    for _, b in ipairs{"ptrace", "uprobe"} do
+      local out, err, rc = support.sh(("%s stat --backend %s -r %s -e task-clock examples/loops 2000 4"):format(P, b,
+        range))
+      assert.are.equal(0, rc, err)
+      lines[#lines + 1] = out:match("region [^\n]*")
+    end
+    assert.are.equal(("region %s (range, 4 hits)"):format(range), lines[1])
+    assert.are.equal(lines[1], lines[2])
   end)
 end)
 

@@ -38,6 +38,17 @@ function defaults.events(use)
   return out
 end
 
+--- The catcher used when none is named (--backend, backend =): $PERFSH_BACKEND (auto, uprobe
+-- or ptrace), else "ptrace". A bad value is an error naming the variable.
+function defaults.backend()
+  local b = os.getenv("PERFSH_BACKEND")
+  if b == nil or b == "" then return "ptrace" end
+  if b ~= "auto" and b ~= "uprobe" and b ~= "ptrace" then
+    error(("PERFSH_BACKEND=%s; give auto, uprobe or ptrace"):format(b), 0)
+  end
+  return b
+end
+
 --- A recipe's usage text with @use's two sets put in at "{pmu}" and "{none}" (comma lists).
 function defaults.usage(text, use)
   local set = set_of(use, 2)

@@ -158,7 +158,7 @@ TEST(catch_uprobe_bad_input)
 	struct ps_catch_uprobe_opts o = {0};
 	struct ps_error err;
 	char *argv[] = {"/nonexistent/prog", NULL};
-	struct ps_uprobe_site site = {"/bin/true", 0, 1};
+	struct ps_uprobe_site site = {.path = "/bin/true", .offset = 0, .ret = 1};
 
 	CHECK(ps_catch_uprobe_spawn(&c, argv, NULL, &err) == -1 && c == NULL);
 	CHECK_STR(err.msg, "uprobe catcher: no options or no sites given");
