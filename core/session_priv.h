@@ -128,6 +128,10 @@ enum ps_uprobe_point { PS_UPOINT_ENTRY, PS_UPOINT_START, PS_UPOINT_END, PS_UPOIN
 /* Probe file @path at @offset for @region (semaphore at @ref_ctr_offset, 0 for none). */
 int ps__uprobe_site(struct ps_session *s, const char *path, uint64_t offset, int region, enum ps_uprobe_point kind,
 		    uint64_t ref_ctr_offset, struct ps_error *err);
+/* session.c: whether a pause of the run is a sampling window's edge at @edge (only that). */
+int ps__window_edge(struct ps_session *s, uint64_t edge);
+/* Sample region @id in time windows (the probes switched on and off); the rest is refused. */
+int ps__uprobe_sample(struct ps_session *s, int id, const struct ps_sample *how, struct ps_error *err);
 /* Forget the last sites, those of @region (a region that failed to arm); no-op with ptrace. */
 void ps__uprobe_drop_region(struct ps_session *s, int region);
 int ps__uprobe_run(struct ps_session *s, struct ps_error *err);

@@ -10,9 +10,13 @@
  * group of their own, so that its start and end read the same counters; a single SDT probe is
  * a point event: each hit is one record whose start and end are the values there.
  *
- * Sampled regions, regions in libraries not mapped yet and several counter groups need the
- * ptrace catcher, and are refused with a line saying so. Inlined copies of a function are not
- * caught (they have no entry to probe).
+ * Sampling: time windows only, by switching every probe and counter on and off at the window's
+ * edges (PERF_EVENT_IOC_ENABLE/DISABLE on the groups, never per hit), so one window covers
+ * every region; what is open when a window closes ends there, cut short (its return may
+ * never come), and a return whose entry came while closed is ignored. Entries are counted in
+ * the windows only. Every-Nth and probability sampling, regions in libraries not mapped yet
+ * and several counter groups need the ptrace catcher, and are refused with a line saying so. Inlined copies of a
+ * function are not caught (they have no entry to probe).
  *
  * Losses: where a thread's ring was full, what it had open ends there (flagged as cut short,
  * like at a thread's exit) and the returns of the calls entered before are not waited for,
@@ -52,9 +56,10 @@ struct ps_session_uprobe {
 	int *site_region;
 	enum ps_uprobe_point *site_kind;
 	int nsites, capsites;
-	int nop5;	     /* sites on the 5-byte NOP: the kernel calls the probe, no trap */
-	int probed;	     /* the sites were handed to the catcher */
-	unsigned ring_pages; /* per thread; 0: 256 */
+	int nop5;		       /* sites on the 5-byte NOP: the kernel calls the probe, no trap */
+	int probed;		       /* the sites were handed to the catcher */
+	uint32_t window_ms, period_ms; /* sampling windows: probes on for window_ms of each period_ms */
+	unsigned ring_pages;	       /* per thread; 0: 256 */
 	struct uthr *th[UTHR_BUCKETS];
 };
 
@@ -333,6 +338,63 @@ int ps_session_uprobe_fast_sites(const struct ps_session *s, int *nsites)
 	return s->up ? s->up->nop5 : 0;
 }
 
+int ps__uprobe_sample(struct ps_session *s, int id, const struct ps_sample *how, struct ps_error *err)
+{
+	struct ps_session_uprobe *u = s->up;
+	const char *name = s->reg[id].name;
+
+	if (!how->period_ms)
+		return ps_error_set(err, PS_EUSAGE,
+				    "region '%s': the uprobe catcher samples in time windows only; every-Nth and "
+				    "probability sampling need the ptrace catcher (--backend ptrace)",
+				    name);
+	if (u->period_ms && (u->window_ms != how->window_ms || u->period_ms != how->period_ms))
+		return ps_error_set(err, PS_EUSAGE,
+				    "region '%s': the uprobe catcher has one sampling window for every region; give "
+				    "them all window_ms = %u, period_ms = %u, or use --backend ptrace",
+				    name, u->window_ms, u->period_ms);
+	if (ps_hitpath_sample(s->hp, id, 0, 0, 1, err))
+		return -1;
+	s->reg[id].window_ms = how->window_ms;
+	s->reg[id].period_ms = how->period_ms;
+	u->window_ms = how->window_ms;
+	u->period_ms = how->period_ms;
+	return 0;
+}
+
+/* A window closes: what is open ends here, and no return to come is waited for. */
+static void window_closed(struct ps_session *s)
+{
+	ps_catch_uprobe_drain(s->up->c);
+	for (unsigned b = 0; b < UTHR_BUCKETS; b++)
+		for (struct uthr *t = s->up->th[b]; t; t = t->next)
+			on_loss(s, t->tid);
+}
+
+/* Run with the probes switched on and off at the window edges (see run_windows in session.c). */
+static int run_windows(struct ps_session *s, struct ps_error *err)
+{
+	struct ps_session_uprobe *u = s->up;
+	int open = ps_hitpath_in_window(s->hp), rc;
+	uint64_t edge = ps_now_ns() + (uint64_t)(open ? u->window_ms : u->period_ms - u->window_ms) * 1000000u;
+
+	for (;;) {
+		ps_catch_uprobe_set_deadline(u->c, s->deadline && s->deadline < edge ? s->deadline : edge);
+		rc = ps_catch_uprobe_run(u->c, err);
+		if (rc != 0 || !ps__window_edge(s, edge))
+			break;
+		open = !open;
+		if (ps_catch_uprobe_enable(u->c, open, err))
+			return -1;
+		if (!open)
+			window_closed(s);
+		ps_hitpath_window(s->hp, open);
+		edge = ps_now_ns() + (uint64_t)(open ? u->window_ms : u->period_ms - u->window_ms) * 1000000u;
+	}
+	ps_catch_uprobe_set_deadline(u->c, s->deadline);
+	return rc;
+}
+
 int ps__uprobe_run(struct ps_session *s, struct ps_error *err)
 {
 	struct ps_session_uprobe *u = s->up;
@@ -342,7 +404,7 @@ int ps__uprobe_run(struct ps_session *s, struct ps_error *err)
 				   .nsites = u->nsites,
 				   .ring_pages = u->ring_pages ? u->ring_pages : 256,
 				   .regs_mask = s->nargs ? PS_UPROBE_REGS_ARGS : 0,
-				   .enabled = 1};
+				   .enabled = !u->period_ms};
 
 	if (!u->probed) {
 		if (s->ngroups > 1)
@@ -351,10 +413,19 @@ int ps__uprobe_run(struct ps_session *s, struct ps_error *err)
 					    "ptrace catcher (--backend ptrace)");
 		if (u->nsites && s->nev == 0)
 			return ps_error_set(err, PS_EUSAGE, "the uprobe catcher needs at least one event to count");
+		for (int i = 0; i < s->nreg && u->period_ms; i++)
+			if (!s->reg[i].period_ms)
+				return ps_error_set(
+				    err, PS_EUSAGE,
+				    "region '%s': with the uprobe catcher a sampling window switches every "
+				    "probe; sample every region in the same window, or use --backend ptrace",
+				    s->reg[i].name);
 		if (ps_catch_uprobe_set_probe(u->c, &p, err))
 			return -1;
 		u->probed = 1;
 	}
+	if (u->period_ms)
+		return run_windows(s, err);
 	ps_catch_uprobe_set_deadline(u->c, s->deadline);
 	return ps_catch_uprobe_run(u->c, err);
 }

@@ -152,3 +152,28 @@ describe("--ring-pages", function()
     assert.are.equal("perfsh stat: --ring-pages needs a power of two (e.g. --ring-pages 1024), not '3'\n", err)
   end)
 end)
+
+describe("sampling with the uprobe catcher", function()
+  it("records in time windows, the probes switched on and off, never a stop per hit", function()
+    if not need_uprobes(pending) then return end
+    local t <close> = perfsh.spawn{"examples/loop", "20000", "20000", events = {"task-clock"}, stdout = "/dev/null",
+      backend = "uprobe"}
+    local r = t:region{func = "spin", sample = {window_ms = 2, period_ms = 40}}
+    assert.are.equal(0, t:run().code)
+    local st = r:stats()
+    assert.is_true(st.hits < 20000 / 2, tostring(st.hits))
+    assert.is_true(st.hits <= st.entries, tostring(st.entries)) -- entries: those made in the windows
+    assert.is_true(t:info().stops <= 2)
+    for h in r:hits() do assert.is_true(h.sampled) end
+  end)
+
+  it("refuses every-Nth and probability in one line naming the ptrace catcher", function()
+    if not need_uprobes(pending) then return end
+    local t <close> = perfsh.spawn{"examples/loop", "10", "10", events = {"task-clock"}, stdout = "/dev/null",
+      backend = "uprobe"}
+    for _, how in ipairs{{every = 10}, {p = 0.5}} do
+      assert.has.error(function() t:region{func = "spin", sample = how} end, "region 'spin': the uprobe catcher "
+        .. "samples in time windows only; every-Nth and probability sampling need the ptrace catcher (--backend ptrace)")
+    end
+  end)
+end)
