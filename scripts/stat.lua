@@ -39,10 +39,10 @@ target:
   --seconds S         stop after S seconds (detaching from an attached process), even
                       while the program is blocked in a system call
   --follow-fork       trace forked children too (default: they run untraced)
-  --backend B         how hits are caught: ptrace (default; the target stops at each hit),
-                      uprobe (the kernel samples the counters at each entry and return: the
-                      target never stops for a hit; function regions only, root or
-                      CAP_PERFMON) or auto (uprobe where it works and the regions allow it)
+  --backend B         how hits are caught: ptrace (default, or $PERFSH_BACKEND; the target
+                      stops at each hit), uprobe (the kernel samples the counters at each
+                      probe: the target never stops for a hit; root or CAP_PERFMON; sdt:
+                      regions take it) or auto (uprobe where it works and the regions allow it)
   --ring-pages N      the uprobe catcher's ring per thread, in pages (a power of two; default
                       256): records a full ring drops are counted and reported
 sampling (function regions; every call is still counted, estimated totals are printed):

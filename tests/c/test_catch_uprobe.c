@@ -73,12 +73,11 @@ static int site_of(const char *prog, const char *fn, char *path, struct ps_uprob
 	struct ps_error err;
 	int rc;
 
+	*site = (struct ps_uprobe_site){.path = path, .ret = 1};
 	if (!realpath(prog, path) || ps_sym_open(&st, path, &err))
 		return -1;
 	rc = ps_sym_lookup(st, fn, &sym, &err) ? -1 : ps_uprobe_file_offset(path, sym->addr, &site->offset, &err);
 	ps_sym_close(st);
-	site->path = path;
-	site->ret = 1;
 	return rc;
 }
 
