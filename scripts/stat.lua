@@ -136,7 +136,8 @@ local function main(argv)
     end
   end
 
-  local backend = opts.backend or defaults.backend()
+  local bok, backend = pcall(function() return opts.backend or defaults.backend() end)
+  if not bok then error("perfsh stat: " .. backend, 0) end
   if backend ~= "auto" and backend ~= "uprobe" and backend ~= "ptrace" then
     error(("perfsh stat: --backend %s; give auto, uprobe or ptrace"):format(backend), 0)
   end
