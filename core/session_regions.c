@@ -8,8 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "procmaps.h"
 #include "regionspec.h"
 #include "session_priv.h"
+#include "uprobe.h"
 
 void ps__notice(struct ps_session *s, const char *fmt, ...)
 {
@@ -189,6 +191,28 @@ static int find_function(struct ps_session *s, const char *lib, const char *fn, 
 		return -1;
 	*addr = sym->addr + main_bias(s);
 	return 1;
+}
+
+/* The uprobe catcher probes files: a function of a library not mapped yet (the program is held
+   before its first instruction) is found in the file its loader will map. */
+static int lib_func_by_file(struct ps_session *s, struct ps_region_info *ri, const char *lib, const char *fn,
+			    struct ps_error *err)
+{
+	char path[PATH_MAX];
+	struct ps_symtab *st;
+	const struct ps_sym *sym;
+	uint64_t off = 0;
+	int rc;
+
+	if (ps_lib_resolve(s->pid, lib, path, sizeof path, err) || ps_sym_open(&st, path, err))
+		return -1;
+	rc = ps_sym_lookup(st, fn, &sym, err);
+	if (rc == 0 && sym->ifunc)
+		rc = ifunc_error(st, sym, lib, err);
+	if (rc == 0)
+		rc = ps_uprobe_file_offset(path, sym->addr, &off, err);
+	ps_sym_close(st);
+	return rc ? -1 : ps__uprobe_site(s, path, off, ri->id, PS_UPOINT_ENTRY, 0, err);
 }
 
 /* Arm a function region at its entry. */
@@ -382,6 +406,12 @@ int ps_session_region_func(struct ps_session *s, const char *name, unsigned flag
 	ri = ps__new_region(s, PS_REGION_FUNC, name, name, flags, err);
 	if (!ri)
 		return -1;
+	if (rc == 0 && s->up) {
+		if (lib_func_by_file(s, ri, lib, fn, err))
+			return -1;
+		s->nreg++;
+		return first;
+	}
 	if (rc == 0) {
 		ri->pending = 1;
 		ri->addr = 0;

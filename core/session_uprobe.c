@@ -57,6 +57,7 @@ struct ps_session_uprobe {
 	enum ps_uprobe_point *site_kind;
 	int nsites, capsites;
 	int nop5;		       /* sites on the 5-byte NOP: the kernel calls the probe, no trap */
+	char exe[PATH_MAX];	       /* the program's file (/proc/PID/exe), "" if unknown */
 	int probed;		       /* the sites were handed to the catcher */
 	uint32_t window_ms, period_ms; /* sampling windows: probes on for window_ms of each period_ms */
 	unsigned ring_pages;	       /* per thread; 0: 256 */
@@ -166,16 +167,48 @@ static void on_loss(void *ctx, pid_t tid)
 	t->depth = 0;
 }
 
+/* The program's file into @path ("" if it cannot be read). */
+static void exe_of(pid_t pid, char path[PATH_MAX])
+{
+	char link[64];
+	ssize_t n;
+
+	snprintf(link, sizeof link, "/proc/%d/exe", (int)pid);
+	n = readlink(link, path, PATH_MAX - 1);
+	path[n < 0 ? 0 : n] = '\0';
+}
+
+/* After exec of another program: as with ptrace, a region of the old program's file is
+   dropped, with a note (its probes stay, but nothing runs that file any more). */
+static void drop_old_image(struct ps_session *s, pid_t pid)
+{
+	struct ps_session_uprobe *u = s->up;
+	char now[PATH_MAX];
+
+	exe_of(pid, now);
+	if (!now[0] || !u->exe[0] || !strcmp(now, u->exe))
+		return;
+	for (int i = 0; i < u->nsites; i++) {
+		struct ps_region_info *ri = &s->reg[u->site_region[i]];
+		if (ri->dropped || strcmp(u->paths[i], u->exe))
+			continue;
+		ri->dropped = 1;
+		snprintf(ri->why, sizeof ri->why, "after exec of %.300s: its probes are in %.300s", now, u->exe);
+		ps__notice(s, "region '%s' dropped %s", ri->name, ri->why);
+	}
+	snprintf(u->exe, sizeof u->exe, "%s", now);
+}
+
 /* Exec: what was open cannot end (the kernel drops the pending returns); as with ptrace, it
    ends there, cut short. */
 static void on_exec(void *ctx, pid_t pid)
 {
 	struct ps_session *s = ctx;
 
-	(void)pid;
 	for (unsigned b = 0; b < UTHR_BUCKETS; b++)
 		for (struct uthr *t = s->up->th[b]; t; t = t->next)
 			on_loss(s, t->tid);
+	drop_old_image(s, pid);
 }
 
 static void on_thread(void *ctx, pid_t tid, int born)
@@ -210,6 +243,7 @@ int ps__uprobe_start(struct ps_session *s, char *const argv[], pid_t pid, struct
 		return -1;
 	}
 	s->t = ps_catch_uprobe_tracer(s->up->c);
+	exe_of(ps_catch_uprobe_pid(s->up->c), s->up->exe);
 	return 0;
 }
 
@@ -242,14 +276,7 @@ static int grow_sites(struct ps_session_uprobe *u, struct ps_error *err)
 /* A uprobe lives in the file: say once per file when it is not the program's own. */
 static void shared_note(struct ps_session *s, const char *path, const char *name)
 {
-	char link[64], exe[PATH_MAX];
-	ssize_t n;
-
-	snprintf(link, sizeof link, "/proc/%d/exe", (int)s->pid);
-	if ((n = readlink(link, exe, sizeof exe - 1)) < 0)
-		return;
-	exe[n] = '\0';
-	if (!strcmp(exe, path))
+	if (!s->up->exe[0] || !strcmp(s->up->exe, path))
 		return;
 	for (int i = 0; i < s->up->nsites; i++)
 		if (!strcmp(s->up->paths[i], path))

@@ -179,3 +179,29 @@ describe("sampling with the uprobe catcher", function()
     end
   end)
 end)
+
+describe("the uprobe catcher and files", function()
+  it("probes a library function before the library is mapped, and says once that the probe is in a shared library",
+    function()
+    if not need_uprobes(pending) then return end
+    local out, err, rc = support.sh(P .. " stat --backend uprobe -r libc.so.6:srand -r libc.so.6:srandom "
+      .. "-e task-clock examples/sum")
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("region libc.so.6:srand (func, 1 hit)", 1, true), out)
+    local notes = select(2, err:gsub("is in the shared library [^\n]*libc%.so%.6: while perfsh runs, every process "
+      .. "that maps it takes the probe's trap", ""))
+    assert.are.equal(1, notes, err)
+  end)
+
+  it("keeps a region across an exec of the same program, and drops it, with a note, after an exec of another",
+    function()
+    if not need_uprobes(pending) then return end
+    local out, err, rc = support.sh(P .. " stat --backend uprobe -r work -e task-clock examples/reexec")
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("region work (func, 2 hits)", 1, true), out)
+    out, err, rc = support.sh(P .. " stat --backend uprobe -r work -e task-clock examples/reexec true")
+    assert.are.equal(0, rc, err)
+    assert.truthy(err:find("^perfsh: region 'work' dropped after exec of /usr/bin/true: its probes are in /"), err)
+    assert.truthy(out:find("region work (func, 1 hit, dropped: after exec of /usr/bin/true", 1, true), out)
+  end)
+end)
