@@ -104,6 +104,7 @@ static int session_new(struct ps_session **sp, const struct ps_event *ev, int ne
 	s->gsize[0] = nev;
 	s->main_bp = -1;
 	s->loader_bp = -1;
+	s->unwinds = -1;
 	s->hp = ps_hitpath_new(s->reg, &s->nreg, err);
 	if (!s->hp) {
 		free(s);

@@ -89,6 +89,7 @@ struct ps_session {
 	int nsampled;
 	char spill_path[PATH_MAX];    /* records go to this file instead of memory */
 	struct ps_session_uprobe *up; /* the uprobe catcher's part (session_uprobe.c), or NULL */
+	int unwinds;		      /* the program can unwind exceptions: 1, 0, -1 not known yet */
 };
 
 /* sampling.c */

@@ -193,6 +193,21 @@ static int find_function(struct ps_session *s, const char *lib, const char *fn, 
 	return 1;
 }
 
+/* Whether the program can unwind exceptions through its frames: an unwinder linked in, or a
+   C++ runtime or libgcc_s among the libraries its loader will map. */
+static int unwinds(struct ps_session *s)
+{
+	const struct ps_sym *sym;
+	char path[PATH_MAX];
+	struct ps_error e;
+
+	if (s->unwinds < 0)
+		s->unwinds = (symtab(s, &e) == 0 && ps_sym_lookup(s->sym, "_Unwind_RaiseException", &sym, NULL) == 0) ||
+			     ps_lib_resolve(s->pid, "libgcc_s", path, sizeof path, &e) == 0 ||
+			     ps_lib_resolve(s->pid, "libstdc++", path, sizeof path, &e) == 0;
+	return s->unwinds;
+}
+
 /* The uprobe catcher probes files: a function of a library not mapped yet (the program is held
    before its first instruction) is found in the file its loader will map. */
 static int lib_func_by_file(struct ps_session *s, struct ps_region_info *ri, const char *lib, const char *fn,
@@ -394,6 +409,12 @@ int ps_session_region_func(struct ps_session *s, const char *name, unsigned flag
 		    s->reg[i].flags == flags)
 			return i; /* the same function twice is one region */
 	rc = find_function(s, islib ? lib : NULL, islib ? fn : name, &addr, err);
+	if (rc >= 0 && s->up && unwinds(s))
+		return ps_error_set(err, PS_EUSAGE,
+				    "region '%s': %s can unwind exceptions (C++, Rust), and an unwinder that meets the "
+				    "return address a uretprobe put in place terminates the program; function regions "
+				    "of it need the ptrace catcher (--backend ptrace)",
+				    name, s->exe);
 	if (rc < 0) {
 		/* A function inlined everywhere has no symbol of its own but may have copies. */
 		struct ps_error e2;

@@ -163,14 +163,15 @@ local function main(argv)
     end
   end
 
-  local t = cli.start("stat", cmd, opts.pid, {events = events, groups = groups, follow_fork = opts.follow_fork,
-    spill = not opts.pid and opts.save or nil, backend = backend, ring_pages = opts.ring_pages and
-      cli.number("stat", "--ring-pages", opts.ring_pages, "a power of two (e.g. --ring-pages 1024)",
-        function(n) return math.tointeger(n) and n >= 1 and n & (n - 1) == 0 end)})
-  if t.note then io.stderr:write("perfsh stat: note: ", t.note, "\n") end
-
-  -- Arm every region before the program runs; a bad name ends here, with nothing lost.
-  for _, r in ipairs(opts.regions) do
+  local ring_pages = opts.ring_pages and cli.number("stat", "--ring-pages", opts.ring_pages, "a power of two (e.g. "
+    .. "--ring-pages 1024)", function(n) return math.tointeger(n) and n >= 1 and n & (n - 1) == 0 end)
+  local function start(how, fallback)
+    local t = cli.start("stat", cmd, opts.pid, {events = events, groups = groups, follow_fork = opts.follow_fork,
+      spill = not opts.pid and opts.save or nil, backend = how, ring_pages = not fallback and ring_pages or nil})
+    if t.note then io.stderr:write("perfsh stat: note: ", t.note, "\n") end
+    return t
+  end
+  local function region_spec(r)
     local spec = cli.region_spec(r, "stat")
     spec.every_level = opts.every_level
     if sample then
@@ -180,7 +181,30 @@ local function main(argv)
       if not n or n < 1 then error(("perfsh stat: --every needs a positive count, not '%s'"):format(opts.every), 0) end
       spec.sample = {every = n}
     end
-    cli.arm("stat", t, r, spec)
+    return spec
+  end
+
+  -- Arm every region before the program runs; a bad name ends here, with nothing lost. With
+  -- auto, a region only the ptrace catcher can arm starts the program again under it.
+  local t = start(backend)
+  for _, r in ipairs(opts.regions) do
+    local spec = region_spec(r)
+    local ok, why = true, nil
+    if backend == "auto" and t.catcher == "uprobe" then ok, why = pcall(t.region, t, spec) end
+    if not ok and tostring(why):find("(--backend ptrace)", 1, true) then
+      t:close()
+      io.stderr:write("perfsh stat: note: backend auto: ptrace, as region ", r, " needs it: ",
+        (cli.reason(why):gsub("^region '[^']*': ", "")), "\n")
+      backend = "ptrace"
+      t = start(backend, true)
+      for _, r2 in ipairs(opts.regions) do cli.arm("stat", t, r2, region_spec(r2)) end
+      break
+    elseif not ok then
+      t:close()
+      error(("perfsh stat: region '%s': %s"):format(r, (cli.reason(why):gsub("^region '[^']*': ", ""))), 0)
+    elseif not (backend == "auto" and t.catcher == "uprobe") then
+      cli.arm("stat", t, r, spec)
+    end
   end
 
   local status, detached

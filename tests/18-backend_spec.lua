@@ -205,3 +205,35 @@ describe("the uprobe catcher and files", function()
     assert.truthy(out:find("region work (func, 1 hit, dropped: after exec of /usr/bin/true", 1, true), out)
   end)
 end)
+
+describe("the uprobe catcher and exceptions", function()
+  local dir = os.tmpname()
+  os.remove(dir)
+  local exe = dir .. "/exc"
+
+  setup(function()
+    assert(os.execute("mkdir -p " .. support.q(dir)))
+    local _, err, rc = support.sh(("g++ -O2 -g -o %s tests/fixtures/exc.cpp"):format(support.q(exe)))
+    assert.are.equal(0, rc, err)
+  end)
+  teardown(function() os.execute("rm -rf " .. support.q(dir)) end)
+
+  it("refuses a function region of a program that can unwind (a uretprobe would make it terminate)", function()
+    if not need_uprobes(pending) then return end
+    local out, err, rc = support.sh(("%s stat --backend uprobe -r middle -e task-clock %s"):format(P, exe))
+    assert.are.same({2, ""}, {rc, out})
+    assert.are.equal(("perfsh stat: region 'middle': %s can unwind exceptions (C++, Rust), and an unwinder that meets "
+      .. "the return address a uretprobe put in place terminates the program; function regions of it need the "
+      .. "ptrace catcher (--backend ptrace)\n"):format(exe), err)
+  end)
+
+  it("auto starts such a program again under ptrace, with a note, and it runs unharmed", function()
+    local out, err, rc = support.sh(("%s stat --backend auto -r middle -e task-clock %s"):format(P, exe))
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("sum=27 caught=3 total=-30\n", 1, true), out)
+    assert.truthy(out:find("caught by ptrace", 1, true), out)
+    if core.uprobe_available() then
+      assert.truthy(err:find("^perfsh stat: note: backend auto: ptrace, as region middle needs it: "), err)
+    end
+  end)
+end)
