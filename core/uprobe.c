@@ -47,12 +47,15 @@ int ps_uprobe_available(char *why, size_t n)
 	return ps_machine_uprobes_fire(why, n);
 }
 
-int ps_uprobe_retprobe_bit(void)
+/* The first config bit of uprobe PMU format field @name ("config:N" or "config:N-M"), or -1. */
+static int format_bit(const char *name)
 {
-	FILE *f = fopen("/sys/bus/event_source/devices/uprobe/format/retprobe", "re");
+	char path[128];
+	FILE *f;
 	int bit = -1;
 
-	if (f) {
+	snprintf(path, sizeof path, "/sys/bus/event_source/devices/uprobe/format/%s", name);
+	if ((f = fopen(path, "re"))) {
 		if (fscanf(f, "config:%d", &bit) != 1 || bit < 0 || bit > 63)
 			bit = -1;
 		fclose(f);
@@ -60,18 +63,9 @@ int ps_uprobe_retprobe_bit(void)
 	return bit;
 }
 
-/* The first config bit of the semaphore offset (format/ref_ctr_offset, "config:32-63"), or -1. */
-static int ref_ctr_shift(void)
+int ps_uprobe_retprobe_bit(void)
 {
-	FILE *f = fopen("/sys/bus/event_source/devices/uprobe/format/ref_ctr_offset", "re");
-	int bit = -1;
-
-	if (f) {
-		if (fscanf(f, "config:%d", &bit) != 1 || bit < 0 || bit > 63)
-			bit = -1;
-		fclose(f);
-	}
-	return bit;
+	return format_bit("retprobe");
 }
 
 static long perf_open(struct perf_event_attr *a, pid_t tid, int group_fd)
@@ -151,7 +145,7 @@ static int open_probe(struct ps_uprobe *u, const struct ps_uprobe_opts *o, int s
 	a.type = (uint32_t)u->type;
 	a.config = kind == PS_UPROBE_RETURN ? 1ull << u->retbit : 0;
 	if (s->ref_ctr_offset) {
-		int shift = ref_ctr_shift();
+		int shift = format_bit("ref_ctr_offset");
 		if (shift < 0)
 			return ps_error_set(err, ENOENT,
 					    "uprobe: this kernel cannot count up an SDT semaphore "
