@@ -175,7 +175,8 @@ describe("sampling with the uprobe catcher", function()
       backend = "uprobe"}
     for _, how in ipairs{{every = 10}, {p = 0.5}} do
       assert.has.error(function() t:region{func = "spin", sample = how} end, "region 'spin': the uprobe catcher "
-        .. "samples in time windows only; every-Nth and probability sampling need the ptrace catcher (--backend ptrace)")
+        .. "samples in time windows only; every-Nth and probability sampling need the ptrace catcher "
+        .. "(--backend ptrace)")
     end
   end)
 end)
