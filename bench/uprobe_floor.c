@@ -54,7 +54,7 @@ static int count_hit(const struct ps_uprobe_hit *h, void *ud)
 static uint64_t run_layer(const struct fn *f, const struct ps_event *ev, uint64_t n)
 {
 	uint64_t t0 = ps_now_ns(), hits = 0;
-	struct ps_uprobe_site site = {f->path, f->off, 1};
+	struct ps_uprobe_site site = {.path = f->path, .offset = f->off, .ret = 1};
 	struct ps_uprobe_opts o = {.ev = ev, .nev = 1, .sites = &site, .nsites = 1, .ring_pages = PAGES, .enabled = 1};
 	struct ps_uprobe *u;
 	struct ps_error err;

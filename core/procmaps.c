@@ -67,6 +67,11 @@ static int lib_match(const char *path, const char *want, int by_path, int how)
 	return how == PS_MAPS_PREFIX && strncmp(b, want, n) == 0 && (b[n] == '.' || b[n] == '-');
 }
 
+int ps_lib_name_match(const char *path, const char *want, int how)
+{
+	return lib_match(path, want, strchr(want, '/') != NULL, how);
+}
+
 /* Append basename of @path to @list unless present (a comma-separated list). */
 static void list_add(char *list, size_t n, const char *path)
 {

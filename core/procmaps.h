@@ -49,6 +49,19 @@ enum { PS_MAPS_EXACT, PS_MAPS_PREFIX };
  */
 int ps_maps_find(pid_t pid, const char *want, int how, char *path, size_t n, struct ps_error *err);
 
+/* How well file @path matches @want (as for ps_maps_find()): 2 exactly, 1 as a prefix, 0 not. */
+int ps_lib_name_match(const char *path, const char *want, int how);
+
+/**
+ * ps_lib_resolve() - the file the dynamic loader of process @pid (held before its program's
+ * first instruction: the loader is mapped, the libraries not yet) will map for library @want
+ * of its program: the loader's own answer (`LOADER --list PROGRAM`, what ldd prints).
+ * @path: receives the library's path (@n bytes).
+ * Return: 0, or -1 with @err set: no loader mapped (a static program), the loader failed, or
+ * no library (or several) of the program matches @want.
+ */
+int ps_lib_resolve(pid_t pid, const char *want, char *path, size_t n, struct ps_error *err);
+
 /**
  * ps_elf_load_base() - where the lowest PT_LOAD segment of ELF file @path lies.
  * @vaddr: its p_vaddr rounded down to a page

@@ -350,11 +350,6 @@ int ps_session_region_sample(struct ps_session *s, int id, const struct ps_sampl
 	if (id < 0 || id >= s->nreg)
 		return ps_error_set(err, PS_EUSAGE, "no region %d", id);
 	ri = &s->reg[id];
-	if (s->up)
-		return ps_error_set(err, PS_EUSAGE,
-				    "region '%s': the uprobe catcher does not sample; every-Nth, probability and "
-				    "windows need the ptrace catcher (--backend ptrace)",
-				    ri->name);
 	if (ri->kind != PS_REGION_FUNC || ri->pending)
 		return ps_error_set(err, PS_EUSAGE,
 				    "region '%s': sampling applies to function regions whose code is mapped", ri->name);
@@ -368,6 +363,8 @@ int ps_session_region_sample(struct ps_session *s, int id, const struct ps_sampl
 				    ri->name, how->p);
 	if (how->period_ms && (how->window_ms == 0 || how->window_ms >= how->period_ms))
 		return ps_error_set(err, PS_EUSAGE, "region '%s': window_ms is above 0 and below period_ms", ri->name);
+	if (s->up)
+		return ps__uprobe_sample(s, id, how, err);
 	if (sample_k(s, id) >= 0)
 		return ps_error_set(err, PS_EUSAGE, "region '%s' is sampled already", ri->name);
 	if (s->nsampled == PS_MAX_HW)

@@ -104,6 +104,7 @@ static int session_new(struct ps_session **sp, const struct ps_event *ev, int ne
 	s->gsize[0] = nev;
 	s->main_bp = -1;
 	s->loader_bp = -1;
+	s->unwinds = -1;
 	s->hp = ps_hitpath_new(s->reg, &s->nreg, err);
 	if (!s->hp) {
 		free(s);
@@ -304,7 +305,7 @@ int ps_session_add_events(struct ps_session *s, const struct ps_event *ev, int n
 
 /* Which pause of the run this is: one the caller asked for (records, deadline, interrupt),
    or a sampling window's edge at @edge (only that: the run goes on). */
-static int window_edge(struct ps_session *s, uint64_t edge)
+int ps__window_edge(struct ps_session *s, uint64_t edge)
 {
 	uint64_t now = ps_now_ns();
 
@@ -324,7 +325,7 @@ static int run_windows(struct ps_session *s, struct ps_error *err)
 	for (;;) {
 		ps_tracer_set_deadline(s->t, s->deadline && s->deadline < edge ? s->deadline : edge);
 		rc = ps_tracer_run(s->t, err);
-		if (rc != 0 || !window_edge(s, edge))
+		if (rc != 0 || !ps__window_edge(s, edge))
 			break; /* ended, failed, or paused for another reason */
 		ps__hw_set_window(s, !ps_hitpath_in_window(s->hp));
 		edge = ps_now_ns() + ps__hw_period_ns(s, ps_hitpath_in_window(s->hp));

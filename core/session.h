@@ -25,7 +25,7 @@ struct ps_psnap_meta;
 
 #define PS_MAX_REGIONS 256
 
-enum ps_region_kind { PS_REGION_FUNC = 1, PS_REGION_RANGE = 2 };
+enum ps_region_kind { PS_REGION_FUNC = 1, PS_REGION_RANGE = 2, PS_REGION_SDT = 3, PS_REGION_POINT = 4 };
 
 /* Options of a region. */
 enum {
@@ -84,6 +84,14 @@ enum ps_catcher ps_session_catcher(const struct ps_session *s);
 int ps_session_uprobe_ring(struct ps_session *s, unsigned pages, struct ps_error *err);
 /* Records the uprobe catcher's rings dropped (full): hits never seen; 0 with ptrace. */
 uint64_t ps_session_lost(const struct ps_session *s);
+/* Of the uprobe catcher's *@nsites probe sites, how many are the 5-byte NOP 0f 1f 44 00 00 the
+   kernel turns into a call (no trap); 0 and 0 with ptrace. */
+int ps_session_uprobe_fast_sites(const struct ps_session *s, int *nsites);
+/* An SDT region (core/sdt.h): "sdt:P:N" is a point event (one record per hit, its start and
+   end the values there), "sdt:P:A,sdt:P:B" a start/end pair (every site of each probe), armed
+   in the program's own file through the uprobe catcher (the semaphore counted up while it
+   runs). Return: the region id, or -1 with @err (the ptrace catcher: refused). */
+int ps_session_region_sdt(struct ps_session *s, const char *spec, unsigned flags, struct ps_error *err);
 
 /* Start a command traced, stopped before its first instruction, with @ev counted per thread. */
 int ps_session_spawn(struct ps_session **s, char *const argv[], const struct ps_event *ev, int nev,

@@ -89,6 +89,7 @@ struct ps_session {
 	int nsampled;
 	char spill_path[PATH_MAX];    /* records go to this file instead of memory */
 	struct ps_session_uprobe *up; /* the uprobe catcher's part (session_uprobe.c), or NULL */
+	int unwinds;		      /* the program can unwind exceptions: 1, 0, -1 not known yet */
 };
 
 /* sampling.c */
@@ -123,6 +124,17 @@ extern const struct ps_tracer_ops ps__ptrace_ops;
 /* session_uprobe.c: the uprobe catcher (s->up) in place of breakpoints */
 int ps__uprobe_start(struct ps_session *s, char *const argv[], pid_t pid, struct ps_error *err);
 int ps__uprobe_role(struct ps_session *s, uint64_t addr, int region, enum role_kind role, struct ps_error *err);
+/* What a plain site is: a function's entry (with its return), a start, an end, or both at once. */
+enum ps_uprobe_point { PS_UPOINT_ENTRY, PS_UPOINT_START, PS_UPOINT_END, PS_UPOINT_POINT };
+/* Probe file @path at @offset for @region (semaphore at @ref_ctr_offset, 0 for none). */
+int ps__uprobe_site(struct ps_session *s, const char *path, uint64_t offset, int region, enum ps_uprobe_point kind,
+		    uint64_t ref_ctr_offset, struct ps_error *err);
+/* session.c: whether a pause of the run is a sampling window's edge at @edge (only that). */
+int ps__window_edge(struct ps_session *s, uint64_t edge);
+/* Sample region @id in time windows (the probes switched on and off); the rest is refused. */
+int ps__uprobe_sample(struct ps_session *s, int id, const struct ps_sample *how, struct ps_error *err);
+/* Forget the last sites, those of @region (a region that failed to arm); no-op with ptrace. */
+void ps__uprobe_drop_region(struct ps_session *s, int region);
 int ps__uprobe_run(struct ps_session *s, struct ps_error *err);
 int ps__uprobe_detach(struct ps_session *s, struct ps_error *err);
 uint64_t ps__uprobe_lost(const struct ps_session *s);
@@ -134,6 +146,10 @@ int ps__arm_pending(struct ps_session *s, int final);
 void ps__arm_unwind_hooks(struct ps_session *s);
 int ps__rearm_after_exec(struct ps_session *s);
 void ps__forget_images(struct ps_session *s);
+int ps__exe_path(struct ps_session *s, struct ps_error *err); /* s->exe from /proc/PID/exe */
+/* A new region in the table (not counted in s->nreg until the caller has armed it). */
+struct ps_region_info *ps__new_region(struct ps_session *s, enum ps_region_kind kind, const char *name,
+				      const char *spec, unsigned flags, struct ps_error *err);
 void ps__notice(struct ps_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

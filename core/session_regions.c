@@ -8,8 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "procmaps.h"
 #include "regionspec.h"
 #include "session_priv.h"
+#include "uprobe.h"
 
 void ps__notice(struct ps_session *s, const char *fmt, ...)
 {
@@ -35,7 +37,7 @@ void ps__forget_images(struct ps_session *s)
 }
 
 /* The main executable's path, from /proc/PID/exe. */
-static int exe_path(struct ps_session *s, struct ps_error *err)
+int ps__exe_path(struct ps_session *s, struct ps_error *err)
 {
 	char link[64];
 	ssize_t n;
@@ -54,7 +56,7 @@ static int symtab(struct ps_session *s, struct ps_error *err)
 {
 	if (s->sym)
 		return 0;
-	if (exe_path(s, err))
+	if (ps__exe_path(s, err))
 		return -1;
 	return ps_sym_open(&s->sym, s->exe, err);
 }
@@ -62,7 +64,7 @@ static int symtab(struct ps_session *s, struct ps_error *err)
 /* Line tables are optional: NULL without an error when the binary has no DWARF. */
 static struct ps_lines *lines(struct ps_session *s, struct ps_error *err)
 {
-	if (!s->lines && exe_path(s, err) == 0)
+	if (!s->lines && ps__exe_path(s, err) == 0)
 		ps_lines_open(&s->lines, s->exe, err);
 	return s->lines;
 }
@@ -105,8 +107,8 @@ int ps__bp_role(struct ps_session *s, uint64_t addr, int kind, int region, enum 
 	return id;
 }
 
-static struct ps_region_info *new_region(struct ps_session *s, enum ps_region_kind kind, const char *name,
-					 const char *spec, unsigned flags, struct ps_error *err)
+struct ps_region_info *ps__new_region(struct ps_session *s, enum ps_region_kind kind, const char *name,
+				      const char *spec, unsigned flags, struct ps_error *err)
 {
 	struct ps_region_info *ri;
 
@@ -189,6 +191,43 @@ static int find_function(struct ps_session *s, const char *lib, const char *fn, 
 		return -1;
 	*addr = sym->addr + main_bias(s);
 	return 1;
+}
+
+/* Whether the program can unwind exceptions through its frames: an unwinder linked in, or a
+   C++ runtime or libgcc_s among the libraries its loader will map. */
+static int unwinds(struct ps_session *s)
+{
+	const struct ps_sym *sym;
+	char path[PATH_MAX];
+	struct ps_error e;
+
+	if (s->unwinds < 0)
+		s->unwinds = (symtab(s, &e) == 0 && ps_sym_lookup(s->sym, "_Unwind_RaiseException", &sym, NULL) == 0) ||
+			     ps_lib_resolve(s->pid, "libgcc_s", path, sizeof path, &e) == 0 ||
+			     ps_lib_resolve(s->pid, "libstdc++", path, sizeof path, &e) == 0;
+	return s->unwinds;
+}
+
+/* The uprobe catcher probes files: a function of a library not mapped yet (the program is held
+   before its first instruction) is found in the file its loader will map. */
+static int lib_func_by_file(struct ps_session *s, struct ps_region_info *ri, const char *lib, const char *fn,
+			    struct ps_error *err)
+{
+	char path[PATH_MAX];
+	struct ps_symtab *st;
+	const struct ps_sym *sym;
+	uint64_t off = 0;
+	int rc;
+
+	if (ps_lib_resolve(s->pid, lib, path, sizeof path, err) || ps_sym_open(&st, path, err))
+		return -1;
+	rc = ps_sym_lookup(st, fn, &sym, err);
+	if (rc == 0 && sym->ifunc)
+		rc = ifunc_error(st, sym, lib, err);
+	if (rc == 0)
+		rc = ps_uprobe_file_offset(path, sym->addr, &off, err);
+	ps_sym_close(st);
+	return rc ? -1 : ps__uprobe_site(s, path, off, ri->id, PS_UPOINT_ENTRY, 0, err);
 }
 
 /* Arm a function region at its entry. */
@@ -309,7 +348,7 @@ static int add_inlined(struct ps_session *s, const char *fn, unsigned flags, str
 		char name[256];
 		snprintf(name, sizeof name, "%s@inline#%d%s%s", fn, inl[i].copy, inl[i].caller ? " in " : "",
 			 inl[i].caller ? inl[i].caller : "");
-		struct ps_region_info *ri = new_region(s, PS_REGION_RANGE, name, "", flags, err);
+		struct ps_region_info *ri = ps__new_region(s, PS_REGION_RANGE, name, "", flags, err);
 		if (!ri)
 			return -1;
 		ri->addr = inl[i].entry + bias;
@@ -370,6 +409,12 @@ int ps_session_region_func(struct ps_session *s, const char *name, unsigned flag
 		    s->reg[i].flags == flags)
 			return i; /* the same function twice is one region */
 	rc = find_function(s, islib ? lib : NULL, islib ? fn : name, &addr, err);
+	if (rc >= 0 && s->up && unwinds(s))
+		return ps_error_set(err, PS_EUSAGE,
+				    "region '%s': %s can unwind exceptions (C++, Rust), and an unwinder that meets the "
+				    "return address a uretprobe put in place terminates the program; function regions "
+				    "of it need the ptrace catcher (--backend ptrace)",
+				    name, s->exe);
 	if (rc < 0) {
 		/* A function inlined everywhere has no symbol of its own but may have copies. */
 		struct ps_error e2;
@@ -379,9 +424,15 @@ int ps_session_region_func(struct ps_session *s, const char *name, unsigned flag
 		return -1;
 	}
 	first = s->nreg;
-	ri = new_region(s, PS_REGION_FUNC, name, name, flags, err);
+	ri = ps__new_region(s, PS_REGION_FUNC, name, name, flags, err);
 	if (!ri)
 		return -1;
+	if (rc == 0 && s->up) {
+		if (lib_func_by_file(s, ri, lib, fn, err))
+			return -1;
+		s->nreg++;
+		return first;
+	}
 	if (rc == 0) {
 		ri->pending = 1;
 		ri->addr = 0;
@@ -476,9 +527,13 @@ static int arm_range(struct ps_session *s, struct ps_region_info *ri, struct ps_
 
 int ps_session_region_range(struct ps_session *s, const char *spec, unsigned flags, struct ps_error *err)
 {
-	struct ps_region_info *ri = new_region(s, PS_REGION_RANGE, spec, spec, flags, err);
-	if (!ri || arm_range(s, ri, err))
+	struct ps_region_info *ri = ps__new_region(s, PS_REGION_RANGE, spec, spec, flags, err);
+	if (!ri)
 		return -1;
+	if (arm_range(s, ri, err)) {
+		ps__uprobe_drop_region(s, ri->id); /* its id is given to the next region */
+		return -1;
+	}
 	return s->nreg++;
 }
 

@@ -47,17 +47,25 @@ int ps_uprobe_available(char *why, size_t n)
 	return ps_machine_uprobes_fire(why, n);
 }
 
-int ps_uprobe_retprobe_bit(void)
+/* The first config bit of uprobe PMU format field @name ("config:N" or "config:N-M"), or -1. */
+static int format_bit(const char *name)
 {
-	FILE *f = fopen("/sys/bus/event_source/devices/uprobe/format/retprobe", "re");
+	char path[128];
+	FILE *f;
 	int bit = -1;
 
-	if (f) {
+	snprintf(path, sizeof path, "/sys/bus/event_source/devices/uprobe/format/%s", name);
+	if ((f = fopen(path, "re"))) {
 		if (fscanf(f, "config:%d", &bit) != 1 || bit < 0 || bit > 63)
 			bit = -1;
 		fclose(f);
 	}
 	return bit;
+}
+
+int ps_uprobe_retprobe_bit(void)
+{
+	return format_bit("retprobe");
 }
 
 static long perf_open(struct perf_event_attr *a, pid_t tid, int group_fd)
@@ -136,6 +144,14 @@ static int open_probe(struct ps_uprobe *u, const struct ps_uprobe_opts *o, int s
 	common_attr(&a);
 	a.type = (uint32_t)u->type;
 	a.config = kind == PS_UPROBE_RETURN ? 1ull << u->retbit : 0;
+	if (s->ref_ctr_offset) {
+		int shift = format_bit("ref_ctr_offset");
+		if (shift < 0)
+			return ps_error_set(err, ENOENT,
+					    "uprobe: this kernel cannot count up an SDT semaphore "
+					    "(no format/ref_ctr_offset)");
+		a.config |= s->ref_ctr_offset << shift;
+	}
 	a.config1 = (uint64_t)(uintptr_t)s->path;
 	a.config2 = s->offset;
 	a.sample_period = 1;
@@ -188,11 +204,35 @@ static int check_opts(const struct ps_uprobe_opts *o, struct ps_error *err)
 	return 0;
 }
 
+/* Whether site @s begins a new counter group after @n sites in the current one (see @group). */
+static int starts_group(const struct ps_uprobe_opts *o, int s, int n, int per)
+{
+	const struct ps_uprobe_site *a = &o->sites[s];
+
+	if (s == 0)
+		return 1;
+	if (a->group != a[-1].group)
+		return 1;
+	return n >= (a->group ? PS_UPROBE_MAX_PER_GROUP : per);
+}
+
+static int count_groups(const struct ps_uprobe_opts *o, int per)
+{
+	int ngroups = 0;
+
+	for (int s = 0, n = 0; s < o->nsites; s++, n++)
+		if (starts_group(o, s, n, per)) {
+			ngroups++;
+			n = 0;
+		}
+	return ngroups;
+}
+
 /* Allocate the handle's arrays for @o. */
 static struct ps_uprobe *alloc_handle(pid_t tid, const struct ps_uprobe_opts *o, int per, struct ps_error *err)
 {
 	struct ps_uprobe *u = calloc(1, sizeof *u);
-	int ngroups = (o->nsites + per - 1) / per, nfd = ngroups * o->nev + 2 * o->nsites;
+	int ngroups = count_groups(o, per), nfd = ngroups * o->nev + 2 * o->nsites;
 
 	if (u) {
 		u->fds = malloc((size_t)nfd * sizeof *u->fds);
@@ -249,15 +289,16 @@ int ps_uprobe_open(struct ps_uprobe **out, pid_t tid, const struct ps_uprobe_opt
 	*out = NULL;
 	if (check_opts(o, err) || !(u = alloc_handle(tid, o, per, err)))
 		return -1;
-	for (int s0 = 0; s0 < o->nsites; s0 += per) {
-		int leader = open_counters(u, o, err);
-		if (leader < 0)
-			goto fail;
-		u->ngroups++;
-		for (int s = s0; s < o->nsites && s < s0 + per; s++)
-			if (open_probe(u, o, s, PS_UPROBE_ENTRY, leader, err) ||
-			    (o->sites[s].ret && open_probe(u, o, s, PS_UPROBE_RETURN, leader, err)))
+	for (int s = 0, n = 0, leader = -1; s < o->nsites; s++, n++) {
+		if (starts_group(o, s, n, per)) {
+			if ((leader = open_counters(u, o, err)) < 0)
 				goto fail;
+			u->ngroups++;
+			n = 0;
+		}
+		if (open_probe(u, o, s, PS_UPROBE_ENTRY, leader, err) ||
+		    (o->sites[s].ret && open_probe(u, o, s, PS_UPROBE_RETURN, leader, err)))
+			goto fail;
 	}
 	qsort(u->map, (size_t)u->nmap, sizeof *u->map, cmp_id);
 	if (map_ring(u, o->ring_pages ? o->ring_pages : 64, err) || (o->enabled && ps_uprobe_enable(u, 1, err)))

@@ -65,11 +65,19 @@ enum ps_uprobe_kind {
  * @path:   the ELF file as the target maps it (the kernel resolves it to an inode).
  * @offset: file offset of the probed instruction (ps_uprobe_file_offset()).
  * @ret:    1 to add a uretprobe (the site is a function's entry and its returns count too).
+ * @group:  0: the site shares a counter group with its neighbours, @per_group at a time; else
+ *          the sites with this same @group next to it in the array share one group of their
+ *          own (at most PS_UPROBE_MAX_PER_GROUP sites): the start and end points of a region
+ *          must read the same counters.
+ * @ref_ctr_offset: file offset of an SDT semaphore the kernel counts up while the probe is
+ *          open (format/ref_ctr_offset), 0 for none.
  */
 struct ps_uprobe_site {
 	const char *path;
 	uint64_t offset;
 	int ret;
+	int group;
+	uint64_t ref_ctr_offset;
 };
 
 /**

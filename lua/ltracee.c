@@ -290,6 +290,20 @@ static int l_region_range(lua_State *L)
 	return 1;
 }
 
+/* t:region_sdt(spec, every_level) -> id | nil, msg */
+static int l_region_sdt(lua_State *L)
+{
+	struct ps_session *s = check(L);
+	struct ps_error err;
+	int id =
+	    ps_session_region_sdt(s, luaL_checkstring(L, 2), lua_toboolean(L, 3) ? PS_REGION_EVERY_LEVEL : 0, &err);
+
+	if (id < 0)
+		return ps_l_fail(L, &err);
+	lua_pushinteger(L, id);
+	return 1;
+}
+
 /* t:run([max_records [, deadline_ns]]) -> "exited" | "paused" | "interrupted" (SIGINT, SIGTERM
    or SIGHUP arrived; after core.defer_signals() every later run too) | nil, msg */
 static int l_run(lua_State *L)
@@ -413,7 +427,9 @@ static int l_tostring(lua_State *L)
 static int l_info(lua_State *L)
 {
 	struct ps_session *s = check(L);
-	lua_createtable(L, 0, 6);
+	int nsites, fast = ps_session_uprobe_fast_sites(s, &nsites);
+
+	lua_createtable(L, 0, 8);
 	lua_pushinteger(L, ps_session_pid(s));
 	lua_setfield(L, -2, "pid");
 	lua_pushinteger(L, (lua_Integer)ps_session_stops(s));
@@ -422,6 +438,10 @@ static int l_info(lua_State *L)
 	lua_setfield(L, -2, "catcher");
 	lua_pushinteger(L, (lua_Integer)ps_session_lost(s));
 	lua_setfield(L, -2, "lost");
+	lua_pushinteger(L, fast);
+	lua_setfield(L, -2, "fast_sites");
+	lua_pushinteger(L, nsites);
+	lua_setfield(L, -2, "sites");
 	lua_pushinteger(L, (lua_Integer)ps_session_nrecords(s));
 	lua_setfield(L, -2, "records");
 	lua_pushinteger(L, (lua_Integer)ps_session_dropped(s));
@@ -457,13 +477,14 @@ static int l_region_info(lua_State *L)
 {
 	struct ps_session *s = check(L);
 	const struct ps_region_info *ri = check_region(L, s, 2);
+	static const char *const kinds[] = {"", "func", "range", "sdt", "point"};
 
 	lua_createtable(L, 0, 11);
 	lua_pushinteger(L, ri->id);
 	lua_setfield(L, -2, "id");
 	lua_pushstring(L, ri->name);
 	lua_setfield(L, -2, "name");
-	lua_pushstring(L, ri->kind == PS_REGION_FUNC ? "func" : "range");
+	lua_pushstring(L, kinds[ri->kind]);
 	lua_setfield(L, -2, "kind");
 	lua_pushinteger(L, (lua_Integer)ri->addr);
 	lua_setfield(L, -2, "addr");
@@ -596,6 +617,7 @@ static const luaL_Reg methods[] = {{"add_events", l_add_events},
 				   {"uprobe_ring", l_uprobe_ring},
 				   {"region_func", l_region_func},
 				   {"region_range", l_region_range},
+				   {"region_sdt", l_region_sdt},
 				   {"region_sample", l_region_sample},
 				   {"region_args", l_region_args},
 				   {"save", l_save},

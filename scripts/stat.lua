@@ -109,18 +109,34 @@ local function main(opts, cmd)
   if opts.save then cli.writable("stat", "--save", opts.save) end
   if opts.trace then cli.writable("stat", "--trace", opts.trace) end
   local out = output(opts.output)
-  -- what only the ptrace catcher does: line ranges, SDT pairs, sampling, several groups
-  local backend = cli.backend("stat", opts.backend, (#groups > 0 and "several counter groups")
-    or ((sample or opts.every) and "sampling") or cli.ptrace_need("stat", opts.regions))
-
-  local t = cli.start("stat", cmd, opts.pid, {events = events, groups = groups, follow_fork = opts.follow_fork,
-    spill = not opts.pid and opts.save or nil, backend = backend, ring_pages = opts.ring_pages and
-      cli.number("stat", "--ring-pages", opts.ring_pages, "a power of two (e.g. --ring-pages 1024)",
-        function(n) return math.tointeger(n) and n >= 1 and n & (n - 1) == 0 end)})
-  if t.note then io.stderr:write("perfsh stat: note: ", t.note, "\n") end
-
-  -- Arm every region before the program runs; a bad name ends here, with nothing lost.
+  -- what only the ptrace catcher does: sampling, several groups; what only the uprobe
+  -- catcher does: SDT regions (so they take it unless --backend ptrace says otherwise)
+  local need = (#groups > 0 and "several counter groups") or ((sample or opts.every) and "sampling") or nil
+  local sdt
   for _, r in ipairs(opts.regions) do
+    if cli.region_spec(r, "stat").sdt then sdt = r end
+  end
+  local asked = opts.backend or cli.backend("stat", nil)
+  if sdt and asked == "auto" or sdt and not opts.backend and asked == "ptrace" then
+    local ok, why = core.uprobe_available()
+    if need or not ok then
+      error(("perfsh stat: region '%s': SDT probes need the uprobe catcher, %s"):format(sdt, need
+        and "and " .. need .. " the ptrace catcher; measure them in separate runs"
+        or "which cannot work here (" .. why .. ")"), 0)
+    end
+    asked = "auto"
+  end
+  local backend = cli.backend("stat", asked, need)
+
+  local ring_pages = opts.ring_pages and cli.number("stat", "--ring-pages", opts.ring_pages, "a power of two (e.g. "
+    .. "--ring-pages 1024)", function(n) return math.tointeger(n) and n >= 1 and n & (n - 1) == 0 end)
+  local function start(how, fallback)
+    local t = cli.start("stat", cmd, opts.pid, {events = events, groups = groups, follow_fork = opts.follow_fork,
+      spill = not opts.pid and opts.save or nil, backend = how, ring_pages = not fallback and ring_pages or nil})
+    if t.note then io.stderr:write("perfsh stat: note: ", t.note, "\n") end
+    return t
+  end
+  local function region_spec(r)
     local spec = cli.region_spec(r, "stat")
     spec.every_level = opts.every_level
     if sample then
@@ -130,7 +146,30 @@ local function main(opts, cmd)
       if not n or n < 1 then error(("perfsh stat: --every needs a positive count, not '%s'"):format(opts.every), 0) end
       spec.sample = {every = n}
     end
-    cli.arm("stat", t, r, spec)
+    return spec
+  end
+
+  -- Arm every region before the program runs; a bad name ends here, with nothing lost. With
+  -- auto, a region only the ptrace catcher can arm starts the program again under it.
+  local t = start(backend)
+  for _, r in ipairs(opts.regions) do
+    local spec = region_spec(r)
+    local ok, why = true, nil
+    if backend == "auto" and t.catcher == "uprobe" then ok, why = pcall(t.region, t, spec) end
+    if not ok and tostring(why):find("(--backend ptrace)", 1, true) then
+      t:close()
+      io.stderr:write("perfsh stat: note: backend auto: ptrace, as region ", r, " needs it: ",
+        (cli.reason(why):gsub("^region '[^']*': ", "")), "\n")
+      backend = "ptrace"
+      t = start(backend, true)
+      for _, r2 in ipairs(opts.regions) do cli.arm("stat", t, r2, region_spec(r2)) end
+      break
+    elseif not ok then
+      t:close()
+      error(("perfsh stat: region '%s': %s"):format(r, (cli.reason(why):gsub("^region '[^']*': ", ""))), 0)
+    elseif not (backend == "auto" and t.catcher == "uprobe") then
+      cli.arm("stat", t, r, spec)
+    end
   end
 
   local status, detached
@@ -184,8 +223,10 @@ local function main(opts, cmd)
   report.regions(out, t.regions, {
     csv = opts.csv, every_call = opts.every_call, per_thread = opts.per_thread, events = info.events,
     dropped = info.dropped, detached = detached, catcher = info.catcher,
-    header = ("perfsh stat: %s%s; events %s (user space); caught by %s; %d stops%s"):format(
-      opts.pid and ("pid " .. what) or what, how, table.concat(info.events, ","), info.catcher, info.stops,
+    header = ("perfsh stat: %s%s; events %s (user space); caught by %s%s; %d stop%s%s"):format(
+      opts.pid and ("pid " .. what) or what, how, table.concat(info.events, ","), info.catcher,
+      info.fast_sites > 0 and (" (%d of %d probe sites on the 5-byte-NOP fast path)"):format(info.fast_sites,
+        info.sites) or "", info.stops, info.stops == 1 and "" or "s",
       info.lost > 0 and (", %d hits lost (ring full)"):format(info.lost) or ""),
   })
   if not opts.csv and opts.hist then

@@ -18,32 +18,29 @@ describe("--backend", function()
     local out, err, rc = support.sh(P .. " stat --backend uprobe -r work -e task-clock examples/threads 1000 10")
     assert.are.equal(0, rc, err)
     assert.truthy(out:find("region work (func, 2000 hits)", 1, true), out)
-    local stops = tonumber(out:match("caught by uprobe; (%d+) stops"))
+    local stops = tonumber(out:match("caught by uprobe; (%d+) stops?"))
     assert.truthy(stops, out)
     assert.is_true(stops <= 7, out) -- per new thread: the clone event, its first stop, its exit
     assert.is_nil(out:find("lost", 1, true), out)
   end)
 
   it("ptrace is the default and says so", function()
-    local out, err, rc = support.sh(P .. " stat -r sum -e task-clock examples/sum")
+    local out, err, rc = support.sh("env -u PERFSH_BACKEND " .. P .. " stat -r sum -e task-clock examples/sum")
     assert.are.equal(0, rc, err)
     assert.truthy(out:find("caught by ptrace; %d+ stops"), out)
+    out, err, rc = support.sh("PERFSH_BACKEND=bpf " .. P .. " stat -r sum -e task-clock examples/sum")
+    assert.are.same({2, "", "perfsh stat: PERFSH_BACKEND=bpf; give auto, uprobe or ptrace\n"}, {rc, out, err})
   end)
 
-  it("uprobe refuses a line range in one line naming the ptrace catcher", function()
-    if not need_uprobes(pending) then return end
-    local _, err, rc = support.sh(P .. " stat --backend uprobe -r sum.c:40-sum.c:43 examples/sum")
-    assert.are_not.equal(0, rc)
-    assert.are.equal("perfsh stat: region 'sum.c:40-sum.c:43': the uprobe catcher catches function regions only; "
-      .. "line ranges need the ptrace catcher (--backend ptrace)\n", err)
-  end)
-
-  it("auto takes ptrace for a line range, with a note", function()
+  it("auto takes uprobe for a line range where it works, else ptrace with a note", function()
     local out, err, rc = support.sh(P .. " stat --backend auto -r sum.c:40-sum.c:43 -e task-clock examples/sum")
     assert.are.equal(0, rc, err)
-    assert.truthy(err:find("perfsh stat: note: backend auto: ptrace, as region sum.c:40-sum.c:43 needs it\n", 1, true),
-      err)
-    assert.truthy(out:find("caught by ptrace", 1, true), out)
+    assert.truthy(out:find("region sum.c:40-sum.c:43 (range, 1 hit)", 1, true), out)
+    if core.uprobe_available() then
+      assert.truthy(out:find("caught by uprobe; 1 stop\n", 1, true), out)
+    else
+      assert.truthy(out:find("caught by ptrace", 1, true), out)
+    end
   end)
 
   it("auto takes uprobe for function regions where it works", function()
@@ -58,6 +55,58 @@ describe("--backend", function()
     local _, err, rc = support.sh(P .. " stat --backend bpf -r sum examples/sum")
     assert.are_not.equal(0, rc)
     assert.are.equal("perfsh stat: --backend bpf; give auto, uprobe or ptrace\n", err)
+  end)
+end)
+
+describe("line ranges", function()
+  local function loops(m) return support.line_of("examples/loops.c", "/* " .. m .. " */") end
+  local function sum(text) return support.line_of("examples/sum.c", text) end
+  -- {program, args, range}: sum.c's loop, loops.c's loops, jump table, inlined call
+  local cases = {
+    {"examples/sum", {}, ("sum.c:%d-sum.c:%d"):format(sum("numbers[i] = (uint32_t)rand();") - 1,
+      sum("printf(\"sum = "))},
+    {"examples/sum", {}, "sum.c:40-sum.c:43"},
+    {"examples/loops", {"20000", "1"}, ("loops.c:%d-loops.c:%d"):format(loops("FILL-FOR"), loops("FILL-AFTER"))},
+    {"examples/loops", {"20000", "1"}, ("loops.c:%d-loops.c:%d"):format(loops("FILL-BEFORE"), loops("FILL-FOR"))},
+    {"examples/loops", {"2000", "4"}, ("loops.c:%d-loops.c:%d"):format(loops("DISPATCH-FIRST"),
+      loops("DISPATCH-AFTER"))},
+    {"examples/loops", {"200", "3"}, ("loops.c:%d-loops.c:%d"):format(loops("DISPATCH-CASE"), loops("DISPATCH-AFTER"))},
+    {"examples/loops", {"1000", "2"}, ("loops.c:%d-loops.c:%d"):format(loops("MAIN-TWICE"), loops("MAIN-PRINT"))},
+  }
+
+  -- hits, entries (starts reached), and threads of each record, with backend @b
+  local function run(c, b)
+    local spec = {c[1], events = {"task-clock"}, stdout = "/dev/null", backend = b}
+    for i, a in ipairs(c[2]) do spec[i + 1] = a end
+    local t <close> = perfsh.spawn(spec)
+    local r = t:region{range = c[3]}
+    assert.are.equal(0, t:run().code)
+    return {hits = r:stats().hits, entries = t:region_meta(r.id).entries}, t:info()
+  end
+
+  it("give the same hits with --backend ptrace and --backend uprobe, never a stop per hit with uprobe", function()
+    if not need_uprobes(pending) then return end
+    for _, c in ipairs(cases) do
+      local want = run(c, "ptrace")
+      local got, info = run(c, "uprobe")
+      assert.are.same(want, got, c[3])
+      assert.are.equal("uprobe", info.catcher)
+      assert.is_true(info.stops <= 2, c[3])
+    end
+  end)
+
+  it("through perfsh stat: the same line with either catcher", function()
+    if not need_uprobes(pending) then return end
+    local range = cases[5][3]
+    local lines = {}
+    for _, b in ipairs{"ptrace", "uprobe"} do
+      local out, err, rc = support.sh(("%s stat --backend %s -r %s -e task-clock examples/loops 2000 4"):format(P, b,
+        range))
+      assert.are.equal(0, rc, err)
+      lines[#lines + 1] = out:match("region [^\n]*")
+    end
+    assert.are.equal(("region %s (range, 4 hits)"):format(range), lines[1])
+    assert.are.equal(lines[1], lines[2])
   end)
 end)
 
@@ -97,11 +146,95 @@ describe("--ring-pages", function()
   end)
 
   it("is refused for the ptrace catcher, and must be a power of two", function()
-    local _, err, rc = support.sh(P .. " stat --ring-pages 1 -r sum examples/sum")
+    local _, err, rc = support.sh("env -u PERFSH_BACKEND " .. P .. " stat --ring-pages 1 -r sum examples/sum")
     assert.are_not.equal(0, rc)
     assert.are.equal("perfsh stat: a ring size is for the uprobe catcher (backend uprobe)\n", err)
     _, err, rc = support.sh(P .. " stat --backend uprobe --ring-pages 3 -r sum examples/sum")
     assert.are_not.equal(0, rc)
     assert.are.equal("perfsh stat: --ring-pages needs a power of two (e.g. --ring-pages 1024), not '3'\n", err)
+  end)
+end)
+
+describe("sampling with the uprobe catcher", function()
+  it("records in time windows, the probes switched on and off, never a stop per hit", function()
+    if not need_uprobes(pending) then return end
+    local t <close> = perfsh.spawn{"examples/loop", "20000", "20000", events = {"task-clock"}, stdout = "/dev/null",
+      backend = "uprobe"}
+    local r = t:region{func = "spin", sample = {window_ms = 2, period_ms = 40}}
+    assert.are.equal(0, t:run().code)
+    local st = r:stats()
+    assert.is_true(st.hits < 20000 / 2, tostring(st.hits))
+    assert.is_true(st.hits <= st.entries, tostring(st.entries)) -- entries: those made in the windows
+    assert.is_true(t:info().stops <= 2)
+    for h in r:hits() do assert.is_true(h.sampled) end
+  end)
+
+  it("refuses every-Nth and probability in one line naming the ptrace catcher", function()
+    if not need_uprobes(pending) then return end
+    local t <close> = perfsh.spawn{"examples/loop", "10", "10", events = {"task-clock"}, stdout = "/dev/null",
+      backend = "uprobe"}
+    for _, how in ipairs{{every = 10}, {p = 0.5}} do
+      assert.has.error(function() t:region{func = "spin", sample = how} end, "region 'spin': the uprobe catcher "
+        .. "samples in time windows only; every-Nth and probability sampling need the ptrace catcher "
+        .. "(--backend ptrace)")
+    end
+  end)
+end)
+
+describe("the uprobe catcher and files", function()
+  it("probes a library function before the library is mapped, and says once that the probe is in a shared library",
+    function()
+    if not need_uprobes(pending) then return end
+    local out, err, rc = support.sh(P .. " stat --backend uprobe -r libc.so.6:srand -r libc.so.6:srandom "
+      .. "-e task-clock examples/sum")
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("region libc.so.6:srand (func, 1 hit)", 1, true), out)
+    local notes = select(2, err:gsub("is in the shared library [^\n]*libc%.so%.6: while perfsh runs, every process "
+      .. "that maps it takes the probe's trap", ""))
+    assert.are.equal(1, notes, err)
+  end)
+
+  it("keeps a region across an exec of the same program, and drops it, with a note, after an exec of another",
+    function()
+    if not need_uprobes(pending) then return end
+    local out, err, rc = support.sh(P .. " stat --backend uprobe -r work -e task-clock examples/reexec")
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("region work (func, 2 hits)", 1, true), out)
+    out, err, rc = support.sh(P .. " stat --backend uprobe -r work -e task-clock examples/reexec true")
+    assert.are.equal(0, rc, err)
+    assert.truthy(err:find("^perfsh: region 'work' dropped after exec of /usr/bin/true: its probes are in /"), err)
+    assert.truthy(out:find("region work (func, 1 hit, dropped: after exec of /usr/bin/true", 1, true), out)
+  end)
+end)
+
+describe("the uprobe catcher and exceptions", function()
+  local dir = os.tmpname()
+  os.remove(dir)
+  local exe = dir .. "/exc"
+
+  setup(function()
+    assert(os.execute("mkdir -p " .. support.q(dir)))
+    local _, err, rc = support.sh(("g++ -O2 -g -o %s tests/fixtures/exc.cpp"):format(support.q(exe)))
+    assert.are.equal(0, rc, err)
+  end)
+  teardown(function() os.execute("rm -rf " .. support.q(dir)) end)
+
+  it("refuses a function region of a program that can unwind (a uretprobe would make it terminate)", function()
+    if not need_uprobes(pending) then return end
+    local out, err, rc = support.sh(("%s stat --backend uprobe -r middle -e task-clock %s"):format(P, exe))
+    assert.are.same({2, ""}, {rc, out})
+    assert.are.equal(("perfsh stat: region 'middle': %s can unwind exceptions (C++, Rust), and an unwinder that meets "
+      .. "the return address a uretprobe put in place terminates the program; function regions of it need the "
+      .. "ptrace catcher (--backend ptrace)\n"):format(exe), err)
+  end)
+
+  it("auto starts such a program again under ptrace, with a note, and it runs unharmed", function()
+    local out, err, rc = support.sh(("%s stat --backend auto -r middle -e task-clock %s"):format(P, exe))
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("sum=27 caught=3 total=-30\n", 1, true), out)
+    assert.truthy(out:find("caught by ptrace", 1, true), out)
+    if core.uprobe_available() then
+      assert.truthy(err:find("^perfsh stat: note: backend auto: ptrace, as region middle needs it: "), err)
+    end
   end)
 end)

@@ -218,16 +218,21 @@ function cli.run(def, main)
 end
 
 --- The --backend option of the recipes that catch region hits (a row of cli.parser's options).
-cli.backend_option = {"--backend", "B", ("how hits are caught: ptrace (the target stops at each hit), uprobe (the "
-  .. "kernel samples the counters at each entry and return: the target never stops for a hit; function regions "
-  .. "only, root or CAP_PERFMON) or auto (uprobe where it works and the regions allow it); default: %s")
-  :format(require("perfsh.defaults").backend)}
+cli.backend_option = {"--backend", "B", "how hits are caught: ptrace (the target stops at each hit), uprobe (the "
+  .. "kernel samples the counters at each probe: the target never stops for a hit; root or CAP_PERFMON; sdt: "
+  .. "regions take it) or auto (uprobe where it works and the regions allow it); default: ptrace, or "
+  .. "$PERFSH_BACKEND"}
 
 --- The catcher of hits a recipe asks perfsh.spawn/attach for: --backend @value, else the
--- default (perfsh.defaults.backend). auto where @need (what needs the ptrace catcher, e.g.
+-- default (perfsh.defaults.backend(): $PERFSH_BACKEND or ptrace). auto where @need (what needs the ptrace catcher, e.g.
 -- "region f.c:1-2", or nil) says so takes ptrace, with a note; the rest is for spawn to decide.
 function cli.backend(name, value, need)
-  local b = value or require("perfsh.defaults").backend
+  local b = value
+  if not b then
+    local ok, d = pcall(require("perfsh.defaults").backend)
+    if not ok then error(("perfsh %s: %s"):format(name, d), 0) end
+    b = d
+  end
   if b ~= "auto" and b ~= "uprobe" and b ~= "ptrace" then
     error(("perfsh %s: --backend %s; give auto, uprobe or ptrace"):format(name, b), 0)
   end

@@ -8,9 +8,6 @@ local core = require "perfsh.core"
 
 local defaults = {}
 
---- How the recipes catch region hits when --backend is not given: "ptrace", "uprobe" or "auto"
--- (passed to perfsh.spawn/attach as backend =).
-defaults.backend = "ptrace"
 
 local sets = {
   -- a region's hits: perfsh stat, perfsh.spawn{} and perfsh.attach() (so the REPL too)
@@ -41,6 +38,17 @@ function defaults.events(use)
   local out = {}
   for i, e in ipairs(core.pmu_present() and set.pmu or set.none) do out[i] = e end
   return out
+end
+
+--- The catcher used when none is named (--backend, backend =): $PERFSH_BACKEND (auto, uprobe
+-- or ptrace), else "ptrace". A bad value is an error naming the variable.
+function defaults.backend()
+  local b = os.getenv("PERFSH_BACKEND")
+  if b == nil or b == "" then return "ptrace" end
+  if b ~= "auto" and b ~= "uprobe" and b ~= "ptrace" then
+    error(("PERFSH_BACKEND=%s; give auto, uprobe or ptrace"):format(b), 0)
+  end
+  return b
 end
 
 --- A recipe's usage text with @use's two sets put in at "{pmu}" and "{none}" (comma lists).

@@ -42,10 +42,15 @@ local function wrap(ud, argv)
     Tracee)
 end
 
--- The catcher that backend names (nil: "ptrace"): "auto" takes "uprobe" where the uprobe PMU
--- opens, else "ptrace" with a one-line note saying why.
+-- The catcher that backend names (nil: defaults.backend(), $PERFSH_BACKEND or "ptrace"): "auto"
+-- takes "uprobe" where the uprobe PMU opens, else "ptrace" with a one-line note saying why.
 local function catcher(backend, fname)
-  if backend == nil or backend == "ptrace" or backend == "uprobe" then return backend or "ptrace" end
+  if backend == nil then
+    local ok, b = pcall(defaults.backend)
+    if not ok then fail(("bad argument #1 to '%s' (%s)"):format(fname, b), 3) end
+    backend = b
+  end
+  if backend == "ptrace" or backend == "uprobe" then return backend end
   if backend ~= "auto" then
     fail(("bad argument #1 to '%s' (backend '%s'; give auto, uprobe or ptrace)"):format(fname, tostring(backend)), 3)
   end
@@ -133,15 +138,14 @@ local function new_region(t, id)
 end
 
 --- t:region{func = "sum"} | {from = "bench.c:19", to = "bench.c:24"} | {range = "bench.c:19-24"}
--- | {addr = 0x401136} | {addr = 0x401136, to = 0x401150} | {sdt = "sdt:PROVIDER:NAME"} (refused
--- until the uprobe catcher exists: see Tracee:sdt_region). Options: every_level = true (count
+-- | {addr = 0x401136} | {addr = 0x401136, to = 0x401150} | {sdt = "sdt:PROVIDER:NAME"} (the
+-- uprobe catcher only: see Tracee:sdt_region). Options: every_level = true (count
 -- every level of a recursion), inline = false (skip inlined copies), events = {...} (added to
 -- the group of every thread; only before the first run), sample = {p = 0.01} | {every = 100}
 -- | {window_ms = 5, period_ms = 100} (record only some hits; see README). Returns the region;
 -- inlined copies of a function are regions too (t.regions lists them all).
 function Tracee:region(spec)
   if type(spec) ~= "table" then fail("bad argument #1 to 'region' (table expected)", 2) end
-  if spec.sdt then self:sdt_region(spec.sdt) end
   local ud = self.ud
   if spec.events then
     local ok, msg = ud:add_events(spec.events)
@@ -149,7 +153,10 @@ function Tracee:region(spec)
   end
   local every = spec.every_level and true or false
   local id, count, msg
-  if spec.func then
+  if spec.sdt then
+    id, msg = ud:region_sdt(self:sdt_spec(spec.sdt), every)
+    count = 1
+  elseif spec.func then
     id, count = ud:region_func(spec.func, every, spec.inline == false)
     msg = count
     count = tonumber(count)
@@ -188,16 +195,17 @@ function Tracee:region(spec)
   return first
 end
 
--- {sdt = "sdt:PROVIDER:NAME"} or {sdt = "PROVIDER:START,sdt:PROVIDER:END"}: the probes are looked
--- up in the target's executable (a missing one with "did you mean"); arming them needs the uprobe
--- catcher, so the region is refused, with nothing armed.
-function Tracee:sdt_region(text)
+-- {sdt = "sdt:PROVIDER:NAME"} (a point event: a record per hit, its start and end the values
+-- there) or {sdt = "PROVIDER:START,sdt:PROVIDER:END"} (a pair, as a line range): the probes are
+-- looked up in the target's executable (a missing one with "did you mean", nothing armed) and
+-- armed by the uprobe catcher only. Returns the spec with its "sdt:".
+function Tracee:sdt_spec(text)
   text = tostring(text)
   if not text:match("^sdt:") then text = "sdt:" .. text end
   local exe = ("/proc/%d/exe"):format(self.ud:info().pid)
   local ok, why = core.sdt_check(exe, text, self.attached and exe or self.argv[1])
   if not ok then fail(("region '%s': %s"):format(text, why), 3) end
-  fail(("region '%s': SDT regions need the uprobe catcher (not yet available in this build)"):format(text), 3)
+  return text
 end
 
 --- t:run() runs until the program ends and returns its status ({exited, code, signo, signal}).

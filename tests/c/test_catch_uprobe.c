@@ -73,12 +73,11 @@ static int site_of(const char *prog, const char *fn, char *path, struct ps_uprob
 	struct ps_error err;
 	int rc;
 
+	*site = (struct ps_uprobe_site){.path = path, .ret = 1};
 	if (!realpath(prog, path) || ps_sym_open(&st, path, &err))
 		return -1;
 	rc = ps_sym_lookup(st, fn, &sym, &err) ? -1 : ps_uprobe_file_offset(path, sym->addr, &site->offset, &err);
 	ps_sym_close(st);
-	site->path = path;
-	site->ret = 1;
 	return rc;
 }
 
@@ -158,7 +157,7 @@ TEST(catch_uprobe_bad_input)
 	struct ps_catch_uprobe_opts o = {0};
 	struct ps_error err;
 	char *argv[] = {"/nonexistent/prog", NULL};
-	struct ps_uprobe_site site = {"/bin/true", 0, 1};
+	struct ps_uprobe_site site = {.path = "/bin/true", .offset = 0, .ret = 1};
 
 	CHECK(ps_catch_uprobe_spawn(&c, argv, NULL, &err) == -1 && c == NULL);
 	CHECK_STR(err.msg, "uprobe catcher: no options or no sites given");

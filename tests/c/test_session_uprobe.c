@@ -98,7 +98,8 @@ TEST(session_uprobe_threads_every_level)
 	ps_session_free(s);
 }
 
-TEST(session_uprobe_refuses_what_needs_ptrace)
+/* A line range is caught by plain uprobes; every-Nth sampling is refused naming ptrace. */
+TEST(session_uprobe_line_range_and_refusals)
 {
 	char *argv[] = {"examples/sum", NULL};
 	struct ps_sample every = {.every = 2};
@@ -110,11 +111,13 @@ TEST(session_uprobe_refuses_what_needs_ptrace)
 		CHECK(!"spawn");
 		return;
 	}
-	CHECK_EQ_INT(ps_session_region_range(s, "sum.c:40-sum.c:43", 0, &err), -1);
-	CHECK(strstr(err.msg, "line ranges need the ptrace catcher (--backend ptrace)") != NULL);
-	CHECK(ps_session_region_func(s, "sum", 0, &err) == 0);
-	CHECK_EQ_INT(ps_session_region_sample(s, 0, &every, &err), -1);
-	CHECK(strstr(err.msg, "the uprobe catcher does not sample") != NULL);
+	CHECK_EQ_INT(ps_session_region_range(s, "sum.c:40-sum.c:43", 0, &err), 0);
+	CHECK_EQ_INT(ps_session_region_func(s, "sum", 0, &err), 1);
+	CHECK_EQ_INT(ps_session_region_sample(s, 1, &every, &err), -1);
+	CHECK(strstr(err.msg, "every-Nth and probability sampling need the ptrace catcher (--backend ptrace)") != NULL);
+	CHECK_EQ_INT(ps_session_run(s, 0, 0, &err), 1);
+	CHECK_EQ_INT((int)ps_session_region(s, 0)->hits, 1);
+	CHECK_EQ_INT((int)ps_session_region(s, 1)->hits, 1);
 	ps_session_free(s);
 }
 

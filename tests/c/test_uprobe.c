@@ -86,7 +86,7 @@ static const char *fx_nopie(void)
 
 TEST(uprobe_options_and_helpers)
 {
-	struct ps_uprobe_site site = {"/bin/true", 0, 1};
+	struct ps_uprobe_site site = {.path = "/bin/true", .offset = 0, .ret = 1};
 	struct ps_uprobe_opts o = {.nsites = 1, .sites = &site, .ring_pages = 3};
 	struct ps_event ev[2];
 	struct ps_uprobe *u;
@@ -174,7 +174,7 @@ TEST(uprobe_spawned_target_pairs)
 		_exit(127);
 	}
 	close(go[0]);
-	struct ps_uprobe_site site = {fx, off, 1};
+	struct ps_uprobe_site site = {.path = fx, .offset = off, .ret = 1};
 	struct ps_uprobe_opts o = {.ev = ev,
 				   .nev = 2,
 				   .sites = &site,
@@ -249,7 +249,7 @@ static int open_self(struct ps_uprobe **u, pid_t tid, unsigned pages, struct ps_
 
 	if (counters(ev) || ps_machine_file_offset(0, (uint64_t)(uintptr_t)ut_work, path, sizeof path, &off, err))
 		return -1;
-	site = (struct ps_uprobe_site){path, off, 1};
+	site = (struct ps_uprobe_site){.path = path, .offset = off, .ret = 1};
 	struct ps_uprobe_opts o = {.ev = ev, .nev = 2, .sites = &site, .nsites = 1, .ring_pages = pages, .enabled = 1};
 	return ps_uprobe_open(u, tid, &o, err);
 }
@@ -356,8 +356,8 @@ TEST(uprobe_sites_in_batches)
 		CHECK(!"file offsets");
 		return;
 	}
-	site[0] = (struct ps_uprobe_site){path[0], off[0], 1};
-	site[1] = (struct ps_uprobe_site){path[1], off[1], 0};
+	site[0] = (struct ps_uprobe_site){.path = path[0], .offset = off[0], .ret = 1};
+	site[1] = (struct ps_uprobe_site){.path = path[1], .offset = off[1], .ret = 0};
 	struct ps_uprobe_opts o = {.ev = ev, .nev = 2, .sites = site, .nsites = 2, .per_group = 1, .ring_pages = 64};
 	if (ps_uprobe_open(&u, gettid(), &o, &err)) {
 		fprintf(stderr, "  %s\n", err.msg);
@@ -422,7 +422,7 @@ TEST(uprobe_return_depth_limit)
 		CHECK(!"file offset");
 		return;
 	}
-	site = (struct ps_uprobe_site){path, off, 1};
+	site = (struct ps_uprobe_site){.path = path, .offset = off, .ret = 1};
 	struct ps_uprobe_opts o = {.ev = ev, .nev = 2, .sites = &site, .nsites = 1, .ring_pages = 64, .enabled = 1};
 	if (ps_uprobe_open(&u, gettid(), &o, &err)) {
 		fprintf(stderr, "  %s\n", err.msg);
