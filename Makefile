@@ -9,7 +9,7 @@ PKGS    := lua5.4 libelf libdw libedit
 DEBS := build-essential pkg-config lua5.4 liblua5.4-dev libpfm4-dev libelf-dev \
         libdw-dev libedit-dev libiberty-dev liblapacke-dev zlib1g-dev lua-busted lua-dkjson lua-check lua-argparse g++ valgrind \
         procps binutils clang libclang-rt-dev libzydis-dev \
-        systemtap-sdt-dev
+        systemtap-sdt-dev tmux groff-base
 
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS  ?= -O2 -g

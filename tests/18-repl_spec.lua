@@ -153,7 +153,7 @@ describe("the REPL on a terminal", function()
         printf 'print("R" .. type(perfsh.defau\t) .. perfsh.group{"task-cl\t"}:events()[1])\n'
         waitfor 'grep -q "^R[a-z]*task-clock\|^R[a-z]*nil\|rror" %s' || true
         printf '\004'
-      } | script -qfec %s /dev/null > %s
+      } | SHELL=/bin/sh script -qfec "exec "%s /dev/null > %s
       echo "script=$?"
     ]=]):format(q(hist), q(out), q(out), q(P), q(out)))
     local f = io.open(out)
@@ -167,5 +167,54 @@ describe("the REPL on a terminal", function()
     assert.truthy(res:find("script=0", 1, true), res .. got)
     assert.truthy(got:find("\nRfunctiontask%-clock\n"), got)
     assert.truthy(h:find("perfsh.default_events", 1, true), h)
+  end)
+end)
+
+describe("a tmux-driven session", function()
+  it("spawns sum, completes su<Tab> to sum, arms it, runs it and prints its stats", function(pending)
+    local _, _, has = support.sh("command -v tmux")
+    if has ~= 0 then
+      pending("tmux is not installed (make deps installs it)")
+      return
+    end
+    local sock = "perfsh-test-" .. tostring(os.time()) .. "-" .. tostring(math.random(1e6))
+    local tm = "tmux -L " .. q(sock) .. " -f /dev/null "
+    local hist = os.tmpname()
+    -- the screen so far; wait (polling, up to 20 s) until it shows @pattern
+    local function screen() return (support.sh(tm .. "capture-pane -p -S -200")) end
+    local function wait_for(pattern)
+      local s
+      for _ = 1, 200 do
+        s = screen()
+        if s:find(pattern) then return s end
+        os.execute("sleep 0.1")
+      end
+      return s
+    end
+    local function keys(...)
+      local args = {}
+      for i, k in ipairs{...} do args[i] = (k == "Tab" or k == "Enter") and k or q(k) end
+      support.sh(tm .. "send-keys " .. table.concat(args, " "))
+    end
+    local ok, err = pcall(function()
+      local _, e, rc = support.sh(tm .. "new-session -d -x 160 -y 50 " ..
+        q("env PERFSH_HISTORY=" .. hist .. " " .. P))
+      assert.are.equal(0, rc, e)
+      assert.truthy(wait_for("perfsh> "), "no prompt")
+      keys('t = perfsh.spawn{"examples/sum", stdout = "/dev/null"}', "Enter")
+      wait_for("perfsh> [^\n]*\nperfsh> ")
+      keys('r = t:region{func = "su', "Tab")
+      local s = wait_for('func = "sum')
+      assert.truthy(s:find('r = t:region{func = "sum', 1, true), s)
+      keys('"}', "Enter", "t:run()", "Enter")
+      s = wait_for("code = 0,")
+      assert.truthy(s:find("t:run()\n{\n  code = 0,\n  exited = true,", 1, true), s)
+      keys("r:stats().time_ns", "Enter")
+      s = wait_for("sum = [%d%.e+]+\n}\nperfsh> ")
+      assert.truthy(s:find("r:stats().time_ns\n{\n  count = 1,", 1, true), s)
+    end)
+    support.sh(tm .. "kill-server")
+    os.remove(hist)
+    assert(ok, err)
   end)
 end)
