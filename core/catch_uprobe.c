@@ -235,9 +235,17 @@ int ps_catch_uprobe_run(struct ps_catch_uprobe *c, struct ps_error *err)
 		}
 		if (rc)
 			return rc;
-		/* the tracer returns 0 before @next only when interrupted (ps_tracer_interrupt()) */
-		if (c->intr || c->pause || mono_ns() < next) {
-			c->intr = c->pause = 0;
+		/* Only the catcher's own flags tell an interrupt: the tracer's is cleared by whichever
+		   of its runs sees it, and a run ends every drain period anyway (a signal handled
+		   between two runs, or later than @next under load, would otherwise be lost). A
+		   tracer flag left set by an interrupt seen here only ends its next run early. */
+		if (c->intr) {
+			c->intr = 0;
+			c->pause = 0;
+			return 0;
+		}
+		if (c->pause) {
+			c->pause = 0;
 			return 0;
 		}
 		if (c->deadline && mono_ns() >= c->deadline)

@@ -361,7 +361,10 @@ int ps_session_run(struct ps_session *s, uint64_t max_records, uint64_t deadline
 void ps_session_interrupt(struct ps_session *s)
 {
 	s->intr = 1;
-	ps_tracer_interrupt(s->t);
+	if (s->up)
+		ps__uprobe_interrupt(s); /* the catcher's run loop must see it, not only its tracer */
+	else
+		ps_tracer_interrupt(s->t);
 }
 
 int ps_session_detach(struct ps_session *s, struct ps_error *err)

@@ -136,6 +136,8 @@ int ps__uprobe_sample(struct ps_session *s, int id, const struct ps_sample *how,
 /* Forget the last sites, those of @region (a region that failed to arm); no-op with ptrace. */
 void ps__uprobe_drop_region(struct ps_session *s, int region);
 int ps__uprobe_run(struct ps_session *s, struct ps_error *err);
+/* Make the run return 0 soon (async-signal-safe, for ps_session_interrupt()). */
+void ps__uprobe_interrupt(struct ps_session *s);
 int ps__uprobe_detach(struct ps_session *s, struct ps_error *err);
 uint64_t ps__uprobe_lost(const struct ps_session *s);
 void ps__uprobe_free(struct ps_session *s);

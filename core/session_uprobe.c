@@ -457,6 +457,11 @@ int ps__uprobe_run(struct ps_session *s, struct ps_error *err)
 	return ps_catch_uprobe_run(u->c, err);
 }
 
+void ps__uprobe_interrupt(struct ps_session *s)
+{
+	ps_catch_uprobe_interrupt(s->up->c);
+}
+
 int ps_session_uprobe_ring(struct ps_session *s, unsigned pages, struct ps_error *err)
 {
 	if (!s->up)

@@ -1,4 +1,5 @@
 -- Signals and deadlines: they never harm the target and never lose what was measured.
+-- tests/run.sh runs this file once more with PERFSH_BACKEND=uprobe (the uprobe catcher).
 -- Every wait polls a condition for up to 20 s; no test depends on a fixed sleep being long
 -- enough, and the only time bound (a deadline) allows more than 4x its length.
 local support = dofile("tests/support.lua")
@@ -172,7 +173,7 @@ describe("--save", function()
     local code = use_timeout and 124 or sig == "INT" and 130 or 143
     assert.truthy(out:find("perfsh=" .. code, 1, true), out .. read(dir .. "/st.err"))
     local printed = read(dir .. "/st.out")
-    assert.truthy(printed:find("^region,event,hits,"), printed)
+    assert.truthy(printed:find("^region,event,hits,"), printed .. read(dir .. "/st.err"))
     local rep, rerr, rrc = support.sh(("%s report --csv %s"):format(P, q(snap)))
     assert.are.equal(0, rrc, rerr)
     assert.are.equal(printed, rep)

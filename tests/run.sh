@@ -65,12 +65,13 @@ done
 unset PERFSH_SAMPLING
 # Not in this pass: 06 (inlined copies, libraries loaded later, stop counts), 07 (-g groups),
 # 08 (every-Nth and probability sampling), 10 (records written while paused at N hits),
-# 12 (C++ exceptions count the unwinder's stops).
+# 12 (C++ exceptions count the unwinder's stops). 13 is in it: signals and deadlines must end
+# a run of either catcher promptly, with what was measured printed and saved.
 echo "== region specs with PERFSH_BACKEND=uprobe"
 if why=$("$PERFSH" -e 'local ok, why = require("perfsh.core").uprobe_available() io.write(ok and "" or why)') &&
 	[ -z "$why" ]; then
 	export PERFSH_BACKEND=uprobe
-	for spec in tests/16-loops_spec.lua tests/17-sdt_spec.lua tests/18-backend_spec.lua; do
+	for spec in tests/13-signals_spec.lua tests/16-loops_spec.lua tests/17-sdt_spec.lua tests/18-backend_spec.lua; do
 		l_run "$tmp/l-backend.out" "$spec"
 	done
 	unset PERFSH_BACKEND
