@@ -20,7 +20,8 @@ unmodified binary, per thread, and prints one aggregated table per region.]],
     {"-r --region", "R", "a function (sum, ns::Klass::method, libm.so.6:frexp, 0x401136) or a line range "
       .. "FILE:L1-FILE:L2 / FILE:L1-L2 (L1 inclusive, L2 exclusive: a hit from entering L1..L2-1 to reaching L2; "
       .. "loops inside cost no stop); may be repeated. Inlined copies of a function are reported too. "
-      .. "sdt:PROVIDER:NAME (a point) or sdt:P:START,sdt:P:END (a pair) name SDT probes (perfsh --list sdt BINARY)",
+      .. "sdt:PROVIDER:NAME (a point) or sdt:P:START,sdt:P:END (a pair) name SDT probes (perfsh --list sdt BINARY); "
+      .. "marker:NAME a marker of perfsh/marker.h (sdt:perfsh:NAME_begin,sdt:perfsh:NAME_end), its markers left off",
       count = "*", target = "regions", hidden = "-f --function"},
     {"--every-level", nil, "count every level of a recursion (default: the outermost call only)"},
     "Events",
@@ -114,7 +115,8 @@ local function main(opts, cmd)
   local need = (#groups > 0 and "several counter groups") or ((sample or opts.every) and "sampling") or nil
   local sdt
   for _, r in ipairs(opts.regions) do
-    if cli.region_spec(r, "stat").sdt then sdt = r end
+    local rs = cli.region_spec(r, "stat")
+    if rs.sdt or rs.marker then sdt = r end
   end
   local asked = opts.backend or cli.backend("stat", nil)
   if sdt and asked == "auto" or sdt and not opts.backend and asked == "ptrace" then

@@ -308,10 +308,19 @@ end
 
 --- A region named on a command line (parsed by core/regionspec.c): FILE:L1-L2, FILE:L1-FILE:L2
 -- or 0xA-0xB is a line or address range, sdt:PROVIDER:NAME[,sdt:PROVIDER:NAME] SDT probes,
--- anything else a function (LIB:FUNC, 0xADDR).
+-- marker:NAME a marker of perfsh/marker.h (its SDT pair, {marker = NAME}), anything else a
+-- function (LIB:FUNC, 0xADDR).
 -- A bad one ends the recipe with one line, e.g. for a single line FILE:N.
 function cli.region_spec(r, name)
   local core = require "perfsh.core"
+  if r:match("^marker:") then
+    local m = r:match("^marker:([%w_]+)$")
+    if not m then
+      error(("perfsh %s: bad marker region '%s': expected marker:NAME, NAME as given to ps_marker_region or "
+        .. "PS_MARK_BEGIN (perfsh --list sdt BINARY shows perfsh:NAME_begin)"):format(name or "stat", r), 0)
+    end
+    return {marker = m}
+  end
   local rs, why = core.region_spec(r)
   if not rs then error(("perfsh %s: %s"):format(name or "stat", why), 0) end
   if rs.kind == "line_range" or rs.kind == "addr_range" then return {range = r} end

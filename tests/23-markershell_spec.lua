@@ -1,0 +1,121 @@
+-- Markers measured from outside: marker:NAME (perfsh stat) and t:marker("NAME") arm the SDT pair
+-- perfsh:NAME_begin, perfsh:NAME_end of a program built with perfsh/marker.h through the uprobe
+-- catcher; the program's own markers stay off (no PERFSH_OUT).
+local perfsh = require "perfsh"
+local core = require "perfsh.core"
+local support = dofile("tests/support.lua")
+local P = support.perfsh
+
+local EX = "examples/marker_loop"
+-- marker_loop N REPS THREADS with the library's environment cleared: its markers are off
+local ENV = "env -u PERFSH_OUT -u PERFSH_EVENTS -u PERFSH_SAMPLE -u PERFSH_EVERY -u PERFSH_SLOW_US "
+
+-- true when the uprobe catcher works here; otherwise marks the test pending with the reason.
+local function need_uprobes(pending)
+  local ok, why = core.uprobe_available()
+  if not ok then pending("the uprobe catcher cannot work here: " .. why) end
+  return ok
+end
+
+local function lines(s)
+  local t = {}
+  for l in s:gmatch("[^\n]+") do t[#t + 1] = l end
+  return t
+end
+
+-- perfsh stat of marker_loop 1000 REPS THREADS with @regions (-r each); returns stdout after a
+-- successful run
+local function stat(regions, reps, threads)
+  local rs = {}
+  for i, r in ipairs(regions) do rs[i] = "-r " .. r end
+  local out, err, rc = support.sh(("%s%s stat %s -e task-clock %s 1000 %d %d"):format(ENV, P, table.concat(rs, " "),
+    EX, reps, threads))
+  assert.are.equal(0, rc, err)
+  assert.are.equal("", err)
+  assert.truthy(out:find(("threads %d reps %d\n"):format(threads, reps), 1, true), out)
+  return out
+end
+
+describe("perfsh stat -r marker:NAME", function()
+  it("counts every hit of each marker region, its 4 probe sites on the 5-byte-NOP fast path", function()
+    if not need_uprobes(pending) then return end
+    local out = stat({"marker:loop", "marker:thread"}, 7, 3)
+    assert.truthy(out:find("caught by uprobe (4 of 4 probe sites on the 5-byte-NOP fast path)", 1, true), out)
+    assert.truthy(out:find("\nregion marker:loop (sdt, 21 hits)\n", 1, true), out)
+    assert.truthy(out:find("\nregion marker:thread (sdt, 3 hits)\n", 1, true), out)
+  end)
+
+  it("counts what the pair of SDT names counts", function()
+    if not need_uprobes(pending) then return end
+    local out = stat({"sdt:perfsh:loop_begin,sdt:perfsh:loop_end", "sdt:perfsh:thread_begin,thread_end"}, 5, 2)
+    assert.truthy(out:find("caught by uprobe (4 of 4 probe sites on the 5-byte-NOP fast path)", 1, true), out)
+    assert.truthy(out:find("\nregion sdt:perfsh:loop_begin,sdt:perfsh:loop_end (sdt, 10 hits)\n", 1, true), out)
+    assert.truthy(out:find("\nregion sdt:perfsh:thread_begin,thread_end (sdt, 2 hits)\n", 1, true), out)
+    out = stat({"marker:loop", "marker:thread"}, 5, 2)
+    assert.truthy(out:find("\nregion marker:loop (sdt, 10 hits)\n", 1, true), out)
+    assert.truthy(out:find("\nregion marker:thread (sdt, 2 hits)\n", 1, true), out)
+  end)
+
+  it("names the markers a binary has when it lacks one, in one line, the target never run", function()
+    local out, err, rc = support.sh(("%s stat -r marker:lop %s 1000 3 1"):format(P, EX))
+    assert.are.same({2, "", "perfsh stat: region 'marker:lop': no marker 'lop' in examples/marker_loop; its markers: "
+      .. "loop, thread\n"}, {rc, out, err})
+    out, err, rc = support.sh(("%s stat -r marker:loop examples/sum"):format(P))
+    assert.are.same({2, ""}, {rc, out})
+    assert.are.same({"perfsh stat: region 'marker:loop': examples/sum has no markers (it was built without "
+      .. "perfsh/marker.h, or with -DPERFSH_MARKER_OFF)"}, lines(err))
+    out, err, rc = support.sh(("%s stat -r marker:a-b %s"):format(P, EX))
+    assert.are.same({2, ""}, {rc, out})
+    assert.are.equal(1, #lines(err))
+    assert.truthy(err:find("bad marker region 'marker:a-b': expected marker:NAME", 1, true), err)
+  end)
+
+  it("is refused by --backend ptrace with one line, as an SDT region is", function()
+    local out, err, rc = support.sh(("%s stat --backend ptrace -r marker:loop %s 1000 3 1"):format(P, EX))
+    assert.are.same({2, "", "perfsh stat: region 'marker:loop': SDT probes are armed by the uprobe catcher only "
+      .. "(--backend uprobe or auto), not by ptrace\n"}, {rc, out, err})
+  end)
+end)
+
+describe("t:marker(NAME)", function()
+  it("is a region with hits(), stats(), series() and on_slow, named marker:NAME", function()
+    if not need_uprobes(pending) then return end
+    local out, log = os.tmpname(), os.tmpname()
+    local t <close> = perfsh.spawn{EX, "1000", "6", "2", events = {"task-clock"}, stdout = out, backend = "uprobe"}
+    local loop, thread = t:marker("loop"), t:marker("thread")
+    assert.are.same({"marker:loop", "marker:thread"}, {loop.name, thread.name})
+    local logger = loop:on_slow{threshold_us = 0, log = log}
+    assert.are.equal(0, t:run().code)
+    local f = assert(io.open(out))
+    assert.are.equal("threads 2 reps 6\n", f:read("a"))
+    f:close()
+    os.remove(out)
+    os.remove(log)
+    assert.are.same({12, 2}, {loop:stats().hits, thread:stats().hits})
+    assert.are.equal(12, #loop:series("time_ns"))
+    local n, tids = 0, {}
+    for h in loop:hits() do
+      n = n + 1
+      tids[h.tid] = (tids[h.tid] or 0) + 1
+      assert.is_true(h.t_end >= h.t_start)
+    end
+    assert.are.equal(12, n)
+    local per = {}
+    for _, c in pairs(tids) do per[#per + 1] = c end
+    assert.are.same({6, 6}, per)
+    assert.are.equal(12, logger.seen)
+  end)
+
+  it("raises one line naming the markers there are; nothing is armed", function()
+    if not need_uprobes(pending) then return end
+    local out = os.tmpname()
+    local t <close> = perfsh.spawn{EX, "1000", "2", "1", events = {"task-clock"}, stdout = out, backend = "uprobe"}
+    local ok, why = pcall(t.marker, t, "nosuch")
+    assert.is_false(ok)
+    assert.are.equal("region 'marker:nosuch': no marker 'nosuch' in examples/marker_loop; its markers: loop, thread",
+      why)
+    assert.are.equal(0, #t.regions)
+    assert.are.equal(0, t:run().code)
+    os.remove(out)
+  end)
+end)
