@@ -113,22 +113,7 @@ local function main(opts, cmd)
   -- what only the ptrace catcher does: sampling, several groups; what only the uprobe
   -- catcher does: SDT regions (so they take it unless --backend ptrace says otherwise)
   local need = (#groups > 0 and "several counter groups") or ((sample or opts.every) and "sampling") or nil
-  local sdt
-  for _, r in ipairs(opts.regions) do
-    local rs = cli.region_spec(r, "stat")
-    if rs.sdt or rs.marker then sdt = r end
-  end
-  local asked = opts.backend or cli.backend("stat", nil)
-  if sdt and asked == "auto" or sdt and not opts.backend and asked == "ptrace" then
-    local ok, why = core.uprobe_available()
-    if need or not ok then
-      error(("perfsh stat: region '%s': SDT probes need the uprobe catcher, %s"):format(sdt, need
-        and "and " .. need .. " the ptrace catcher; measure them in separate runs"
-        or "which cannot work here (" .. why .. ")"), 0)
-    end
-    asked = "auto"
-  end
-  local backend = cli.backend("stat", asked, need)
+  local backend = cli.regions_backend("stat", opts.backend, opts.regions, need)
 
   local ring_pages = opts.ring_pages and cli.number("stat", "--ring-pages", opts.ring_pages, "a power of two (e.g. "
     .. "--ring-pages 1024)", function(n) return math.tointeger(n) and n >= 1 and n & (n - 1) == 0 end)

@@ -77,6 +77,21 @@ describe("perfsh stat -r marker:NAME", function()
   end)
 end)
 
+describe("perfsh tail and compare -r marker:NAME", function()
+  it("take the uprobe catcher without --backend and count every hit", function()
+    if not need_uprobes(pending) then return end
+    local out, err, rc = support.sh(("%s%s tail -r marker:loop --threshold-us 0 -e task-clock %s 1000 4 1"):format(ENV,
+      P, EX))
+    assert.are.equal(0, rc, err)
+    assert.truthy((out .. err):find("perfsh tail: marker:loop: 4 hits, 4 logged as slow", 1, true), out .. err)
+    out, err, rc = support.sh(("%s%s compare --runs 1 -r marker:loop -r marker:thread -e task-clock %s 1000 4 2")
+      :format(ENV, P, EX))
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("\n%s*task%-clock%s+marker:loop%s+8%s"), out)
+    assert.truthy(out:find("\n%s*task%-clock%s+marker:thread%s+2%s"), out)
+  end)
+end)
+
 describe("t:marker(NAME)", function()
   it("is a region with hits(), stats(), series() and on_slow, named marker:NAME", function()
     if not need_uprobes(pending) then return end

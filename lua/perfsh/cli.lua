@@ -243,12 +243,35 @@ function cli.backend(name, value, need)
   return b
 end
 
---- What in a recipe's regions (names as given to -r) needs the ptrace catcher: a line range
--- or an SDT pair; nil when every region is a function.
+--- What in a recipe's regions (names as given to -r) needs the ptrace catcher: a line range;
+-- nil when every region is a function, an SDT region or a marker.
 function cli.ptrace_need(name, regions)
   for _, r in ipairs(regions) do
-    if not cli.region_spec(r, name).func then return "region " .. r end
+    if cli.region_spec(r, name).range then return "region " .. r end
   end
+end
+
+--- The catcher of a recipe's @regions, as cli.backend(name, value, need) gives it, except that
+-- SDT and marker regions, which only the uprobe catcher arms, make auto of ptrace when no
+-- --backend was given: one line when the uprobe catcher cannot work here, or @need (what
+-- needs the ptrace catcher) asks for the other.
+function cli.regions_backend(name, value, regions, need)
+  local sdt
+  for _, r in ipairs(regions) do
+    local rs = cli.region_spec(r, name)
+    if rs.sdt or rs.marker then sdt = r end
+  end
+  local asked = value or cli.backend(name, nil)
+  if sdt and asked == "auto" or sdt and not value and asked == "ptrace" then
+    local ok, why = require("perfsh.core").uprobe_available()
+    if need or not ok then
+      error(("perfsh %s: region '%s': SDT probes need the uprobe catcher, %s"):format(name, sdt, need
+        and "and " .. need .. " the ptrace catcher; measure them in separate runs"
+        or "which cannot work here (" .. why .. ")"), 0)
+    end
+    asked = "auto"
+  end
+  return cli.backend(name, asked, need)
 end
 
 --- --engine E of a recipe: counters or callgrind (nil: @default).
