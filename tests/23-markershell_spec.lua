@@ -134,3 +134,53 @@ describe("t:marker(NAME)", function()
     os.remove(out)
   end)
 end)
+
+describe("examples/epoll_server", function()
+  local SRV, N, M = "examples/epoll_server", 6, 4
+
+  -- its line "connections N messages M events E waits W": E and W
+  local function counts(out)
+    local e, w = out:match(("connections %d messages %d events (%%d+) waits (%%d+)\n"):format(N, M))
+    assert.truthy(e, out)
+    return tonumber(e), tonumber(w)
+  end
+
+  it("hits each marker as often as its client's load says, measured from outside", function()
+    if not need_uprobes(pending) then return end
+    local out, err, rc = support.sh(("%s%s stat -r marker:iter -r marker:accept -r marker:data -r marker:epoll "
+      .. "-e task-clock %s %d %d"):format(ENV, P, SRV, N, M))
+    assert.are.equal(0, rc, err)
+    assert.are.equal("", err)
+    local events, waits = counts(out)
+    assert.are.equal(N * (M + 2), events) -- N accepts, N * M messages, N closes
+    assert.truthy(out:find("caught by uprobe (8 of 8 probe sites on the 5-byte-NOP fast path)", 1, true), out)
+    for name, hits in pairs{iter = events, accept = N, data = N * (M + 1), epoll = waits} do
+      assert.truthy(out:find(("\nregion marker:%s (sdt, %d hits)\n"):format(name, hits), 1, true), name .. "\n" .. out)
+    end
+    assert.is_true(waits >= 1 and waits <= events, out)
+  end)
+
+  it("writes the same counts standalone (PERFSH_OUT), a listening-socket event flagged in field 1", function()
+    local path = os.tmpname()
+    local out, err, rc = support.sh(("%s PERFSH_OUT=%s PERFSH_EVENTS=task-clock %s %d %d"):format(ENV, path, SRV, N,
+      M))
+    assert.are.equal(0, rc, err)
+    assert.are.equal("", err)
+    local events, waits = counts(out)
+    local f = perfsh.load(path)
+    os.remove(path)
+    assert.are.equal("0", f.meta["marker.lost"])
+    local by = {}
+    for _, r in ipairs(f.regions) do by[r.name] = r end
+    assert.are.same({events, N, N * (M + 1), waits}, {by.iter:stats().hits, by.accept:stats().hits,
+      by.data:stats().hits, by.epoll:stats().hits})
+    local listen = 0
+    for h in by.iter:hits() do
+      assert.is_true(h.args[1] >= 1 and h.args[1] <= 16)
+      listen = listen + h.args[2]
+    end
+    assert.are.equal(N, listen)
+    for h in by.accept:hits() do assert.are.equal(1, h.depth) end -- inside an iteration
+    f:close()
+  end)
+end)
