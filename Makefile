@@ -111,6 +111,8 @@ $(MARKER_A): $(MARKER_OBJ)
 	rm -f $@ && $(AR) rcs $@ $(B)/marker/all.o
 examples/marker_loop: examples/marker_loop.c $(MARKER_A)
 	$(CC) -O2 -g -Imarker/include -o $@ $< $(LDFLAGS) $(MARKER_A) $(MARKER_LIBS)
+examples/epoll_server: examples/epoll_server.c $(MARKER_A)
+	$(CC) -O2 -g -Imarker/include -o $@ $< $(LDFLAGS) $(MARKER_A) $(MARKER_LIBS)
 examples/marker_loop-off: examples/marker_loop.c
 	$(CC) -O2 -g -Imarker/include -DPERFSH_MARKER_OFF -o $@ $< -lpthread
 

@@ -20,7 +20,8 @@ unmodified binary, per thread, and prints one aggregated table per region.]],
     {"-r --region", "R", "a function (sum, ns::Klass::method, libm.so.6:frexp, 0x401136) or a line range "
       .. "FILE:L1-FILE:L2 / FILE:L1-L2 (L1 inclusive, L2 exclusive: a hit from entering L1..L2-1 to reaching L2; "
       .. "loops inside cost no stop); may be repeated. Inlined copies of a function are reported too. "
-      .. "sdt:PROVIDER:NAME (a point) or sdt:P:START,sdt:P:END (a pair) name SDT probes (perfsh --list sdt BINARY)",
+      .. "sdt:PROVIDER:NAME (a point) or sdt:P:START,sdt:P:END (a pair) name SDT probes (perfsh --list sdt BINARY); "
+      .. "marker:NAME a marker of perfsh/marker.h (sdt:perfsh:NAME_begin,sdt:perfsh:NAME_end), its markers left off",
       count = "*", target = "regions", hidden = "-f --function"},
     {"--every-level", nil, "count every level of a recursion (default: the outermost call only)"},
     "Events",
@@ -112,21 +113,7 @@ local function main(opts, cmd)
   -- what only the ptrace catcher does: sampling, several groups; what only the uprobe
   -- catcher does: SDT regions (so they take it unless --backend ptrace says otherwise)
   local need = (#groups > 0 and "several counter groups") or ((sample or opts.every) and "sampling") or nil
-  local sdt
-  for _, r in ipairs(opts.regions) do
-    if cli.region_spec(r, "stat").sdt then sdt = r end
-  end
-  local asked = opts.backend or cli.backend("stat", nil)
-  if sdt and asked == "auto" or sdt and not opts.backend and asked == "ptrace" then
-    local ok, why = core.uprobe_available()
-    if need or not ok then
-      error(("perfsh stat: region '%s': SDT probes need the uprobe catcher, %s"):format(sdt, need
-        and "and " .. need .. " the ptrace catcher; measure them in separate runs"
-        or "which cannot work here (" .. why .. ")"), 0)
-    end
-    asked = "auto"
-  end
-  local backend = cli.backend("stat", asked, need)
+  local backend = cli.regions_backend("stat", opts.backend, opts.regions, need)
 
   local ring_pages = opts.ring_pages and cli.number("stat", "--ring-pages", opts.ring_pages, "a power of two (e.g. "
     .. "--ring-pages 1024)", function(n) return math.tointeger(n) and n >= 1 and n & (n - 1) == 0 end)

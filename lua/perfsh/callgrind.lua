@@ -143,6 +143,8 @@ function M.check_region(name, r)
   local how
   if r:match("^sdt:") then
     how = "an SDT probe"
+  elseif r:match("^marker:") then
+    how = "a marker (an SDT pair)"
   elseif r:match("^0x%x+$") then
     how = "an address"
   elseif r:find(":%d") or r:find("%-") then

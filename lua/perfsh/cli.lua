@@ -243,12 +243,35 @@ function cli.backend(name, value, need)
   return b
 end
 
---- What in a recipe's regions (names as given to -r) needs the ptrace catcher: a line range
--- or an SDT pair; nil when every region is a function.
+--- What in a recipe's regions (names as given to -r) needs the ptrace catcher: a line range;
+-- nil when every region is a function, an SDT region or a marker.
 function cli.ptrace_need(name, regions)
   for _, r in ipairs(regions) do
-    if not cli.region_spec(r, name).func then return "region " .. r end
+    if cli.region_spec(r, name).range then return "region " .. r end
   end
+end
+
+--- The catcher of a recipe's @regions, as cli.backend(name, value, need) gives it, except that
+-- SDT and marker regions, which only the uprobe catcher arms, make auto of ptrace when no
+-- --backend was given: one line when the uprobe catcher cannot work here, or @need (what
+-- needs the ptrace catcher) asks for the other.
+function cli.regions_backend(name, value, regions, need)
+  local sdt
+  for _, r in ipairs(regions) do
+    local rs = cli.region_spec(r, name)
+    if rs.sdt or rs.marker then sdt = r end
+  end
+  local asked = value or cli.backend(name, nil)
+  if sdt and asked == "auto" or sdt and not value and asked == "ptrace" then
+    local ok, why = require("perfsh.core").uprobe_available()
+    if need or not ok then
+      error(("perfsh %s: region '%s': SDT probes need the uprobe catcher, %s"):format(name, sdt, need
+        and "and " .. need .. " the ptrace catcher; measure them in separate runs"
+        or "which cannot work here (" .. why .. ")"), 0)
+    end
+    asked = "auto"
+  end
+  return cli.backend(name, asked, need)
 end
 
 --- --engine E of a recipe: counters or callgrind (nil: @default).
@@ -308,10 +331,19 @@ end
 
 --- A region named on a command line (parsed by core/regionspec.c): FILE:L1-L2, FILE:L1-FILE:L2
 -- or 0xA-0xB is a line or address range, sdt:PROVIDER:NAME[,sdt:PROVIDER:NAME] SDT probes,
--- anything else a function (LIB:FUNC, 0xADDR).
+-- marker:NAME a marker of perfsh/marker.h (its SDT pair, {marker = NAME}), anything else a
+-- function (LIB:FUNC, 0xADDR).
 -- A bad one ends the recipe with one line, e.g. for a single line FILE:N.
 function cli.region_spec(r, name)
   local core = require "perfsh.core"
+  if r:match("^marker:") then
+    local m = r:match("^marker:([%w_]+)$")
+    if not m then
+      error(("perfsh %s: bad marker region '%s': expected marker:NAME, NAME as given to ps_marker_region or "
+        .. "PS_MARK_BEGIN (perfsh --list sdt BINARY shows perfsh:NAME_begin)"):format(name or "stat", r), 0)
+    end
+    return {marker = m}
+  end
   local rs, why = core.region_spec(r)
   if not rs then error(("perfsh %s: %s"):format(name or "stat", why), 0) end
   if rs.kind == "line_range" or rs.kind == "addr_range" then return {range = r} end

@@ -240,7 +240,8 @@ function M.setup(name, spec, regions, base)
   if engine == "callgrind" and spec.backend then
     error(("perfsh %s: --engine callgrind does not take --backend; drop it or use --engine counters"):format(name), 0)
   end
-  local backend = engine == "counters" and cli.backend(name, spec.backend, cli.ptrace_need(name, regions)) or nil
+  local backend = engine == "counters" and cli.regions_backend(name, spec.backend, regions,
+    cli.ptrace_need(name, regions)) or nil
   return engine, events, runs, backend
 end
 

@@ -33,6 +33,8 @@ help.topics = {
   {"t:region", "a region to measure: a function, lines or addresses",
     't:region{func = "sum"}; t:region{range = "sum.c:19-24"}'},
   {"t:sdt_region", "a region between SDT probes", 't:sdt_region("provider:start,provider:end")'},
+  {"t:marker", "a marker of perfsh/marker.h, armed from outside by the uprobe catcher",
+    't:marker("loop"):stats().hits'},
   {"t:run", "run to the end, or pause after hits, seconds or a condition", "t:run{hits = 100}"},
   {"t:status", "the program's end {exited, code, signo, signal}, or nil", "t:status()"},
   {"t:info", "pid, stops, records, dropped, events", "t:info()"},

@@ -139,7 +139,8 @@ end
 
 --- t:region{func = "sum"} | {from = "bench.c:19", to = "bench.c:24"} | {range = "bench.c:19-24"}
 -- | {addr = 0x401136} | {addr = 0x401136, to = 0x401150} | {sdt = "sdt:PROVIDER:NAME"} (the
--- uprobe catcher only: see Tracee:sdt_region). Options: every_level = true (count
+-- uprobe catcher only: see Tracee:sdt_region) | {marker = "NAME"} (a marker of perfsh/marker.h, the
+-- same: see Tracee:marker). Options: every_level = true (count
 -- every level of a recursion), inline = false (skip inlined copies), events = {...} (added to
 -- the group of every thread; only before the first run), sample = {p = 0.01} | {every = 100}
 -- | {window_ms = 5, period_ms = 100} (record only some hits; see README). Returns the region;
@@ -153,7 +154,12 @@ function Tracee:region(spec)
   end
   local every = spec.every_level and true or false
   local id, count, msg
-  if spec.sdt then
+  if spec.marker then
+    local pair = self:marker_spec(spec.marker)
+    id, msg = ud:region_sdt(pair, every)
+    if not id then msg = tostring(msg):gsub("^region '[^']*'", ("region 'marker:%s'"):format(spec.marker)) end
+    count = 1
+  elseif spec.sdt then
     id, msg = ud:region_sdt(self:sdt_spec(spec.sdt), every)
     count = 1
   elseif spec.func then
@@ -192,7 +198,54 @@ function Tracee:region(spec)
     if not self.by_id[id + k] then new_region(self, id + k) end
   end
   if spec.events then first.events = spec.events end
+  if spec.marker then first.name = "marker:" .. spec.marker end
   return first
+end
+
+--- t:marker("NAME" [, opts]) is the region of a marker of the marker library (perfsh/marker.h):
+-- the SDT pair sdt:perfsh:NAME_begin,sdt:perfsh:NAME_end, armed by the uprobe catcher from
+-- outside, the program's markers themselves left off. opts as t:region's (sample, events, ...).
+function Tracee:marker(name, opts)
+  if type(name) ~= "string" then fail("bad argument #1 to 'marker' (a marker name expected)", 2) end
+  local spec = {}
+  for k, v in pairs(opts or {}) do spec[k] = v end
+  spec.marker = name
+  local ok, r = pcall(self.region, self, spec)
+  if not ok then fail((tostring(r):gsub("^[^\n]-:%d+: ", "")), 2) end
+  return r
+end
+
+-- The marker names of an executable: each NAME of a pair perfsh:NAME_begin, perfsh:NAME_end.
+local function marker_names(probes)
+  local have, names = {}, {}
+  for _, p in ipairs(probes) do
+    if p.provider == "perfsh" then have[p.name] = true end
+  end
+  for n in pairs(have) do
+    local base = n:match("^(.+)_begin$")
+    if base and have[base .. "_end"] then names[#names + 1] = base end
+  end
+  table.sort(names)
+  return names
+end
+
+-- {marker = "NAME"}: the SDT pair of marker NAME, checked against the target's executable (one
+-- line naming the markers it has when it lacks NAME).
+function Tracee:marker_spec(name)
+  local exe = ("/proc/%d/exe"):format(self.ud:info().pid)
+  local label = self.attached and exe or self.argv[1]
+  local probes, why = core.sdt(exe)
+  if not probes then fail(("region 'marker:%s': %s"):format(name, why), 3) end
+  local names = marker_names(probes)
+  for _, n in ipairs(names) do
+    if n == name then return ("sdt:perfsh:%s_begin,sdt:perfsh:%s_end"):format(name, name) end
+  end
+  if #names == 0 then
+    fail(("region 'marker:%s': %s has no markers (it was built without perfsh/marker.h, or with "
+      .. "-DPERFSH_MARKER_OFF)"):format(name, label), 3)
+  end
+  fail(("region 'marker:%s': no marker '%s' in %s; its markers: %s"):format(name, name, label,
+    table.concat(names, ", ")), 3)
 end
 
 -- {sdt = "sdt:PROVIDER:NAME"} (a point event: a record per hit, its start and end the values
