@@ -214,7 +214,7 @@ local function main(opts, cmd)
       opts.pid and ("pid " .. what) or what, how, table.concat(info.events, ","), info.catcher,
       info.fast_sites > 0 and (" (%d of %d probe sites on the 5-byte-NOP fast path)"):format(info.fast_sites,
         info.sites) or "", info.stops, info.stops == 1 and "" or "s",
-      info.lost > 0 and (", %d hits lost (ring full)"):format(info.lost) or ""),
+      info.lost > 0 and (", %d probe records lost (ring full; --ring-pages raises it)"):format(info.lost) or ""),
   })
   if not opts.csv and opts.hist then
     for _, r in ipairs(t.regions) do

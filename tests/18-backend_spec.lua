@@ -24,6 +24,27 @@ describe("--backend", function()
     assert.is_nil(out:find("lost", 1, true), out)
   end)
 
+  it("uprobe: 4 threads, 100k hits each: every hit recorded or counted as lost, none mixed", function()
+    if not need_uprobes(pending) then return end
+    local out, err, rc = support.sh(P .. " stat --backend uprobe --per-thread -r work -e task-clock "
+      .. "examples/threads 100000 1 4")
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("^calls = 400000\n"), out)
+    -- a lost record (an entry or a return) costs at most the one hit it belonged to
+    local lost = tonumber(out:match("(%d+) probe records lost") or "0")
+    local tids, n, missing = {}, 0, 0
+    for tid, hits in out:gmatch("\nregion work, thread (%d+) %((%d+) hits") do
+      assert.is_nil(tids[tid], "thread " .. tid .. " twice")
+      tids[tid] = true
+      n = n + 1
+      hits = tonumber(hits)
+      assert.is_true(hits <= 100000, out) -- no thread got another's hits
+      missing = missing + 100000 - hits
+    end
+    assert.are.equal(4, n, out)
+    assert.is_true(missing <= lost, ("%d hits missing, %d records lost\n%s"):format(missing, lost, out))
+  end)
+
   it("ptrace is the default and says so", function()
     local out, err, rc = support.sh("env -u PERFSH_BACKEND " .. P .. " stat -r sum -e task-clock examples/sum")
     assert.are.equal(0, rc, err)
@@ -138,7 +159,7 @@ describe("--ring-pages", function()
     local out, err, rc = support.sh(P .. " stat --backend uprobe --ring-pages 1 -r work -e task-clock "
       .. "examples/threads 1000 10")
     assert.are.equal(0, rc, err)
-    local lost = tonumber(out:match("; %d+ stops, (%d+) hits lost %(ring full%)"))
+    local lost = tonumber(out:match("; %d+ stops, (%d+) probe records lost %(ring full"))
     local hits = tonumber(out:match("region work %(func, (%d+) hits"))
     assert.truthy(hits, out)
     -- a call with a lost record is not a hit; none is paired with another call's return
