@@ -14,6 +14,7 @@
 
 #include "run.h"
 #include "session_priv.h"
+#include "spawn_stdio.h"
 
 /* ---- threads ---- */
 
@@ -191,6 +192,19 @@ int ps_session_spawn_by(struct ps_session **sp, char *const argv[], const struct
 			enum ps_catcher how, struct ps_error *err)
 {
 	return session_start(sp, argv, 0, ev, nev, how, err);
+}
+
+int ps_session_spawn_io(struct ps_session **sp, char *const argv[], const struct ps_event *ev, int nev,
+			enum ps_catcher how, const char *const stdio[3], struct ps_error *err)
+{
+	struct ps_spawn_stdio io;
+	int rc;
+
+	if (ps_spawn_stdio_open(&io, stdio, err))
+		return -1;
+	rc = session_start(sp, argv, 0, ev, nev, how, err);
+	ps_spawn_stdio_close(&io);
+	return rc;
 }
 
 int ps_session_attach_by(struct ps_session **sp, pid_t pid, const struct ps_event *ev, int nev, enum ps_catcher how,

@@ -74,6 +74,10 @@ struct ps_sample {
 enum ps_catcher { PS_CATCH_PTRACE = 0, PS_CATCH_UPROBE = 1 };
 
 /* ps_session_spawn() and ps_session_attach() with the catcher @how. */
+/* ps_session_spawn_by() with the command's stdin, stdout and stderr read from and written to
+   the files @stdio[0..2] (NULL @stdio, or a NULL path: perfsh's own). */
+int ps_session_spawn_io(struct ps_session **s, char *const argv[], const struct ps_event *ev, int nev,
+			enum ps_catcher how, const char *const stdio[3], struct ps_error *err);
 int ps_session_spawn_by(struct ps_session **s, char *const argv[], const struct ps_event *ev, int nev,
 			enum ps_catcher how, struct ps_error *err);
 int ps_session_attach_by(struct ps_session **s, pid_t pid, const struct ps_event *ev, int nev, enum ps_catcher how,

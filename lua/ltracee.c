@@ -1,7 +1,6 @@
 /* lua/ltracee.c - the perfsh.tracee userdata over core/session.c: a traced program, its
  * regions, and the records of their hits. */
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,48 +77,20 @@ static int set_groups(lua_State *L, int idx, struct ps_session *s, struct ps_err
 	return ps_session_set_groups(s, sizes, n, err);
 }
 
-/* The child inherits fds 0-2 at fork: point them at the files of {stdin=, stdout=, stderr=}
-   around the spawn and put ours back after. */
-struct redirect {
-	int saved[3];
-};
-
-static int redirect_open(lua_State *L, int idx, struct redirect *rd, struct ps_error *err)
+/* The files of {stdin=, stdout=, stderr=} in table @idx, into @path (NULL: perfsh's own);
+   the strings stay anchored in that table. Returns @path, or NULL when there is no table. */
+static const char *const *stdio_paths(lua_State *L, int idx, const char *path[3])
 {
 	static const char *const keys[3] = {"stdin", "stdout", "stderr"};
 
-	for (int fd = 0; fd < 3; fd++)
-		rd->saved[fd] = -1;
 	if (lua_type(L, idx) != LUA_TTABLE)
-		return 0;
-	fflush(stdout);
-	fflush(stderr);
+		return NULL;
 	for (int fd = 0; fd < 3; fd++) {
-		const char *path;
-		int f;
 		lua_getfield(L, idx, keys[fd]);
-		path = lua_tostring(L, -1);
+		path[fd] = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
 		lua_pop(L, 1);
-		if (!path)
-			continue;
-		f = open(path, fd == 0 ? O_RDONLY | O_CLOEXEC : O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (f < 0)
-			return ps_error_set(err, errno, "%s: %s", path, strerror(errno));
-		rd->saved[fd] = fcntl(fd, F_DUPFD_CLOEXEC, 10);
-		dup2(f, fd);
-		close(f);
 	}
-	return 0;
-}
-
-static void redirect_close(struct redirect *rd)
-{
-	for (int fd = 0; fd < 3; fd++)
-		if (rd->saved[fd] >= 0) {
-			dup2(rd->saved[fd], fd);
-			close(rd->saved[fd]);
-			rd->saved[fd] = -1;
-		}
+	return path;
 }
 
 /* The catcher named by field backend of table @idx: "ptrace" (default) or "uprobe". */
@@ -142,7 +113,7 @@ static int l_spawn(lua_State *L)
 {
 	struct ps_event ev[PS_MAX_EVENTS];
 	struct ps_error err;
-	struct redirect rd;
+	const char *path[3];
 	int argc, nev, rc;
 	char **argv;
 	struct ltracee *t;
@@ -161,12 +132,7 @@ static int l_spawn(lua_State *L)
 	}
 	argv[argc] = NULL;
 	t = new_ud(L);
-	if (redirect_open(L, 3, &rd, &err)) {
-		redirect_close(&rd);
-		return ps_l_fail(L, &err);
-	}
-	rc = ps_session_spawn_by(&t->s, argv, ev, nev, opt_catcher(L, 3), &err);
-	redirect_close(&rd);
+	rc = ps_session_spawn_io(&t->s, argv, ev, nev, opt_catcher(L, 3), stdio_paths(L, 3, path), &err);
 	if (rc || set_groups(L, 3, t->s, &err))
 		return ps_l_fail(L, &err);
 	return 1;

@@ -17,21 +17,15 @@
 /* A session on @argv by uprobes, its stdout to /dev/null, task-clock counted; NULL on failure. */
 static struct ps_session *spawn_uprobe(char *const argv[])
 {
+	static const char *const io[3] = {NULL, "/dev/null", NULL};
 	struct ps_session *s = NULL;
 	struct ps_event ev;
 	struct ps_error err;
-	int null = open("/dev/null", O_WRONLY), saved;
 
 	if (ps_event_resolve("task-clock", &ev, &err))
 		return NULL;
-	fflush(stdout);
-	saved = dup(1);
-	dup2(null, 1);
-	close(null);
-	if (ps_session_spawn_by(&s, argv, &ev, 1, PS_CATCH_UPROBE, &err))
+	if (ps_session_spawn_io(&s, argv, &ev, 1, PS_CATCH_UPROBE, io, &err))
 		fprintf(stderr, "  %s\n", err.msg);
-	dup2(saved, 1);
-	close(saved);
 	return s;
 }
 
