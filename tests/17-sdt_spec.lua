@@ -8,12 +8,7 @@ local P = support.perfsh
 local EX = "examples/sdt"
 local REFUSED = "SDT probes are armed by the uprobe catcher only (--backend uprobe or auto), not by ptrace"
 
--- true when the uprobe catcher works here; otherwise marks the test pending with the reason.
-local function need_uprobes(pending)
-  local ok, why = core.uprobe_available()
-  if not ok then pending("the uprobe catcher cannot work here: " .. why) end
-  return ok
-end
+local need_uprobes = support.need_uprobes
 
 -- readelf -n's SDT notes: {provider, name, location, base, semaphore, args}, in note order
 local function readelf_notes(path)

@@ -5,12 +5,7 @@ local core = require "perfsh.core"
 local support = dofile("tests/support.lua")
 local P = support.perfsh
 
--- true when the uprobe catcher works here; otherwise marks the test pending with the reason.
-local function need_uprobes(pending)
-  local ok, why = core.uprobe_available()
-  if not ok then pending("the uprobe catcher cannot work here: " .. why) end
-  return ok
-end
+local need_uprobes = support.need_uprobes
 
 describe("--backend", function()
   it("uprobe: every call of two threads, a few stops per thread and none per hit", function()

@@ -172,11 +172,7 @@ end)
 
 describe("a tmux-driven session", function()
   it("spawns sum, completes su<Tab> to sum, arms it, runs it and prints its stats", function(pending)
-    local _, _, has = support.sh("command -v tmux")
-    if has ~= 0 then
-      pending("tmux is not installed (make deps installs it)")
-      return
-    end
+    if not support.need_command(pending, "tmux") then return end
     local sock = "perfsh-test-" .. tostring(os.time()) .. "-" .. tostring(math.random(1e6))
     local tm = "tmux -L " .. q(sock) .. " -f /dev/null "
     local hist = os.tmpname()

@@ -215,11 +215,7 @@ describe("--backend", function()
   end)
 
   it("tail and attribute with the uprobe catcher: the same hits", function()
-    local ok, why = core.uprobe_available()
-    if not ok then
-      pending("the uprobe catcher cannot work here: " .. why)
-      return
-    end
+    if not support.need_uprobes(pending) then return end
     local _, err, rc = support.sh(P .. " tail --backend uprobe -r iteration --threshold-us 5000 examples/slow 1500")
     assert.are.equal(0, rc, err)
     assert.truthy(err:find("perfsh tail: iteration: 1500 hits, 15 logged as slow", 1, true), err)

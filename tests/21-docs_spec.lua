@@ -20,11 +20,7 @@ describe("the docs", function()
   end)
 
   it("the man page renders without warnings", function(pending)
-    local _, _, has = support.sh("command -v groff")
-    if has ~= 0 then
-      pending("groff is not installed")
-      return
-    end
+    if not support.need_command(pending, "groff") then return end
     local out, err, rc = support.sh("groff -man -Tutf8 -ww -z doc/perfsh.1")
     assert.are.equal(0, rc, err)
     assert.are.equal("", out .. err)

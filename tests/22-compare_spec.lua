@@ -16,11 +16,7 @@ local function csv(out)
   return rows
 end
 
-local function valgrind(pending)
-  local _, _, rc = support.sh("command -v valgrind")
-  if rc ~= 0 then pending("valgrind is not installed") end
-  return rc == 0
-end
+local function valgrind(pending) return support.need_command(pending, "valgrind") end
 
 describe("perfsh compare", function()
   it("orders two commands by spin's exact instruction count (callgrind)", function(pending)

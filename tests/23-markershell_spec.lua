@@ -2,7 +2,6 @@
 -- perfsh:NAME_begin, perfsh:NAME_end of a program built with perfsh/marker.h through the uprobe
 -- catcher; the program's own markers stay off (no PERFSH_OUT).
 local perfsh = require "perfsh"
-local core = require "perfsh.core"
 local support = dofile("tests/support.lua")
 local P = support.perfsh
 
@@ -24,11 +23,7 @@ end
 -- true when the uprobe catcher works here and the examples can be traced; otherwise marks the
 -- test pending with the reason.
 local function need_uprobes(pending)
-  local ok, why = core.uprobe_available()
-  if not ok then
-    pending("the uprobe catcher cannot work here: " .. why)
-    return false
-  end
+  if not support.need_uprobes(pending) then return false end
   for _, ex in ipairs{"examples/marker_loop", "examples/epoll_server"} do
     if with_asan(ex) then
       pending(ex .. " is built with AddressSanitizer (make SAN=1), whose leak check fails under ptrace")

@@ -13,6 +13,21 @@ function support.need_pmu(pending)
   return false
 end
 
+--- true when the uprobe catcher works here (root or CAP_PERFMON, the uprobe PMU); otherwise
+-- marks the test pending with the reason.
+function support.need_uprobes(pending)
+  local ok, why = core.uprobe_available()
+  if not ok then pending("the uprobe catcher cannot work here: " .. why) end
+  return ok
+end
+
+--- true when command @name is installed; otherwise marks the test pending, saying so.
+function support.need_command(pending, name)
+  local _, _, rc = support.sh("command -v " .. name)
+  if rc ~= 0 then pending(name .. " is not installed (make deps installs it)") end
+  return rc == 0
+end
+
 --- Events that work everywhere, plus instructions where the PMU is.
 function support.events()
   if core.pmu_present() then return {"instructions", "task-clock"} end
