@@ -44,6 +44,7 @@ static const char usage[] =
     "      attribute -r FUNC --args A,B CMD   cost per unit of each argument\n"
     "      ipc -r FUNC CMD, count CMD     IPC per hit; a whole command like perf stat\n"
     "      check -r FUNC --baseline F CMD   regression gate (exit 1), --save-baseline F\n"
+    "      compare -r A -r B CMD              regions (or -- CMD1 -- CMD2) side by side\n"
     "    (perfsh RECIPE --help for each)\n"
     "  perfsh recipes              list the recipes\n"
     "\n"
@@ -51,7 +52,7 @@ static const char usage[] =
     "  -e CODE          run CODE (may be given more than once; before any script)\n"
     "  -i               enter the REPL after running -e code or the script\n"
     "  --list [KIND|WORD]  list the events that resolve and open on this machine;\n"
-    "                   KIND is hw, sw, cache, pmu, tracepoint or all (default);\n"
+    "                   KIND is hw, sw, cache, pmu, tracepoint, presets or all (default);\n"
     "                   any other WORD lists the names containing it (--list syscalls)\n"
     "  --list sdt BINARY   list the SDT probes (<sys/sdt.h>) of BINARY, one line each\n"
     "  -h, --help       this text\n"
@@ -66,7 +67,9 @@ static const char usage[] =
     "environment:\n"
     "  PERFSH_SAMPLING  breakpoint, uprobe or int3: how sampled regions count every call\n"
     "                   (default: a hardware breakpoint where one fires, else a uprobe, else\n"
-    "                   an int3 stop per call)\n";
+    "                   an int3 stop per call)\n"
+    "  PERFSH_BACKEND   ptrace (default), uprobe or auto: how recipes and perfsh.spawn/attach\n"
+    "                   catch region hits when --backend or backend = does not say\n";
 
 /* ---- paths ---- */
 
