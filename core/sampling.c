@@ -363,6 +363,11 @@ int ps_session_region_sample(struct ps_session *s, int id, const struct ps_sampl
 				    ri->name, how->p);
 	if (how->period_ms && (how->window_ms == 0 || how->window_ms >= how->period_ms))
 		return ps_error_set(err, PS_EUSAGE, "region '%s': window_ms is above 0 and below period_ms", ri->name);
+	if (s->mk)
+		return ps_error_set(err, PS_EUSAGE,
+				    "region '%s': with the marker catcher the program draws its samples itself; set "
+				    "the markers' policy (t:markers{sample = P} or {every = N})",
+				    ri->name);
 	if (s->up)
 		return ps__uprobe_sample(s, id, how, err);
 	if (sample_k(s, id) >= 0)

@@ -169,7 +169,9 @@ static int session_start(struct ps_session **sp, char *const argv[], pid_t pid, 
 
 	if (session_new(&s, ev, nev, err))
 		return -1;
-	if (how == PS_CATCH_UPROBE)
+	if (how == PS_CATCH_MARKER)
+		rc = ps__marker_start(s, argv, err);
+	else if (how == PS_CATCH_UPROBE)
 		rc = ps__uprobe_start(s, argv, pid, err);
 	else
 		rc = argv ? ps_tracer_spawn(&s->t, argv, &ps__ptrace_ops, s, err)
@@ -226,11 +228,13 @@ int ps_session_attach(struct ps_session **sp, pid_t pid, const struct ps_event *
 
 enum ps_catcher ps_session_catcher(const struct ps_session *s)
 {
-	return s->up ? PS_CATCH_UPROBE : PS_CATCH_PTRACE;
+	return s->mk ? PS_CATCH_MARKER : s->up ? PS_CATCH_UPROBE : PS_CATCH_PTRACE;
 }
 
 uint64_t ps_session_lost(const struct ps_session *s)
 {
+	if (s->mk)
+		return ps__marker_lost(s);
 	return ps__uprobe_lost(s);
 }
 
@@ -240,6 +244,8 @@ int ps_session_set_groups(struct ps_session *s, const int *sizes, int n, struct 
 
 	if (s->started || ps_hitpath_recording(s->hp))
 		return ps_error_set(err, PS_EUSAGE, "groups are set before the program starts running");
+	if (s->mk && n > 1)
+		return ps_error_set(err, PS_EUSAGE, "the marker catcher counts one group of events");
 	if (n < 1)
 		return ps_error_set(err, PS_EUSAGE, "no counter group given; give at least one event");
 	if (n > PS_MAX_GROUPS)
@@ -303,6 +309,11 @@ int ps_session_add_events(struct ps_session *s, const struct ps_event *ev, int n
 					    "event '%s' added after the program started running; give every event "
 					    "before the first run",
 					    ev[i].name);
+		if (s->mk)
+			return ps_error_set(err, PS_EUSAGE,
+					    "event '%s': the marker catcher counts the events the program was started "
+					    "with; give them all to spawn",
+					    ev[i].name);
 		if (ps_session_nvals(s) == PS_MAX_EVENTS)
 			return ps_error_set(err, PS_EUSAGE, "at most %d events per thread", PS_MAX_EVENTS);
 		/* a region's own events join the first group */
@@ -361,7 +372,9 @@ int ps_session_run(struct ps_session *s, uint64_t max_records, uint64_t deadline
 	s->failed = 0;
 	s->intr = 0;
 	ps_tracer_set_deadline(s->t, deadline_ns); /* on time even when no stop comes */
-	if (s->up)
+	if (s->mk)
+		rc = ps__marker_run(s, err);
+	else if (s->up)
 		rc = ps__uprobe_run(s, err);
 	else
 		rc = ps__hw_windows(s) ? run_windows(s, err) : ps_tracer_run(s->t, err);
@@ -384,7 +397,7 @@ void ps_session_interrupt(struct ps_session *s)
 int ps_session_detach(struct ps_session *s, struct ps_error *err)
 {
 	if (s->up) {
-		int urc = ps__uprobe_detach(s, err);
+		int urc = s->mk ? ps__marker_detach(s, err) : ps__uprobe_detach(s, err);
 		ps_hitpath_drain(s->hp, NULL);
 		return urc;
 	}
@@ -410,7 +423,7 @@ void ps_session_free(struct ps_session *s)
 		for (struct thr *th = s->threads[b]; th; th = th->next)
 			ps__hw_close_thread(s, th);
 	if (s->up)
-		ps__uprobe_free(s);
+		ps__uprobe_free(s); /* a spawned program still running is killed first */
 	else
 		ps_tracer_free(s->t);
 	for (unsigned b = 0; b < THR_BUCKETS; b++)
@@ -419,6 +432,8 @@ void ps_session_free(struct ps_session *s)
 			s->threads[b] = th->next;
 			thr_free(th);
 		}
+	if (s->mk)
+		ps__marker_free(s);
 	ps_hitpath_free(s->hp);
 	free(s->bps);
 	ps__forget_images(s);

@@ -18,6 +18,7 @@
 #include "error.h"
 #include "events.h"
 #include "machine.h"
+#include "markshm.h"
 #include "snapshot.h"
 
 struct ps_session;
@@ -25,7 +26,13 @@ struct ps_psnap_meta;
 
 #define PS_MAX_REGIONS 256
 
-enum ps_region_kind { PS_REGION_FUNC = 1, PS_REGION_RANGE = 2, PS_REGION_SDT = 3, PS_REGION_POINT = 4 };
+enum ps_region_kind {
+	PS_REGION_FUNC = 1,
+	PS_REGION_RANGE = 2,
+	PS_REGION_SDT = 3,
+	PS_REGION_POINT = 4,
+	PS_REGION_MARKER = 5 /* a marker of the marker library, measured in the program (marker catcher) */
+};
 
 /* Options of a region. */
 enum {
@@ -69,9 +76,37 @@ struct ps_sample {
 	uint32_t window_ms, period_ms;
 };
 
-/* How hits are caught: ptrace breakpoints (the target stops at each), or uprobes sampling the
-   counters in the kernel (core/session_uprobe.c: function regions only, root or CAP_PERFMON). */
-enum ps_catcher { PS_CATCH_PTRACE = 0, PS_CATCH_UPROBE = 1 };
+/* How hits are caught: ptrace breakpoints (the target stops at each), uprobes sampling the
+   counters in the kernel (core/session_uprobe.c: root or CAP_PERFMON), or the marker library
+   in the program, which measures its own markers into memory shared with perfsh
+   (core/session_marker.c: programs perfsh starts, marker regions only). */
+enum ps_catcher { PS_CATCH_PTRACE = 0, PS_CATCH_UPROBE = 1, PS_CATCH_MARKER = 2 };
+
+/**
+ * ps_session_region_marker() - the marker called @name (as the program gives it to
+ * ps_marker_region or PS_MARK_BEGIN) as a region, with the marker catcher: the program records
+ * its hits itself; its records carry the marker's four fields as argument words. A marker the
+ * program has not reached yet is armed when it first does. Return: the region id, or -1.
+ */
+int ps_session_region_marker(struct ps_session *s, const char *name, struct ps_error *err);
+/* Set the markers' policy (core/markshm.h: on, sampled, threshold, every, slow_ns), read by
+   the program at its next hit: between runs, or from a callback while it runs. */
+int ps_session_marker_policy(struct ps_session *s, const struct ps_mshm_policy *p, struct ps_error *err);
+
+/* What the program's marker library says (marker catcher). */
+struct ps_marker_status {
+	int state;	    /* 0: not answered yet (the program has no marker library), 1: running, 2: off */
+	char why[256];	    /* off: why; running: why rdpmc is not used, if it is not */
+	char read_mode[16]; /* "read" or "rdpmc" */
+	double read_ns, rdpmc_ns;
+	uint64_t threads, no_slot; /* threads measured; threads left out (no free slot) */
+	uint64_t lost;		   /* records dropped by full rings */
+	uint64_t unmatched, fast;  /* ends without a begin; hits under the slow-hit threshold */
+	uint64_t unarmed;	   /* records of no region (none expected) */
+	struct ps_mshm_policy pol; /* the policy in force */
+};
+/* 0 with @st filled, or -1 when the session is not the marker catcher's. */
+int ps_session_marker_status(const struct ps_session *s, struct ps_marker_status *st);
 
 /* ps_session_spawn() and ps_session_attach() with the catcher @how. */
 /* ps_session_spawn_by() with the command's stdin, stdout and stderr read from and written to

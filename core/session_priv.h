@@ -89,6 +89,7 @@ struct ps_session {
 	int nsampled;
 	char spill_path[PATH_MAX];    /* records go to this file instead of memory */
 	struct ps_session_uprobe *up; /* the uprobe catcher's part (session_uprobe.c), or NULL */
+	struct ps_session_marker *mk; /* the marker catcher's (session_marker.c, with up), or NULL */
 	int unwinds;		      /* the program can unwind exceptions: 1, 0, -1 not known yet */
 };
 
@@ -136,11 +137,20 @@ int ps__uprobe_sample(struct ps_session *s, int id, const struct ps_sample *how,
 /* Forget the last sites, those of @region (a region that failed to arm); no-op with ptrace. */
 void ps__uprobe_drop_region(struct ps_session *s, int region);
 int ps__uprobe_run(struct ps_session *s, struct ps_error *err);
+struct ps_catch_uprobe *ps__uprobe_catcher(struct ps_session *s);
 /* Make the run return 0 soon (async-signal-safe, for ps_session_interrupt()). */
 void ps__uprobe_interrupt(struct ps_session *s);
 int ps__uprobe_detach(struct ps_session *s, struct ps_error *err);
 uint64_t ps__uprobe_lost(const struct ps_session *s);
 void ps__uprobe_free(struct ps_session *s);
+
+/* session_marker.c: the marker catcher (s->mk), on the uprobe catcher's process side (s->up)
+   with no probe site */
+int ps__marker_start(struct ps_session *s, char *const argv[], struct ps_error *err);
+int ps__marker_run(struct ps_session *s, struct ps_error *err);
+int ps__marker_detach(struct ps_session *s, struct ps_error *err);
+uint64_t ps__marker_lost(const struct ps_session *s);
+void ps__marker_free(struct ps_session *s);
 
 /* session_regions.c */
 int ps__bp_role(struct ps_session *s, uint64_t addr, int kind, int region, enum role_kind role, struct ps_error *err);

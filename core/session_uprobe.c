@@ -231,7 +231,9 @@ int ps__uprobe_start(struct ps_session *s, char *const argv[], pid_t pid, struct
 	char why[256];
 	int rc;
 
-	if (!ps_uprobe_available(why, sizeof why))
+	if (s->mk) /* the marker catcher's process side: no probe, so no uprobe PMU needed */
+		memset(&o, 0, sizeof o);
+	else if (!ps_uprobe_available(why, sizeof why))
 		return ps_error_set(err, PS_EUSAGE, "the uprobe catcher cannot work here: %s; use --backend ptrace",
 				    why);
 	if (!(s->up = calloc(1, sizeof *s->up)))
@@ -295,6 +297,11 @@ int ps__uprobe_site(struct ps_session *s, const char *path, uint64_t offset, int
 	struct ps_uprobe_site *site;
 	struct ps_error e2;
 
+	if (s->mk)
+		return ps_error_set(err, PS_EUSAGE,
+				    "region '%s': the marker catcher measures the program's markers only; arm "
+				    "functions, lines and SDT probes with --backend uprobe or ptrace",
+				    name);
 	if (s->started)
 		return ps_error_set(err, PS_EUSAGE,
 				    "region '%s': with the uprobe catcher, add regions before the first run", name);
@@ -455,6 +462,11 @@ int ps__uprobe_run(struct ps_session *s, struct ps_error *err)
 		return run_windows(s, err);
 	ps_catch_uprobe_set_deadline(u->c, s->deadline);
 	return ps_catch_uprobe_run(u->c, err);
+}
+
+struct ps_catch_uprobe *ps__uprobe_catcher(struct ps_session *s)
+{
+	return s->up ? s->up->c : NULL;
 }
 
 void ps__uprobe_interrupt(struct ps_session *s)

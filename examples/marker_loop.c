@@ -67,15 +67,15 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
 	long nthreads = argc > 3 ? atol(argv[3]) : 1;
-	pthread_t tids[64];
+	pthread_t tids[256];
 
 	n_iter = argc > 1 ? strtoull(argv[1], NULL, 0) : n_iter;
 	reps = argc > 2 ? atol(argv[2]) : reps;
 	slow = argc > 4 ? atol(argv[4]) : 0;
 	if (argc > 5 && !strcmp(argv[5], "term"))
 		signal(SIGTERM, on_term);
-	if (nthreads < 1 || nthreads > 64 || reps < 0) {
-		fprintf(stderr, "usage: marker_loop [N] [REPS] [THREADS (1..64)] [SLOW]\n");
+	if (nthreads < 1 || nthreads > 256 || reps < 0) {
+		fprintf(stderr, "usage: marker_loop [N] [REPS] [THREADS (1..256)] [SLOW]\n");
 		return 2;
 	}
 	if (nthreads == 1) {

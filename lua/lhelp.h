@@ -45,8 +45,12 @@ void ps_l_open_hist(lua_State *L);    /* core.hist: streaming log-bucket histogr
 void ps_l_open_topo(lua_State *L);    /* core.topology (lua/ltopo.c) */
 void ps_l_open_lsq(lua_State *L);     /* core.lstsq (lua/llsq.c) */
 void ps_l_open_tracee(lua_State *L);  /* core.spawn, core.attach, metatable perfsh.tracee */
-void ps_l_open_sdt(lua_State *L);     /* core.sdt, core.sdt_check: SDT probes (lua/lsdt.c) */
-void ps_l_open_syms(lua_State *L);    /* core.symbols, core.source_files (lua/lsyms.c) */
+/* The session of the perfsh.tracee at index 1 (raises for a closed one), and the methods of
+   lua/lmarkers.c that perfsh.tracee has too. */
+struct ps_session *ps_l_tracee_check(lua_State *L);
+extern const luaL_Reg ps_l_marker_methods[];
+void ps_l_open_sdt(lua_State *L);  /* core.sdt, core.sdt_check: SDT probes (lua/lsdt.c) */
+void ps_l_open_syms(lua_State *L); /* core.symbols, core.source_files (lua/lsyms.c) */
 
 struct ps_sdt_spec;
 /* Push an SDT region spec's probes as {{provider =, name =}, ...} (lua/lsdt.c). */

@@ -38,6 +38,11 @@ static struct ps_session *check(lua_State *L)
 	return t->s;
 }
 
+struct ps_session *ps_l_tracee_check(lua_State *L)
+{
+	return check(L);
+}
+
 static int opt_events(lua_State *L, int idx, struct ps_event *ev)
 {
 	if (lua_isnoneornil(L, idx))
@@ -93,16 +98,17 @@ static const char *const *stdio_paths(lua_State *L, int idx, const char *path[3]
 	return path;
 }
 
-/* The catcher named by field backend of table @idx: "ptrace" (default) or "uprobe". */
+static const char *const catchers[] = {"ptrace", "uprobe", "marker", NULL};
+
+/* The catcher named by field backend of table @idx: "ptrace" (default), "uprobe" or "marker". */
 static enum ps_catcher opt_catcher(lua_State *L, int idx)
 {
-	static const char *const names[] = {"ptrace", "uprobe", NULL};
 	enum ps_catcher how = PS_CATCH_PTRACE;
 
 	if (lua_istable(L, idx)) {
 		lua_getfield(L, idx, "backend");
 		if (!lua_isnil(L, -1))
-			how = luaL_checkoption(L, -1, NULL, names) ? PS_CATCH_UPROBE : PS_CATCH_PTRACE;
+			how = (enum ps_catcher)luaL_checkoption(L, -1, NULL, catchers);
 		lua_pop(L, 1);
 	}
 	return how;
@@ -400,7 +406,7 @@ static int l_info(lua_State *L)
 	lua_setfield(L, -2, "pid");
 	lua_pushinteger(L, (lua_Integer)ps_session_stops(s));
 	lua_setfield(L, -2, "stops");
-	lua_pushstring(L, ps_session_catcher(s) == PS_CATCH_UPROBE ? "uprobe" : "ptrace");
+	lua_pushstring(L, catchers[ps_session_catcher(s)]);
 	lua_setfield(L, -2, "catcher");
 	lua_pushinteger(L, (lua_Integer)ps_session_lost(s));
 	lua_setfield(L, -2, "lost");
@@ -443,7 +449,7 @@ static int l_region_info(lua_State *L)
 {
 	struct ps_session *s = check(L);
 	const struct ps_region_info *ri = check_region(L, s, 2);
-	static const char *const kinds[] = {"", "func", "range", "sdt", "point"};
+	static const char *const kinds[] = {"", "func", "range", "sdt", "point", "marker"};
 
 	lua_createtable(L, 0, 11);
 	lua_pushinteger(L, ri->id);
@@ -626,6 +632,7 @@ void ps_l_open_tracee(lua_State *L)
 	luaL_newmetatable(L, TRACEE_MT);
 	luaL_setfuncs(L, metamethods, 0);
 	luaL_newlib(L, methods);
+	luaL_setfuncs(L, ps_l_marker_methods, 0);
 	lua_setfield(L, -2, "__index");
 	lua_pop(L, 1);
 	luaL_setfuncs(L, funcs, 0);

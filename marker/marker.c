@@ -17,13 +17,27 @@ static struct pm_thread off_thread = {.off = 1};
 static pthread_key_t thread_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
-/* A thread ends: its records to the file, its counts to the totals, its group closed. */
+/* A thread's ring and counts, and its state. */
+static void thread_free(struct pm_thread *t)
+{
+	if (t->slot) {
+		pm_live_slot_gone(t);
+	} else {
+		ps_ring_free(t->ring);
+		free(t->entries);
+	}
+	free(t);
+}
+
+/* A thread ends: its records to the file (or left in its slot for perfsh), its counts to the
+   totals, its group closed. */
 static void thread_gone(void *p)
 {
 	struct pm_thread *t = p, **pp;
 
 	if (pm_lock(0) == 0) {
-		pm_drain(t);
+		if (!t->slot)
+			pm_drain(t);
 		pm_thread_forget(t);
 		for (pp = &pm_g.threads; *pp; pp = &(*pp)->next)
 			if (*pp == t) {
@@ -34,9 +48,7 @@ static void thread_gone(void *p)
 	}
 	self = &off_thread;
 	pm_counters_close(&t->c);
-	free(t->ring);
-	free(t->entries);
-	free(t);
+	thread_free(t);
 }
 
 static void make_key(void)
@@ -47,11 +59,18 @@ static void make_key(void)
 
 void pm_thread_forget(struct pm_thread *t)
 {
+	if (t->slot)
+		return; /* perfsh adds a shared slot's counts up itself */
 	for (int i = 0; i < pm_g.nregions; i++)
 		pm_g.entries[i] += t->entries[i];
-	pm_g.lost += t->lost;
-	pm_g.unmatched += t->unmatched;
-	pm_g.fast += t->fast;
+	pm_g.lost += t->lost + ps_ring_dropped(t->ring);
+	pm_g.unmatched += t->cnt->unmatched;
+	pm_g.fast += t->cnt->fast;
+}
+
+void pm_thread_off(void)
+{
+	self = &off_thread;
 }
 
 static uint64_t now_ns(void)
@@ -62,28 +81,41 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* A buffer of its own for a thread (file mode). 0, or -1 after a warning. */
+static int own_ring(struct pm_thread *t)
+{
+	struct ps_error err;
+	uint64_t cap = 1;
+
+	while (cap * 2 * pm_g.recsize <= PM_RING_BYTES)
+		cap *= 2;
+	t->cnt = &t->own;
+	if (!(t->ring = ps_ring_new(pm_g.recsize, cap, &err)) ||
+	    !(t->entries = calloc(PS_MARKER_REGIONS, sizeof *t->entries))) {
+		pm_warn("out of memory for a thread's buffer; this thread's markers are off");
+		return -1;
+	}
+	return 0;
+}
+
 /* The first hit of a thread: its state, group and ring. */
 static struct pm_thread *thread_init(void)
 {
 	struct pm_thread *t;
 	struct ps_error err;
-	uint64_t cap = 1;
 
 	pm_init();
 	self = &off_thread;
 	if (!__atomic_load_n(&pm_g.on, __ATOMIC_ACQUIRE))
 		return self;
 	pthread_once(&key_once, make_key);
-	while (cap * 2 * pm_g.recsize <= PM_RING_BYTES)
-		cap *= 2;
-	t = calloc(1, sizeof *t);
-	if (!t || !(t->ring = malloc(cap * pm_g.recsize)) ||
-	    !(t->entries = calloc(PS_MARKER_REGIONS, sizeof *t->entries))) {
-		pm_warn("out of memory for a thread's buffer; this thread's markers are off");
-		goto fail;
+	if (!(t = calloc(1, sizeof *t))) {
+		pm_warn("out of memory for a thread's state; this thread's markers are off");
+		return self;
 	}
-	t->cap = cap;
 	t->tid = pm_gettid();
+	if (pm_g.ctl ? pm_live_slot(t) : own_ring(t))
+		goto fail;
 	t->rng = ((uint64_t)t->tid << 32 | 1u) ^ now_ns();
 	if (pm_counters_open(&t->c, pm_g.ev, pm_g.nev, pm_g.mode, &err)) {
 		pm_warn("%s; thread %u's markers are off", err.msg, t->tid);
@@ -103,11 +135,7 @@ static struct pm_thread *thread_init(void)
 	pm_first_hit();
 	return t;
 fail:
-	if (t) {
-		free(t->ring);
-		free(t->entries);
-		free(t);
-	}
+	thread_free(t);
 	return self;
 }
 
@@ -125,13 +153,16 @@ static inline uint64_t draw(struct pm_thread *t)
 
 static inline int sampled(struct pm_thread *t)
 {
-	if (pm_g.every) {
-		if (++t->every < pm_g.every)
+	uint64_t every = __atomic_load_n(&pm_g.pol->every, __ATOMIC_RELAXED);
+
+	if (every) {
+		if (++t->every < every)
 			return 0;
 		t->every = 0;
 		return 1;
 	}
-	return !pm_g.sample || draw(t) < pm_g.threshold;
+	return !__atomic_load_n(&pm_g.pol->sampled, __ATOMIC_RELAXED) ||
+	       draw(t) < __atomic_load_n(&pm_g.pol->threshold, __ATOMIC_RELAXED);
 }
 
 void ps_marker_begin(int id)
@@ -143,13 +174,17 @@ void ps_marker_begin(int id)
 		t = thread_init();
 	if (UNLIKELY(t->off) || UNLIKELY((unsigned)id >= (unsigned)__atomic_load_n(&pm_g.nregions, __ATOMIC_RELAXED)))
 		return;
+	if (UNLIKELY(!__atomic_load_n(&pm_g.pol->on, __ATOMIC_RELAXED)) ||
+	    UNLIKELY(!__atomic_load_n(&pm_g.armed[id], __ATOMIC_RELAXED)))
+		return;
 	if (UNLIKELY(t->depth >= PS_MARKER_DEPTH)) {
 		t->too_deep++;
 		return;
 	}
 	f = &t->stack[t->depth++];
 	f->id = id;
-	f->hit = t->entries[id]++;
+	f->hit = t->entries[id];
+	__atomic_store_n(&t->entries[id], f->hit + 1, __ATOMIC_RELAXED);
 	f->sampled = (uint32_t)sampled(t);
 	if (!f->sampled)
 		return;
@@ -162,24 +197,28 @@ void ps_marker_begin(int id)
 /* The record of frame @f ending now, into the ring. */
 static void record(struct pm_thread *t, struct pm_frame *f, uint32_t depth)
 {
-	uint64_t end[PS_MAX_EVENTS], enabled, running, t_end;
+	uint64_t end[PS_MAX_EVENTS], enabled, running, t_end, slow, head;
+	struct ps_ring *r = t->ring;
 	struct ps_snap *s;
 	int nev = pm_g.nev;
 
 	pm_counters_read(&t->c, pm_g.mode, end, &enabled, &running);
 	t_end = now_ns();
-	if (pm_g.slow_ns && t_end - f->t_start < pm_g.slow_ns) {
-		t->fast++;
+	slow = __atomic_load_n(&pm_g.pol->slow_ns, __ATOMIC_RELAXED);
+	if (slow && t_end - f->t_start < slow) {
+		__atomic_store_n(&t->cnt->fast, t->cnt->fast + 1, __ATOMIC_RELAXED);
 		return;
 	}
-	if (t->head - __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE) >= t->cap) {
-		pm_ring_full(t);
-		if (t->head - __atomic_load_n(&t->tail, __ATOMIC_ACQUIRE) >= t->cap) {
-			t->lost++;
+	head = r->head;
+	if (head - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) >= r->capacity) {
+		if (!t->slot)
+			pm_ring_full(t);
+		if (head - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) >= r->capacity) {
+			__atomic_store_n(&r->dropped, r->dropped + 1, __ATOMIC_RELAXED);
 			return;
 		}
 	}
-	s = (struct ps_snap *)(t->ring + (t->head & (t->cap - 1)) * pm_g.recsize);
+	s = (struct ps_snap *)(r->recs + (head & (r->capacity - 1)) * pm_g.recsize);
 	s->region = (uint32_t)f->id;
 	s->tid = t->tid;
 	s->seq = t->seq++;
@@ -192,7 +231,7 @@ static void record(struct pm_thread *t, struct pm_frame *f, uint32_t depth)
 	s->running_end = running;
 	s->cpu_start = f->cpu;
 	s->cpu_end = (int16_t)sched_getcpu();
-	s->flags = pm_g.sample || pm_g.every ? PS_SNAP_SAMPLED : 0;
+	s->flags = __atomic_load_n(&pm_g.pol->sampled, __ATOMIC_RELAXED) ? PS_SNAP_SAMPLED : 0;
 	s->nvals = (uint8_t)nev;
 	s->nargs = PS_MARKER_FIELDS;
 	s->depth = depth;
@@ -200,8 +239,8 @@ static void record(struct pm_thread *t, struct pm_frame *f, uint32_t depth)
 	memcpy(ps_snap_args(s), f->args, sizeof f->args);
 	memcpy(ps_snap_start(s), f->start, (size_t)nev * sizeof(uint64_t));
 	memcpy(ps_snap_end(s), end, (size_t)nev * sizeof(uint64_t));
-	__atomic_store_n(&t->head, t->head + 1, __ATOMIC_RELEASE);
-	if (t->head - __atomic_load_n(&t->tail, __ATOMIC_RELAXED) == t->cap / 2)
+	__atomic_store_n(&r->head, head + 1, __ATOMIC_RELEASE);
+	if (!t->slot && head + 1 - __atomic_load_n(&r->tail, __ATOMIC_RELAXED) == r->capacity / 2)
 		pm_writer_wake();
 }
 
@@ -220,10 +259,15 @@ void ps_marker_end(int id)
 	while (d > 0 && t->stack[d - 1].id != id)
 		d--;
 	if (UNLIKELY(d == 0)) {
-		t->unmatched++;
+		/* an end without its begin; not one whose begin was off or not armed */
+		if ((unsigned)id < (unsigned)__atomic_load_n(&pm_g.nregions, __ATOMIC_RELAXED) &&
+		    __atomic_load_n(&pm_g.pol->on, __ATOMIC_RELAXED) &&
+		    __atomic_load_n(&pm_g.armed[id], __ATOMIC_RELAXED))
+			__atomic_store_n(&t->cnt->unmatched, t->cnt->unmatched + 1, __ATOMIC_RELAXED);
 		return;
 	}
-	t->unmatched += t->depth - d; /* inner hits left open */
+	if (t->depth > d) /* inner hits left open */
+		__atomic_store_n(&t->cnt->unmatched, t->cnt->unmatched + (t->depth - d), __ATOMIC_RELAXED);
 	t->depth = d - 1;
 	if (t->stack[d - 1].sampled)
 		record(t, &t->stack[d - 1], d - 1);
@@ -254,7 +298,10 @@ int ps_marker_region(const char *name)
 		}
 	if (id < 0 && pm_g.nregions < PS_MARKER_REGIONS && (pm_g.names[pm_g.nregions] = strdup(name))) {
 		id = pm_g.nregions;
-		pm_name_region(id, name);
+		if (pm_g.ctl)
+			pm_live_region(id, name);
+		else
+			pm_name_region(id, name);
 		__atomic_store_n(&pm_g.nregions, id + 1, __ATOMIC_RELEASE);
 	}
 	pm_unlock();

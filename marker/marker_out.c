@@ -111,23 +111,24 @@ static void writer_failed(const struct ps_error *err)
 
 void pm_drain(struct pm_thread *t)
 {
-	uint64_t head = __atomic_load_n(&t->head, __ATOMIC_ACQUIRE), tail = t->tail;
+	struct ps_ring *r = t->ring;
+	uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE), tail = r->tail;
 	struct ps_error err;
 
 	while (tail != head) {
-		uint64_t at = tail & (t->cap - 1), n = head - tail;
+		uint64_t at = tail & (r->capacity - 1), n = head - tail;
 
-		if (n > t->cap - at)
-			n = t->cap - at;
+		if (n > r->capacity - at)
+			n = r->capacity - at;
 		if (!pm_g.w || pm_g.closed || pm_g.failed)
 			t->lost += n;
-		else if (ps_psnap_write(pm_g.w, t->ring + at * pm_g.recsize, n, &err)) {
+		else if (ps_psnap_write(pm_g.w, r->recs + at * pm_g.recsize, n, &err)) {
 			writer_failed(&err);
 			t->lost += n;
 		}
 		tail += n;
 	}
-	__atomic_store_n(&t->tail, tail, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);
 }
 
 void pm_ring_full(struct pm_thread *t)
@@ -180,7 +181,7 @@ void pm_name_region(int id, const char *name)
 	snprintf(k, sizeof k, "kind.%d", id);
 	rc = rc || ps_psnap_add_meta(pm_g.w, k, "marker", &err);
 	snprintf(k, sizeof k, "sampled.%d", id);
-	rc = rc || ps_psnap_add_meta(pm_g.w, k, pm_g.sample || pm_g.every ? "1" : "0", &err);
+	rc = rc || ps_psnap_add_meta(pm_g.w, k, pm_g.own_pol.sampled ? "1" : "0", &err);
 	if (rc)
 		writer_failed(&err);
 }
@@ -201,13 +202,13 @@ static void close_file(void)
 	for (struct pm_thread *t = pm_g.threads; t; t = t->next) {
 		for (int i = 0; i < pm_g.nregions; i++)
 			entries[i] += t->entries[i];
-		lost += t->lost;
-		unmatched += t->unmatched;
-		fast += t->fast;
+		lost += t->lost + ps_ring_dropped(t->ring);
+		unmatched += t->cnt->unmatched;
+		fast += t->cnt->fast;
 	}
 	for (int i = 0; i < pm_g.nregions && rc == 0 && !pm_g.failed; i++) {
 		/* every begin, unless the slow-hit threshold hid the fast ones (marker.fast counts them) */
-		snprintf(k, sizeof k, pm_g.slow_ns ? "marker.entries.%d" : "entries.%d", i);
+		snprintf(k, sizeof k, pm_g.own_pol.slow_ns ? "marker.entries.%d" : "entries.%d", i);
 		snprintf(v, sizeof v, "%llu", (unsigned long long)entries[i]);
 		rc = ps_psnap_add_meta(pm_g.w, k, v, &err);
 	}
@@ -284,6 +285,7 @@ static void install_handlers(void)
 static void in_child(void)
 {
 	__atomic_store_n(&pm_g.on, 0, __ATOMIC_RELEASE);
+	pm_thread_off();
 	pm_g.lock = 0;
 	pm_g.w = NULL;
 	pm_writer_forget();
@@ -303,8 +305,8 @@ static int read_policy(void)
 			pm_warn("PERFSH_SAMPLE=%s: give a probability in (0, 1], e.g. 0.01; markers are off", s);
 			return -1;
 		}
-		pm_g.sample = p < 1;
-		pm_g.threshold = p >= 1 ? UINT64_MAX : (uint64_t)ldexp(p, 64);
+		pm_g.own_pol.sampled = p < 1;
+		pm_g.own_pol.threshold = p >= 1 ? UINT64_MAX : (uint64_t)ldexp(p, 64);
 	}
 	if ((s = getenv("PERFSH_EVERY")) && *s) {
 		unsigned long long n = strtoull(s, &end, 10);
@@ -313,11 +315,12 @@ static int read_policy(void)
 			pm_warn("PERFSH_EVERY=%s: give a count >= 1 (record every Nth hit); markers are off", s);
 			return -1;
 		}
-		if (pm_g.sample) {
+		if (pm_g.own_pol.sampled) {
 			pm_warn("PERFSH_SAMPLE and PERFSH_EVERY are both set: give one; markers are off");
 			return -1;
 		}
-		pm_g.every = n > 1 ? n : 0;
+		pm_g.own_pol.every = n > 1 ? n : 0;
+		pm_g.own_pol.sampled |= n > 1;
 	}
 	if ((s = getenv("PERFSH_SLOW_US")) && *s) {
 		double us = strtod(s, &end);
@@ -326,8 +329,28 @@ static int read_policy(void)
 			pm_warn("PERFSH_SLOW_US=%s: give microseconds >= 0; markers are off", s);
 			return -1;
 		}
-		pm_g.slow_ns = (uint64_t)(us * 1000);
+		pm_g.own_pol.slow_ns = (uint64_t)(us * 1000);
 	}
+	return 0;
+}
+
+int pm_events(const char *list, struct ps_error *err)
+{
+	char buf[1024], *save = NULL;
+
+	if (strlen(list) >= sizeof buf)
+		return ps_error_set(err, PS_EUSAGE, "the event list is too long");
+	strcpy(buf, list);
+	pm_g.nev = 0;
+	for (char *e = strtok_r(buf, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
+		if (pm_g.nev == PS_MAX_EVENTS)
+			return ps_error_set(err, PS_EUSAGE, "at most %d events", PS_MAX_EVENTS);
+		if (ps_event_resolve(e, &pm_g.ev[pm_g.nev], err))
+			return -1;
+		pm_g.nev++;
+	}
+	if (pm_g.nev == 0)
+		return ps_error_set(err, PS_EUSAGE, "no event named");
 	return 0;
 }
 
@@ -335,29 +358,12 @@ static int read_policy(void)
 static int read_events(void)
 {
 	const char *s = getenv("PERFSH_EVENTS");
-	char list[1024], *save = NULL;
 	struct ps_error err;
 
 	if (!s || !*s)
 		s = ps_pmu_present() ? "cycles,instructions" : "task-clock,page-faults";
-	if (strlen(s) >= sizeof list) {
-		pm_warn("PERFSH_EVENTS is too long; markers are off");
-		return -1;
-	}
-	strcpy(list, s);
-	for (char *e = strtok_r(list, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
-		if (pm_g.nev == PS_MAX_EVENTS) {
-			pm_warn("PERFSH_EVENTS: at most %d events; markers are off", PS_MAX_EVENTS);
-			return -1;
-		}
-		if (ps_event_resolve(e, &pm_g.ev[pm_g.nev], &err)) {
-			pm_warn("PERFSH_EVENTS: %s; markers are off", err.msg);
-			return -1;
-		}
-		pm_g.nev++;
-	}
-	if (pm_g.nev == 0) {
-		pm_warn("PERFSH_EVENTS names no event; markers are off");
+	if (pm_events(s, &err)) {
+		pm_warn("PERFSH_EVENTS: %s; markers are off", err.msg);
 		return -1;
 	}
 	return 0;
@@ -397,11 +403,11 @@ static int open_file(const char *path)
 		snprintf(rp, sizeof rp, "no: %s", pm_g.rdpmc_why);
 	else
 		snprintf(rp, sizeof rp, "%.0f", pm_g.rdpmc_ns);
-	if (pm_g.every)
-		snprintf(samp, sizeof samp, "every %llu", (unsigned long long)pm_g.every);
+	if (pm_g.own_pol.every)
+		snprintf(samp, sizeof samp, "every %llu", (unsigned long long)pm_g.own_pol.every);
 	else
-		snprintf(samp, sizeof samp, "%s", pm_g.sample ? getenv("PERFSH_SAMPLE") : "all");
-	snprintf(slow, sizeof slow, "%llu", (unsigned long long)(pm_g.slow_ns / 1000));
+		snprintf(samp, sizeof samp, "%s", pm_g.own_pol.sampled ? getenv("PERFSH_SAMPLE") : "all");
+	snprintf(slow, sizeof slow, "%llu", (unsigned long long)(pm_g.own_pol.slow_ns / 1000));
 	meta[0] = (struct ps_psnap_meta){"command", cmd};
 	meta[1] = (struct ps_psnap_meta){"pid", pid};
 	meta[2] = (struct ps_psnap_meta){"source", "marker"};
@@ -445,10 +451,27 @@ static int expand_path(const char *in, char *out, size_t n)
 
 static void init(void)
 {
-	const char *env = getenv("PERFSH_OUT");
+	const char *env = getenv("PERFSH_OUT"), *live = getenv("PERFSH_CONTROL");
 	struct ps_error err;
 	char out[4096];
 
+	pm_g.pol = &pm_g.own_pol;
+	pm_g.armed = pm_g.own_armed;
+	pm_g.own_pol.on = 1;
+	pm_g.own_pol.threshold = UINT64_MAX;
+	memset(pm_g.own_armed, 1, sizeof pm_g.own_armed);
+	if (live && *live) {
+		/* perfsh started the program: the configuration is its, live; children do not inherit it */
+		char path[256];
+
+		snprintf(path, sizeof path, "%s", live);
+		unsetenv("PERFSH_CONTROL");
+		if (pm_live_init(path) == 0) {
+			pthread_atfork(NULL, NULL, in_child);
+			__atomic_store_n(&pm_g.on, 1, __ATOMIC_RELEASE);
+		}
+		return;
+	}
 	if (!env || !*env)
 		return;
 	if (expand_path(env, out, sizeof out)) {
@@ -474,6 +497,8 @@ static void init(void)
 
 static void first_hit(void)
 {
+	if (pm_g.ctl)
+		return; /* the records are in shared memory: nothing to flush, no writer */
 	install_handlers();
 	if (pm_writer_start())
 		pm_warn("no background writer thread (%s): threads write their own records", strerror(errno));

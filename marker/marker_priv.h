@@ -1,5 +1,6 @@
 /* marker/marker_priv.h - the marker library's state (marker.c: the hit path; marker_read.c:
- * counter reads; marker_out.c: configuration, the file, exit and signals). */
+ * counter reads; marker_out.c: configuration, the file, exit and signals; marker_live.c: the
+ * memory shared with perfsh when it started the program, core/markshm.h). */
 #ifndef PS_MARKER_PRIV_H
 #define PS_MARKER_PRIV_H
 
@@ -8,8 +9,10 @@
 #include <stdint.h>
 
 #include "group.h"
+#include "markshm.h"
 #include "perfsh/marker.h"
 #include "psnap.h"
+#include "ring.h"
 #include "snapshot.h"
 
 #define PM_RING_BYTES (512u << 10) /* a thread's buffer, about */
@@ -36,9 +39,10 @@ struct pm_frame {
 };
 
 /*
- * A thread's state. The ring is single-producer: the thread writes records at head and
- * publishes head (release); whoever holds the global lock copies [tail, head) to the file and
- * publishes tail (release).
+ * A thread's state. Its ring (core/ring.h) is single-producer: the thread writes records at
+ * head and publishes head (release). The consumer, who publishes tail: whoever holds the global
+ * lock, copying [tail, head) to the file; or perfsh, when the ring is in a shared slot.
+ * @cnt and @entries are the thread's own (file mode) or its slot's (shared mode).
  */
 struct pm_thread {
 	struct pm_thread *next; /* the global list, under the lock */
@@ -48,20 +52,22 @@ struct pm_thread {
 	uint64_t rng, every;
 	uint32_t depth, too_deep;
 	uint64_t seq;
-	unsigned char *ring;
-	uint64_t cap; /* records, a power of two */
-	uint64_t head, tail;
-	uint64_t lost, unmatched, fast;
-	uint64_t *entries; /* begins per region id */
+	struct ps_ring *ring;
+	uint64_t lost; /* records the writer could not write (file mode); ring->dropped: full ring */
+	struct ps_mshm_counts own, *cnt;
+	uint64_t *entries;	   /* begins per region id */
+	struct ps_mshm_slot *slot; /* shared mode: the thread's slot */
 	struct pm_frame stack[PS_MARKER_DEPTH];
 };
 
 struct pm_global {
-	int on; /* read on every hit: 0 = markers off */
-	int sample;
-	uint64_t threshold; /* sampled when the PRNG's draw is below it */
-	uint64_t every;
-	uint64_t slow_ns;
+	int on; /* markers set up (a thread's first hit looks): 0 = off in this process */
+	/* what a hit reads: the policy and the armed regions, the process's own (file mode) or the
+	   shared control block's, which perfsh changes live */
+	struct ps_mshm_policy *pol, own_pol;
+	uint8_t *armed, own_armed[PS_MARKER_REGIONS];
+	struct ps_mshm_ctl *ctl; /* shared mode: perfsh's control block, else NULL */
+	size_t ctl_bytes;
 	int nev;
 	struct ps_event ev[PS_MAX_EVENTS];
 	size_t recsize;
@@ -130,5 +136,18 @@ void pm_writer_forget(void); /* in a forked child, where it does not exist */
 
 /* marker.c */
 void pm_thread_forget(struct pm_thread *t); /* its totals to pm_g (the lock held) */
+void pm_thread_off(void);		    /* in a forked child: the forking thread records nothing */
+
+/* marker_live.c: shared mode */
+/* PERFSH_CONTROL=@path: map perfsh's control block, take it, resolve its events. 0, or -1 after
+   a warning (markers off, the reason given back to perfsh when the block could be read). */
+int pm_live_init(const char *path);
+/* This thread's slot: its ring, counts and entries into @t. 0, or -1 (no free slot: counted). */
+int pm_live_slot(struct pm_thread *t);
+void pm_live_slot_gone(struct pm_thread *t);
+/* Region @id is @name: published in the block, armed when perfsh asked for it. */
+void pm_live_region(int id, const char *name);
+/* Resolve the comma-separated @list into pm_g.ev; -1 with @err. */
+int pm_events(const char *list, struct ps_error *err);
 
 #endif

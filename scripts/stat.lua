@@ -113,7 +113,7 @@ local function main(opts, cmd)
   -- what only the ptrace catcher does: sampling, several groups; what only the uprobe
   -- catcher does: SDT regions (so they take it unless --backend ptrace says otherwise)
   local need = (#groups > 0 and "several counter groups") or ((sample or opts.every) and "sampling") or nil
-  local backend = cli.regions_backend("stat", opts.backend, opts.regions, need)
+  local backend = cli.regions_backend("stat", opts.backend, opts.regions, need, opts.pid ~= nil)
 
   local ring_pages = opts.ring_pages and cli.number("stat", "--ring-pages", opts.ring_pages, "a power of two (e.g. "
     .. "--ring-pages 1024)", function(n) return math.tointeger(n) and n >= 1 and n & (n - 1) == 0 end)
@@ -207,14 +207,22 @@ local function main(opts, cmd)
   elseif signame then
     how = ", stopped by " .. signame
   end
+  local caught = info.catcher
+  local lost = info.lost > 0 and (", %d probe records lost (ring full; --ring-pages raises it)"):format(info.lost) or ""
+  if info.catcher == "marker" then
+    local ms = t:markers()
+    caught = ms.state == "running" and ("the program's marker library (counters read by %s)"):format(ms.read)
+      or ("the program's marker library, which is %s%s"):format(ms.state == "off" and "off: " or "not running",
+        ms.state == "off" and ms.why or " (no marker was reached)")
+    lost = info.lost > 0 and (", %d records lost (the program's rings were full)"):format(info.lost) or ""
+  end
   report.regions(out, t.regions, {
     csv = opts.csv, every_call = opts.every_call, per_thread = opts.per_thread, events = info.events,
     dropped = info.dropped, detached = detached, catcher = info.catcher,
     header = ("perfsh stat: %s%s; events %s (user space); caught by %s%s; %d stop%s%s"):format(
-      opts.pid and ("pid " .. what) or what, how, table.concat(info.events, ","), info.catcher,
+      opts.pid and ("pid " .. what) or what, how, table.concat(info.events, ","), caught,
       info.fast_sites > 0 and (" (%d of %d probe sites on the 5-byte-NOP fast path)"):format(info.fast_sites,
-        info.sites) or "", info.stops, info.stops == 1 and "" or "s",
-      info.lost > 0 and (", %d probe records lost (ring full; --ring-pages raises it)"):format(info.lost) or ""),
+        info.sites) or "", info.stops, info.stops == 1 and "" or "s", lost),
   })
   if not opts.csv and opts.hist then
     for _, r in ipairs(t.regions) do

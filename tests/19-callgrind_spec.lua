@@ -8,11 +8,7 @@ local function callgrind_out(flags, cmd)
   local cg = os.tmpname()
   local _, err, rc = support.sh(("valgrind -q --tool=callgrind %s --callgrind-out-file=%s %s"):format(flags, cg, cmd))
   assert.are.equal(0, rc, err)
-  local f = assert(io.open(cg))
-  local text = f:read("a")
-  f:close()
-  os.remove(cg)
-  return text
+  return support.take(cg)
 end
 
 describe("the callgrind engine", function()

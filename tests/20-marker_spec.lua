@@ -29,15 +29,7 @@ local function region(f, name)
   error("no region " .. name)
 end
 
--- records grouped by thread, in file order
-local function by_thread(f)
-  local t = {}
-  for h in f:hits() do
-    t[h.tid] = t[h.tid] or {}
-    table.insert(t[h.tid], h)
-  end
-  return t
-end
+local by_thread = support.by_thread
 
 describe("marker library", function()
   it("records every hit of a loop of known size, with its counters and fields", function()

@@ -1,6 +1,7 @@
--- Markers measured from outside: marker:NAME (perfsh stat) and t:marker("NAME") arm the SDT pair
--- perfsh:NAME_begin, perfsh:NAME_end of a program built with perfsh/marker.h through the uprobe
--- catcher; the program's own markers stay off (no PERFSH_OUT).
+-- Markers from the shell: marker:NAME (perfsh stat) and t:marker("NAME") measured by the program's
+-- own marker library (the marker catcher, their default), or from outside, the SDT pair
+-- perfsh:NAME_begin, perfsh:NAME_end armed by the uprobe catcher (--backend uprobe), the program's
+-- own markers left off (no PERFSH_OUT).
 local perfsh = require "perfsh"
 local support = dofile("tests/support.lua")
 local P = support.perfsh
@@ -9,28 +10,10 @@ local EX = "examples/marker_loop"
 -- marker_loop N REPS THREADS with the library's environment cleared: its markers are off
 local ENV = "env -u PERFSH_OUT -u PERFSH_EVENTS -u PERFSH_SAMPLE -u PERFSH_EVERY -u PERFSH_SLOW_US "
 
--- Whether @path links AddressSanitizer (make SAN=1 builds the marker examples so): its leak
--- check at exit cannot run while perfsh traces the program.
-local asan = {}
-local function with_asan(path)
-  if asan[path] == nil then
-    local out = support.sh("LC_ALL=C readelf -d " .. support.q(path))
-    asan[path] = out:find("libasan", 1, true) ~= nil
-  end
-  return asan[path]
-end
-
 -- true when the uprobe catcher works here and the examples can be traced; otherwise marks the
 -- test pending with the reason.
 local function need_uprobes(pending)
-  if not support.need_uprobes(pending) then return false end
-  for _, ex in ipairs{"examples/marker_loop", "examples/epoll_server"} do
-    if with_asan(ex) then
-      pending(ex .. " is built with AddressSanitizer (make SAN=1), whose leak check fails under ptrace")
-      return false
-    end
-  end
-  return true
+  return support.need_uprobes(pending) and support.need_traceable(pending, {EX, "examples/epoll_server"})
 end
 
 local function lines(s)
@@ -44,8 +27,8 @@ end
 local function stat(regions, reps, threads)
   local rs = {}
   for i, r in ipairs(regions) do rs[i] = "-r " .. r end
-  local out, err, rc = support.sh(("%s%s stat %s -e task-clock %s 1000 %d %d"):format(ENV, P, table.concat(rs, " "),
-    EX, reps, threads))
+  local out, err, rc = support.sh(("%s%s stat --backend uprobe %s -e task-clock %s 1000 %d %d"):format(ENV, P,
+    table.concat(rs, " "), EX, reps, threads))
   assert.are.equal(0, rc, err)
   assert.are.equal("", err)
   assert.truthy(out:find(("threads %d reps %d\n"):format(threads, reps), 1, true), out)
@@ -94,8 +77,8 @@ describe("perfsh stat -r marker:NAME", function()
 end)
 
 describe("perfsh tail and compare -r marker:NAME", function()
-  it("take the uprobe catcher without --backend and count every hit", function()
-    if not need_uprobes(pending) then return end
+  it("take the marker catcher without --backend and count every hit", function()
+    if not support.need_traceable(pending, {EX}) then return end
     local out, err, rc = support.sh(("%s%s tail -r marker:loop --threshold-us 0 -e task-clock %s 1000 4 1"):format(ENV,
       P, EX))
     assert.are.equal(0, rc, err)
@@ -163,8 +146,8 @@ describe("examples/epoll_server", function()
 
   it("hits each marker as often as its client's load says, measured from outside", function()
     if not need_uprobes(pending) then return end
-    local out, err, rc = support.sh(("%s%s stat -r marker:iter -r marker:accept -r marker:data -r marker:epoll "
-      .. "-e task-clock %s %d %d"):format(ENV, P, SRV, N, M))
+    local out, err, rc = support.sh(("%s%s stat --backend uprobe -r marker:iter -r marker:accept -r marker:data "
+      .. "-r marker:epoll -e task-clock %s %d %d"):format(ENV, P, SRV, N, M))
     assert.are.equal(0, rc, err)
     assert.are.equal("", err)
     local events, waits = counts(out)

@@ -28,6 +28,48 @@ function support.need_command(pending, name)
   return rc == 0
 end
 
+-- Whether @path links AddressSanitizer (make SAN=1 builds the marker examples so).
+local asan = {}
+local function with_asan(path)
+  if asan[path] == nil then
+    local out = support.sh("LC_ALL=C readelf -d " .. support.q(path))
+    asan[path] = out:find("libasan", 1, true) ~= nil
+  end
+  return asan[path]
+end
+
+--- true when perfsh can trace each program of @paths; otherwise marks the test pending: one
+-- built with AddressSanitizer (make SAN=1) fails its leak check at exit under ptrace.
+function support.need_traceable(pending, paths)
+  for _, p in ipairs(paths) do
+    if with_asan(p) then
+      pending(p .. " is built with AddressSanitizer (make SAN=1), whose leak check fails under ptrace")
+      return false
+    end
+  end
+  return true
+end
+
+--- The records of @src (anything with :hits(): a region, a loaded file) per thread:
+-- {tid = {rec, ...}}, each thread's in the order they come.
+function support.by_thread(src)
+  local per = {}
+  for h in src:hits() do
+    per[h.tid] = per[h.tid] or {}
+    table.insert(per[h.tid], h)
+  end
+  return per
+end
+
+--- The text of file @path, which is removed.
+function support.take(path)
+  local f = assert(io.open(path))
+  local text = f:read("a")
+  f:close()
+  os.remove(path)
+  return text
+end
+
 --- Events that work everywhere, plus instructions where the PMU is.
 function support.events()
   if core.pmu_present() then return {"instructions", "task-clock"} end

@@ -220,7 +220,8 @@ end
 --- The --backend option of the recipes that catch region hits (a row of cli.parser's options).
 cli.backend_option = {"--backend", "B", "how hits are caught: ptrace (the target stops at each hit), uprobe (the "
   .. "kernel samples the counters at each probe: the target never stops for a hit; root or CAP_PERFMON; sdt: "
-  .. "regions take it) or auto (uprobe where it works and the regions allow it); default: ptrace, or "
+  .. "regions take it), marker (the program's marker library measures its marker:NAME regions itself; the "
+  .. "default for them) or auto (uprobe where it works and the regions allow it); default: ptrace, or "
   .. "$PERFSH_BACKEND"}
 
 --- The catcher of hits a recipe asks perfsh.spawn/attach for: --backend @value, else the
@@ -252,16 +253,35 @@ function cli.ptrace_need(name, regions)
 end
 
 --- The catcher of a recipe's @regions, as cli.backend(name, value, need) gives it, except that
--- SDT and marker regions, which only the uprobe catcher arms, make auto of ptrace when no
--- --backend was given: one line when the uprobe catcher cannot work here, or @need (what
--- needs the ptrace catcher) asks for the other.
-function cli.regions_backend(name, value, regions, need)
-  local sdt
+-- regions that are all markers of a program perfsh starts (@attaching false) take the marker
+-- catcher (the program measures them itself) unless --backend says otherwise or @need is
+-- "several counter groups"; and that SDT and marker regions, which otherwise only the uprobe
+-- catcher arms, make auto of ptrace when no --backend was given: one line when the uprobe
+-- catcher cannot work here, or @need (what needs the ptrace catcher) asks for the other.
+function cli.regions_backend(name, value, regions, need, attaching)
+  local sdt, markers = nil, #regions > 0
   for _, r in ipairs(regions) do
     local rs = cli.region_spec(r, name)
     if rs.sdt or rs.marker then sdt = r end
+    if not rs.marker then markers = false end
+  end
+  if value == "marker" then
+    for _, r in ipairs(regions) do
+      if not cli.region_spec(r, name).marker then
+        error(("perfsh %s: --backend marker measures marker:NAME regions only, and '%s' is not one"):format(name, r),
+          0)
+      end
+    end
+    if attaching then
+      error(("perfsh %s: --backend marker measures a program perfsh starts; for a running one (-p), arm its markers "
+        .. "with --backend uprobe"):format(name), 0)
+    end
+    return "marker"
   end
   local asked = value or cli.backend(name, nil)
+  if markers and not attaching and need ~= "several counter groups" and (asked == "auto" or not value) then
+    return "marker"
+  end
   if sdt and asked == "auto" or sdt and not value and asked == "ptrace" then
     local ok, why = require("perfsh.core").uprobe_available()
     if need or not ok then

@@ -35,6 +35,7 @@ local counted_by = {
   breakpoint = "a hardware breakpoint (in the kernel)",
   uprobe = "a uprobe (in the kernel)",
   int3 = "int3 stops: every call stops the target",
+  marker = "the program's marker library (in the program, no stop)",
 }
 
 function report.print_table(out, title, events, st)

@@ -50,9 +50,10 @@ local function catcher(backend, fname)
     if not ok then fail(("bad argument #1 to '%s' (%s)"):format(fname, b), 3) end
     backend = b
   end
-  if backend == "ptrace" or backend == "uprobe" then return backend end
+  if backend == "ptrace" or backend == "uprobe" or backend == "marker" then return backend end
   if backend ~= "auto" then
-    fail(("bad argument #1 to '%s' (backend '%s'; give auto, uprobe or ptrace)"):format(fname, tostring(backend)), 3)
+    fail(("bad argument #1 to '%s' (backend '%s'; give auto, uprobe, ptrace or marker)"):format(fname,
+      tostring(backend)), 3)
   end
   local ok, why = core.uprobe_available()
   if ok then return "uprobe" end
@@ -79,7 +80,9 @@ end
 -- backend = "ptrace" (default: breakpoints, the target stops at each hit), "uprobe" (the
 -- kernel samples the counters at each entry and return: the target never stops for a hit;
 -- function regions only, root or CAP_PERFMON) or "auto" (uprobe where it can work; t.note
--- says why not). t.catcher is the one used. ring_pages = N (a power of two, default 256): the
+-- says why not), or "marker" (the program's own marker library measures its markers, perfsh
+-- drains the records while it runs: t:marker regions only, see t:markers). t.catcher is the
+-- one used. ring_pages = N (a power of two, default 256): the
 -- uprobe catcher's ring per thread (ignored where auto takes ptrace); records a full ring
 -- drops are counted in t:info().lost.
 function tracee.spawn(spec)
@@ -154,7 +157,20 @@ function Tracee:region(spec)
   end
   local every = spec.every_level and true or false
   local id, count, msg
-  if spec.marker then
+  if spec.marker and self.catcher == "marker" then
+    self:marker_spec(spec.marker)
+    id, msg = ud:region_marker(spec.marker)
+    count = 1
+    if id and spec.sample then
+      local smp = spec.sample
+      if type(smp) ~= "table" or smp.window_ms or smp.period_ms or (smp.p == nil and smp.every == nil) then
+        fail("bad argument #1 to 'region' (with the marker catcher, sample = {p = P} or {every = N}: the "
+          .. "program draws for every marker alike)", 2)
+      end
+      self:markers{sample = smp.p, every = smp.every}
+    end
+    if id then self.args_by_id[id] = spec.fields end
+  elseif spec.marker then
     local pair = self:marker_spec(spec.marker)
     id, msg = ud:region_sdt(pair, every)
     if not id then msg = tostring(msg):gsub("^region '[^']*'", ("region 'marker:%s'"):format(spec.marker)) end
@@ -188,7 +204,7 @@ function Tracee:region(spec)
     if not ok then fail(why, 2) end
     self.args_by_id[id] = spec.args
   end
-  if spec.sample then
+  if spec.sample and self.catcher ~= "marker" then
     if type(spec.sample) ~= "table" then fail("bad argument #1 to 'region' (sample = {p =, every =, ...})", 2) end
     local ok, why = ud:region_sample(id, spec.sample)
     if not ok then fail(why, 2) end
@@ -202,9 +218,12 @@ function Tracee:region(spec)
   return first
 end
 
---- t:marker("NAME" [, opts]) is the region of a marker of the marker library (perfsh/marker.h):
--- the SDT pair sdt:perfsh:NAME_begin,sdt:perfsh:NAME_end, armed by the uprobe catcher from
--- outside, the program's markers themselves left off. opts as t:region's (sample, events, ...).
+--- t:marker("NAME" [, opts]) is the region of a marker of the marker library (perfsh/marker.h).
+-- With the marker catcher (spawn{..., backend = "marker"}) the program measures it itself and
+-- its records carry the marker's four fields (opts.fields = {"nfds", "listen"} names them);
+-- sample = {p =} or {every =} sets the program's draw for all its markers (see t:markers).
+-- With the uprobe catcher it is the SDT pair sdt:perfsh:NAME_begin,sdt:perfsh:NAME_end, armed
+-- from outside, the program's markers themselves left off. opts as t:region's otherwise.
 function Tracee:marker(name, opts)
   if type(name) ~= "string" then fail("bad argument #1 to 'marker' (a marker name expected)", 2) end
   local spec = {}
@@ -213,6 +232,35 @@ function Tracee:marker(name, opts)
   local ok, r = pcall(self.region, self, spec)
   if not ok then fail((tostring(r):gsub("^[^\n]-:%d+: ", "")), 2) end
   return r
+end
+
+--- t:markers() -> what the program's marker library says: state ("waiting" until it has
+-- started, "running", or "off" with why), read ("read" or "rdpmc") and read_ns, threads, lost
+-- (records its full rings dropped), unmatched, fast, and the policy: on, p, every, slow_ns.
+-- t:markers{on = false | true, sample = P, every = N, slow_us = X}: change the policy, which
+-- the program reads at its next hit (between runs, or from on_slow or until callbacks while it
+-- runs). sample and every exclude each other; slow_us = 0 keeps every hit. Marker catcher only.
+function Tracee:markers(opts)
+  if self.catcher ~= "marker" then
+    fail("t:markers is for a program started with backend = \"marker\"", 2)
+  end
+  if opts == nil then return self.ud:marker_status() end
+  if type(opts) ~= "table" then fail("bad argument #1 to 'markers' (table expected)", 2) end
+  if opts.sample ~= nil and opts.every ~= nil then
+    fail("bad argument #1 to 'markers' (give sample or every, not both)", 2)
+  end
+  local pol = {on = opts.on, p = opts.sample, every = opts.every}
+  if opts.slow_us ~= nil then
+    if type(opts.slow_us) ~= "number" or opts.slow_us < 0 then
+      fail("bad argument #1 to 'markers' (slow_us is microseconds >= 0)", 2)
+    end
+    pol.slow_ns = math.floor(opts.slow_us * 1000)
+  end
+  local ok, why = pcall(self.ud.marker_policy, self.ud, pol)
+  if not ok then
+    fail((tostring(why):gsub("^bad argument #1 to 'marker_policy'", "bad argument #1 to 'markers'")), 2)
+  end
+  return self.ud:marker_status()
 end
 
 -- The marker names of an executable: each NAME of a pair perfsh:NAME_begin, perfsh:NAME_end.
@@ -367,6 +415,11 @@ end
 function Tracee:region_meta(id)
   local info = self.ud:region_info(id)
   info.args = self.args_by_id[id]
+  if info.kind == "marker" then
+    local st = self.ud:marker_status()
+    info.sampled = st and (st.p < 1 or st.every > 1) or nil
+    info.entry_counter = "marker"
+  end
   return info
 end
 

@@ -1,0 +1,366 @@
+/* core/session_marker.c - the marker catcher: a program built with the marker library
+ * (perfsh/marker.h), started by perfsh, measures its own markers and writes the records into
+ * memory perfsh shares with it (core/markshm.h); the session drains those rings while the
+ * program runs and hands each record to the hit path as a start and an end, so marker regions
+ * have the records, counts and analyses of every other region.
+ *
+ * The program runs under the uprobe catcher's process side with no probe site (core/
+ * catch_uprobe.c): held at its first instruction until the first run, its threads and its end
+ * seen, never stopped for a hit. The policy (on/off, sampling, slow-hit threshold) is written
+ * into the shared block and read by the program at each hit, so it changes while it runs. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "catch_uprobe.h"
+#include "markshm.h"
+#include "run.h"
+#include "session_priv.h"
+
+#define DRAIN_NS (2u * 1000 * 1000) /* how often the rings are drained while the program runs */
+
+struct ps_session_marker {
+	int fd;
+	struct ps_mshm_ctl *ctl;
+	size_t bytes;
+	uint32_t seen;			/* names of the library looked at so far */
+	int map[PS_MSHM_REGIONS];	/* library region id -> session region, -1 */
+	uint64_t gone[PS_MSHM_REGIONS]; /* begins counted by slots since freed */
+	uint64_t lost, unmatched, fast; /* of slots since freed */
+	uint64_t unarmed;		/* records of markers no region asked for */
+};
+
+/* The comma-separated names of the session's events. */
+static int event_list(const struct ps_session *s, char *out, size_t n, struct ps_error *err)
+{
+	size_t k = 0;
+
+	out[0] = '\0';
+	for (int i = 0; i < s->nev; i++) {
+		int w = snprintf(out + k, n - k, "%s%s", i ? "," : "", s->ev[i].name);
+
+		if (w < 0 || (size_t)w >= n - k)
+			return ps_error_set(err, PS_EUSAGE, "the event list is too long for the marker catcher");
+		k += (size_t)w;
+	}
+	return 0;
+}
+
+/* The shared block: a memfd laid out as core/markshm.h says, every slot's ring empty. */
+static int make_block(struct ps_session *s, struct ps_session_marker *m, struct ps_error *err)
+{
+	size_t recsize = ps_snap_size((unsigned)s->nev, PS_MSHM_FIELDS);
+	size_t ctl = (sizeof(struct ps_mshm_ctl) + 4095) & ~(size_t)4095;
+	size_t slot =
+	    (offsetof(struct ps_mshm_slot, ring) + ps_ring_bytes(recsize, PS_MSHM_RING_RECORDS) + 4095) & ~(size_t)4095;
+	struct ps_mshm_ctl *c;
+
+	m->bytes = ctl + PS_MSHM_SLOTS * slot;
+	if ((m->fd = memfd_create("perfsh-marker", MFD_CLOEXEC)) < 0 || ftruncate(m->fd, (off_t)m->bytes))
+		return ps_error_set(err, errno, "the marker catcher's shared memory: %s", strerror(errno));
+	c = mmap(NULL, m->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
+	if (c == MAP_FAILED)
+		return ps_error_set(err, errno, "the marker catcher's shared memory: mmap: %s", strerror(errno));
+	m->ctl = c;
+	if (event_list(s, c->events, sizeof c->events, err))
+		return -1;
+	c->version = PS_MSHM_VERSION;
+	c->nslots = PS_MSHM_SLOTS;
+	c->bytes = m->bytes;
+	c->slot_bytes = slot;
+	c->slots_off = ctl;
+	c->recsize = recsize;
+	c->nvals = (uint32_t)s->nev;
+	c->nargs = PS_MSHM_FIELDS;
+	c->pol.on = 1;
+	c->pol.threshold = UINT64_MAX;
+	for (unsigned i = 0; i < PS_MSHM_SLOTS; i++)
+		if (!ps_ring_init_at(ps_mshm_slot(c, i)->ring, ps_mshm_ring_bytes(c), recsize, PS_MSHM_RING_RECORDS,
+				     err))
+			return -1;
+	__atomic_store_n(&c->magic, PS_MSHM_MAGIC, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static void marker_free(struct ps_session_marker *m)
+{
+	if (m->ctl)
+		munmap(m->ctl, m->bytes);
+	if (m->fd >= 0)
+		close(m->fd);
+	free(m);
+}
+
+int ps__marker_start(struct ps_session *s, char *const argv[], struct ps_error *err)
+{
+	struct ps_session_marker *m;
+	char path[64];
+	int rc;
+
+	if (!argv)
+		return ps_error_set(err, PS_EUSAGE,
+				    "the marker catcher measures a program perfsh starts; for a running one, arm its "
+				    "markers with the uprobe catcher (-r marker:NAME --backend uprobe)");
+	if (s->nev == 0 || s->ngroups > 1)
+		return ps_error_set(err, PS_EUSAGE, "the marker catcher counts one group of at least one event");
+	if (!(m = calloc(1, sizeof *m)))
+		return ps_error_set(err, ENOMEM, "out of memory");
+	m->fd = -1;
+	for (int i = 0; i < PS_MSHM_REGIONS; i++)
+		m->map[i] = -1;
+	if (make_block(s, m, err)) {
+		marker_free(m);
+		return -1;
+	}
+	/* the program opens the block through perfsh's descriptor: nothing is left behind on disk */
+	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)getpid(), m->fd);
+	setenv("PERFSH_CONTROL", path, 1);
+	s->mk = m;
+	rc = ps__uprobe_start(s, argv, 0, err);
+	unsetenv("PERFSH_CONTROL");
+	if (rc) {
+		s->mk = NULL;
+		marker_free(m);
+		return -1;
+	}
+	s->nargs = PS_MSHM_FIELDS;
+	return 0;
+}
+
+/* The session region of marker @name, or -1. */
+static int region_of(const struct ps_session *s, const char *name)
+{
+	for (int i = 0; i < s->nreg; i++)
+		if (s->reg[i].kind == PS_REGION_MARKER && !strcmp(s->reg[i].spec, name))
+			return i;
+	return -1;
+}
+
+/* Map the names the library published since the last look. */
+static void look_at_names(struct ps_session *s)
+{
+	struct ps_session_marker *m = s->mk;
+	uint32_t n = __atomic_load_n(&m->ctl->nregions, __ATOMIC_SEQ_CST);
+
+	for (; m->seen < n && m->seen < PS_MSHM_REGIONS; m->seen++) {
+		char name[PS_MSHM_NAME];
+
+		memcpy(name, m->ctl->names[m->seen], sizeof name);
+		name[sizeof name - 1] = '\0';
+		m->map[m->seen] = region_of(s, name);
+	}
+}
+
+int ps_session_region_marker(struct ps_session *s, const char *name, struct ps_error *err)
+{
+	struct ps_session_marker *m = s->mk;
+	struct ps_region_info *ri;
+	size_t len = strlen(name), used;
+	char label[PS_MSHM_NAME + 8];
+
+	if (!m)
+		return ps_error_set(err, PS_EUSAGE,
+				    "region 'marker:%s': the marker catcher (backend marker) measures markers in the "
+				    "program; with this one, arm them as an SDT pair",
+				    name);
+	if (len == 0 || len >= PS_MSHM_NAME || strchr(name, ','))
+		return ps_error_set(err, PS_EUSAGE, "marker '%s': a name of 1 to %d characters, no comma", name,
+				    PS_MSHM_NAME - 1);
+	if (region_of(s, name) >= 0)
+		return ps_error_set(err, PS_EUSAGE, "region 'marker:%s' is armed already", name);
+	used = strlen(m->ctl->arm);
+	if (used + len + 2 > sizeof m->ctl->arm)
+		return ps_error_set(err, PS_EUSAGE, "too many markers armed");
+	snprintf(label, sizeof label, "marker:%s", name);
+	if (!(ri = ps__new_region(s, PS_REGION_MARKER, label, name, 0, err)))
+		return -1;
+	s->nreg++;
+	/* the list first, then the names published: the library publishes a name and then reads
+	   the list, so one of the two sees the other */
+	snprintf(m->ctl->arm + used, sizeof m->ctl->arm - used, "%s%s", used ? "," : "", name);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (uint32_t i = 0; i < m->seen; i++)
+		if (!strncmp(m->ctl->names[i], name, PS_MSHM_NAME)) {
+			m->map[i] = ri->id;
+			__atomic_store_n(&m->ctl->armed[i], 1, __ATOMIC_RELAXED);
+		}
+	look_at_names(s);
+	for (uint32_t i = 0; i < m->seen; i++)
+		if (m->map[i] == ri->id)
+			__atomic_store_n(&m->ctl->armed[i], 1, __ATOMIC_RELAXED);
+	return ri->id;
+}
+
+/* One record of the library: a start and an end on the hit path. */
+static void feed(struct ps_session *s, const struct ps_snap *rec)
+{
+	struct ps_snap *r = (struct ps_snap *)rec;
+	uint64_t args[PS_MAX_ARGS] = {0};
+	struct ps_reading a = {.n = s->nev}, b = {.n = s->nev};
+	struct ps_hit h = {.tid = (pid_t)rec->tid, .kind = PS_HIT_START};
+	int id = rec->region < PS_MSHM_REGIONS ? s->mk->map[rec->region] : -1;
+
+	if (id < 0 || rec->nvals != s->nev || rec->nargs != PS_MSHM_FIELDS) {
+		s->mk->unarmed++;
+		return;
+	}
+	memcpy(args, ps_snap_args(r), PS_MSHM_FIELDS * sizeof *args);
+	memcpy(a.val, ps_snap_start(r), (size_t)s->nev * sizeof *a.val);
+	memcpy(b.val, ps_snap_end(r), (size_t)s->nev * sizeof *b.val);
+	a.time_enabled = rec->enabled_start;
+	a.time_running = rec->running_start;
+	b.time_enabled = rec->enabled_end;
+	b.time_running = rec->running_end;
+	h.region = id;
+	h.flags = rec->flags & PS_SNAP_SAMPLED;
+	h.t = rec->t_start;
+	h.cpu = rec->cpu_start;
+	h.r = &a;
+	h.args = args;
+	ps_hitpath_hit(s->hp, &h);
+	h.kind = PS_HIT_END;
+	h.flags = 0;
+	h.t = rec->t_end;
+	h.cpu = rec->cpu_end;
+	h.r = &b;
+	h.args = NULL;
+	ps_hitpath_hit(s->hp, &h);
+}
+
+/* A slot whose thread ended and whose ring is empty: its counts to the totals, free again. */
+static void free_slot(struct ps_session_marker *m, struct ps_mshm_slot *sl, struct ps_ring *r)
+{
+	for (uint32_t i = 0; i < m->seen; i++)
+		m->gone[i] += sl->entries[i];
+	m->lost += ps_ring_dropped(r);
+	m->unmatched += sl->cnt.unmatched;
+	m->fast += sl->cnt.fast;
+	memset(&sl->cnt, 0, sizeof sl->cnt);
+	memset(sl->entries, 0, sizeof sl->entries);
+	sl->tid = 0;
+	ps_ring_init_at(sl->ring, ps_mshm_ring_bytes(m->ctl), m->ctl->recsize, PS_MSHM_RING_RECORDS, NULL);
+	__atomic_store_n(&sl->state, PS_MSHM_FREE, __ATOMIC_RELEASE);
+}
+
+/* Every record waiting in the slots to the hit path; the regions' entries brought up to date. */
+static void drain(struct ps_session *s)
+{
+	struct ps_session_marker *m = s->mk;
+	uint64_t entries[PS_MSHM_REGIONS] = {0};
+
+	look_at_names(s);
+	for (unsigned i = 0; i < m->ctl->nslots; i++) {
+		struct ps_mshm_slot *sl = ps_mshm_slot(m->ctl, i);
+		uint32_t state = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
+		struct ps_ring *r = (struct ps_ring *)sl->ring;
+		const struct ps_snap *rec;
+
+		if (state == PS_MSHM_FREE)
+			continue;
+		while ((rec = ps_ring_peek(r))) {
+			feed(s, rec);
+			ps_ring_pop(r);
+		}
+		if (state == PS_MSHM_GONE) {
+			free_slot(m, sl, r);
+			continue;
+		}
+		for (uint32_t k = 0; k < m->seen; k++)
+			entries[k] += __atomic_load_n(&sl->entries[k], __ATOMIC_RELAXED);
+	}
+	for (uint32_t k = 0; k < m->seen; k++)
+		if (m->map[k] >= 0)
+			s->reg[m->map[k]].entries = m->gone[k] + entries[k];
+}
+
+int ps__marker_run(struct ps_session *s, struct ps_error *err)
+{
+	struct ps_catch_uprobe *c = ps__uprobe_catcher(s);
+	uint64_t now;
+	int rc;
+
+	for (;;) {
+		uint64_t slice = ps_now_ns() + DRAIN_NS;
+
+		ps_catch_uprobe_set_deadline(c, s->deadline && s->deadline < slice ? s->deadline : slice);
+		rc = ps_catch_uprobe_run(c, err);
+		drain(s);
+		now = ps_now_ns();
+		if (rc != 0 || s->intr || (s->deadline && now >= s->deadline) ||
+		    (s->max_records && ps_hitpath_seq(s->hp) - s->written_at_run_start >= s->max_records))
+			break;
+	}
+	ps_catch_uprobe_set_deadline(c, s->deadline);
+	return rc;
+}
+
+int ps__marker_detach(struct ps_session *s, struct ps_error *err)
+{
+	__atomic_store_n(&s->mk->ctl->pol.on, 0, __ATOMIC_RELAXED);
+	drain(s);
+	return ps_catch_uprobe_detach(ps__uprobe_catcher(s), err);
+}
+
+int ps_session_marker_policy(struct ps_session *s, const struct ps_mshm_policy *p, struct ps_error *err)
+{
+	struct ps_mshm_policy *q;
+
+	if (!s->mk)
+		return ps_error_set(err, PS_EUSAGE, "the markers' policy is for the marker catcher (backend marker)");
+	q = &s->mk->ctl->pol;
+	__atomic_store_n(&q->every, p->every, __ATOMIC_RELAXED);
+	__atomic_store_n(&q->threshold, p->threshold, __ATOMIC_RELAXED);
+	__atomic_store_n(&q->slow_ns, p->slow_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&q->sampled, p->sampled, __ATOMIC_RELAXED);
+	__atomic_store_n(&q->on, p->on, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int ps_session_marker_status(const struct ps_session *s, struct ps_marker_status *st)
+{
+	const struct ps_session_marker *m = s->mk;
+	const struct ps_mshm_ctl *c;
+
+	memset(st, 0, sizeof *st);
+	if (!m)
+		return -1;
+	c = m->ctl;
+	st->state = (int)__atomic_load_n(&c->state, __ATOMIC_ACQUIRE);
+	snprintf(st->why, sizeof st->why, "%s", c->why);
+	snprintf(st->read_mode, sizeof st->read_mode, "%s", c->read_mode);
+	st->read_ns = c->read_ns;
+	st->rdpmc_ns = c->rdpmc_ns;
+	st->pol = c->pol;
+	st->no_slot = __atomic_load_n(&c->no_slot, __ATOMIC_RELAXED);
+	st->threads = __atomic_load_n(&c->threads, __ATOMIC_RELAXED);
+	st->unarmed = m->unarmed;
+	st->unmatched = m->unmatched;
+	st->fast = m->fast;
+	st->lost = m->lost;
+	for (unsigned i = 0; i < c->nslots; i++) {
+		const struct ps_mshm_slot *sl = ps_mshm_slot((struct ps_mshm_ctl *)c, i);
+
+		if (__atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) == PS_MSHM_FREE)
+			continue;
+		st->lost += ps_ring_dropped((const struct ps_ring *)sl->ring);
+		st->unmatched += sl->cnt.unmatched;
+		st->fast += sl->cnt.fast;
+	}
+	return 0;
+}
+
+uint64_t ps__marker_lost(const struct ps_session *s)
+{
+	struct ps_marker_status st;
+
+	return ps_session_marker_status(s, &st) ? 0 : st.lost;
+}
+
+void ps__marker_free(struct ps_session *s)
+{
+	marker_free(s->mk);
+	s->mk = NULL;
+}

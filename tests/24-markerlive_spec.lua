@@ -1,0 +1,229 @@
+-- The marker catcher: a program built with perfsh/marker.h, started by perfsh, measures its own
+-- markers into memory it shares with perfsh (core/markshm.h), which drains the records while the
+-- program runs and changes the program's policy live (t:markers{...}).
+local perfsh = require "perfsh"
+local support = dofile("tests/support.lua")
+local P = support.perfsh
+
+local EX = "examples/marker_loop"
+-- the library's own environment cleared: what it does comes from perfsh alone
+local ENV = "env -u PERFSH_OUT -u PERFSH_EVENTS -u PERFSH_SAMPLE -u PERFSH_EVERY -u PERFSH_SLOW_US "
+for _, k in ipairs{"PERFSH_OUT", "PERFSH_EVENTS", "PERFSH_SAMPLE", "PERFSH_EVERY", "PERFSH_SLOW_US"} do
+  assert(os.getenv(k) == nil, k .. " is set in the environment of the tests")
+end
+
+-- marker_loop N REPS THREADS [SLOW] under the marker catcher, its output to a temporary file
+local function spawn(args, opts)
+  local out = os.tmpname()
+  local spec = {EX, backend = "marker", events = {"task-clock"}, stdout = out}
+  for i, a in ipairs(args) do spec[i + 1] = tostring(a) end
+  for k, v in pairs(opts or {}) do spec[k] = v end
+  local t = perfsh.spawn(spec)
+  return t, function() return support.take(out) end
+end
+
+local by_thread = support.by_thread
+
+local function count(t)
+  local n = 0
+  for _ in pairs(t) do n = n + 1 end
+  return n
+end
+
+describe("the marker catcher", function()
+  it("records every hit of a loop of known size with its fields, per thread, nothing stopped per hit", function()
+    if not support.need_traceable(pending, {EX}) then return end
+    local t <close>, output = spawn{1000, 40, 3}
+    local loop = t:marker("loop", {fields = {"rep", "slow"}})
+    local thread = t:marker("thread")
+    assert.are.equal(0, t:run().code)
+    assert.are.equal("threads 3 reps 40\n", output())
+    local info, st = t:info(), t:markers()
+    assert.are.equal("marker", info.catcher)
+    assert.are.same({"running", 3, 0, 0, 0}, {st.state, st.threads, st.lost, st.unmatched, st.no_slot})
+    assert.is_true(info.stops < 40, "stops: " .. info.stops) -- a few per thread, none per hit
+    local s = loop:stats()
+    assert.are.same({120, 120}, {s.hits, s.entries})
+    assert.are.same({3, 3}, {thread:stats().hits, thread:stats().entries})
+    local per = by_thread(loop)
+    assert.are.equal(3, count(per))
+    for tid, recs in pairs(per) do
+      assert.are.equal(40, #recs)
+      for i, h in ipairs(recs) do
+        assert.are.same({i - 1, 0, tid}, {h.rep, h.slow, h.tid})
+        assert.is_true(h["task-clock"] > 0 and h.wall_ns >= h.time_ns * 0.99, tid)
+      end
+    end
+    -- a thread's region holds its 40 loops: its time is at least theirs
+    for h in thread:hits() do
+      local sum = 0
+      for _, l in ipairs(per[h.tid]) do sum = sum + l.time_ns end
+      assert.is_true(h.time_ns >= sum, h.tid)
+    end
+  end)
+
+  it("counts every hit of 4 threads as recorded or lost, none mixed", function()
+    if not support.need_traceable(pending, {EX}) then return end
+    local REPS = 25000
+    local t <close>, output = spawn{50, REPS, 4}
+    local loop = t:marker("loop", {fields = {"rep"}})
+    assert.are.equal(0, t:run().code)
+    assert.are.equal(("threads 4 reps %d\n"):format(REPS), output())
+    local st = t:markers()
+    local s = loop:stats()
+    assert.are.equal(4 * REPS, s.entries)
+    assert.are.equal(4 * REPS, s.hits + st.lost)
+    for tid, recs in pairs(by_thread(loop)) do
+      local last = -1
+      for _, h in ipairs(recs) do
+        assert.is_true(h.rep > last and h.tid == tid, ("thread %d rep %d"):format(tid, h.rep))
+        last = h.rep
+      end
+    end
+  end)
+
+  it("samples in the program with the probability asked, within binomial bounds", function()
+    if not support.need_traceable(pending, {EX}) then return end
+    local t <close>, output = spawn{100, 4000, 1}
+    local loop = t:marker("loop", {sample = {p = 0.25}})
+    assert.are.equal(0, t:run().code)
+    output()
+    local s = loop:stats()
+    -- 4000 draws of p = 0.25: mean 1000, standard deviation 27.4; 6 of them either side
+    assert.are.equal(4000, s.entries)
+    assert.is_true(s.hits >= 1000 - 165 and s.hits <= 1000 + 165, "hits: " .. s.hits)
+    assert.is_true(s.sampled and math.abs(s.scale - 4000 / s.hits) < 1e-9)
+    for h in loop:hits() do assert.is_true(h.sampled) end
+  end)
+
+  it("takes a new policy while the program runs: off, slow hits only, every 10th", function()
+    if not support.need_traceable(pending, {EX}) then return end
+    -- every 25th rep sleeps 30 ms, with field slow = 1; the program runs for minutes unless closed
+    local t <close> = spawn{2000, 100000, 1, 25}
+    local loop = t:marker("loop", {fields = {"rep", "slow"}})
+    t:markers{on = false}
+    assert.is_nil(t:run{seconds = 0.3})
+    assert.are.same({0, 0}, {loop:stats().hits, loop:stats().entries})
+    assert.is_false(t:markers().on)
+
+    t:markers{on = true, slow_us = 20000}
+    local deadline = os.time() + 60
+    assert.is_nil(t:run{["until"] = function() return loop:stats().hits >= 3 or os.time() > deadline end})
+    local slow = loop:list()
+    assert.is_true(#slow >= 3, #slow)
+    for _, h in ipairs(slow) do
+      assert.are.same({1, 0}, {h.slow, h.rep % 25})
+      assert.is_true(h.wall_ns >= 20e6, h.wall_ns)
+    end
+    assert.is_true(t:markers().fast > 0)
+
+    t:markers{slow_us = 0, every = 10}
+    local before = #slow
+    assert.is_nil(t:run{["until"] = function() return loop:stats().hits >= before + 20 or os.time() > deadline end})
+    local all = loop:list()
+    assert.is_true(#all >= before + 20, #all)
+    for i = before + 2, #all do
+      assert.are.equal(10, all[i].rep - all[i - 1].rep)
+      assert.is_true(all[i].sampled)
+    end
+    t:markers{on = false}
+  end)
+
+  it("counts the records a full ring drops, while nobody drains it", function()
+    if not support.need_traceable(pending, {EX}) then return end
+    local t <close>, output = spawn{20, 200000, 1}
+    local loop = t:marker("loop")
+    assert.is_nil(t:run{hits = 1})
+    -- paused: the program goes on and fills its ring of 4096 records, which nobody drains
+    local deadline = os.time() + 20
+    while t:markers().lost == 0 and os.time() < deadline do os.execute("sleep 0.05") end
+    assert.are.equal(0, t:run().code)
+    output()
+    local s, st = loop:stats(), t:markers()
+    assert.are.equal(200000, s.entries)
+    assert.is_true(st.lost > 0, "nothing lost")
+    assert.are.equal(200000, s.hits + st.lost)
+    assert.are.equal(st.lost, t:info().lost)
+  end)
+
+  it("leaves out the threads beyond its slots, counted, with one warning line", function()
+    if not support.need_traceable(pending, {EX}) then return end
+    local err = os.tmpname()
+    local t <close>, output = spawn({100, 2, 70}, {stderr = err})
+    local loop, thread = t:marker("loop"), t:marker("thread")
+    assert.are.equal(0, t:run().code)
+    assert.are.equal("threads 70 reps 2\n", output())
+    local st = t:markers()
+    assert.are.equal(70, st.threads + st.no_slot)
+    assert.are.same({st.threads, 2 * st.threads}, {thread:stats().hits, loop:stats().hits})
+    local text = support.take(err)
+    if st.no_slot > 0 then
+      assert.are.equal("perfsh marker: more than 64 threads have hit a marker; the markers of the others are off "
+        .. "(counted)\n", text)
+    else
+      assert.are.equal("", text)
+    end
+  end)
+
+  it("refuses other regions, an attach and per-region events in one line each", function()
+    if not support.need_traceable(pending, {EX}) then return end
+    local t <close>, output = spawn{10, 1, 1}
+    local ok, why = pcall(t.region, t, {func = "spin"})
+    assert.is_false(ok)
+    assert.truthy(tostring(why):find("the marker catcher measures the program's markers only", 1, true), why)
+    ok, why = pcall(t.marker, t, "loop", {events = {"page-faults"}})
+    assert.is_false(ok)
+    assert.truthy(tostring(why):find("the marker catcher counts the events the program was started with", 1, true),
+      why)
+    assert.are.equal(0, t:run().code)
+    output()
+    ok, why = pcall(perfsh.attach, 1, {backend = "marker", events = {"task-clock"}})
+    assert.is_false(ok)
+    assert.truthy(tostring(why):find("the marker catcher measures a program perfsh starts", 1, true), why)
+  end)
+end)
+
+describe("perfsh stat -r marker:NAME with the marker catcher", function()
+  it("is the default for markers of a started program, and says how the counters were read", function()
+    if not support.need_traceable(pending, {EX}) then return end
+    local out, err, rc = support.sh(("%s%s stat -r marker:loop -r marker:thread -e task-clock %s 1000 7 3"):format(ENV,
+      P, EX))
+    assert.are.equal(0, rc, err)
+    assert.are.equal("", err)
+    assert.truthy(out:find("caught by the program's marker library (counters read by r", 1, true), out)
+    assert.truthy(out:find("\nregion marker:loop (marker, 21 hits)\n", 1, true), out)
+    assert.truthy(out:find("\nregion marker:thread (marker, 3 hits)\n", 1, true), out)
+  end)
+
+  it("refuses --backend marker with a function region or -p, in one line", function()
+    local out, err, rc = support.sh(("%s stat --backend marker -r spin %s"):format(P, EX))
+    assert.are.same({2, "", "perfsh stat: --backend marker measures marker:NAME regions only, and 'spin' is not one\n"},
+      {rc, out, err})
+    out, err, rc = support.sh(("%s stat --backend marker -r marker:loop -p 1"):format(P))
+    assert.are.same({2, ""}, {rc, out})
+    assert.truthy(err:find("--backend marker measures a program perfsh starts", 1, true), err)
+  end)
+end)
+
+describe("the marker library given a bad control block", function()
+  local function run(control)
+    return support.sh(("%s PERFSH_CONTROL=%s %s 1000 3 1"):format(ENV, control, EX))
+  end
+
+  it("runs the program with its markers off and says why in one line", function()
+    local out, err, rc = run("/nonexistent/block")
+    assert.are.same({0, "threads 1 reps 3\n"}, {rc, out})
+    assert.are.equal("perfsh marker: PERFSH_CONTROL: /nonexistent/block: No such file or directory; markers are off\n",
+      err)
+    local path = os.tmpname()
+    local f = assert(io.open(path, "wb"))
+    -- the magic, then version 9, in a block big enough to be one
+    f:write("PMSHCTL1", string.pack("<I4", 9), string.rep("\0", 300000))
+    f:close()
+    out, err, rc = run(path)
+    os.remove(path)
+    assert.are.same({0, "threads 1 reps 3\n"}, {rc, out})
+    assert.truthy(err:find("^perfsh marker: PERFSH_CONTROL: .*: not a perfsh control block this library reads "
+      .. "%(version 9; this library reads 1%); markers are off\n$"), err)
+  end)
+end)
