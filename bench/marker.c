@@ -262,7 +262,8 @@ static void papi_row(const char *self, int pmu, int nev, const char *events)
 	line[strcspn(line, "\n")] = '\0';
 	if (!strncmp(line, "skip ", 5)) {
 		if (strcmp(line + 5, skipped))
-			printf("marker: PAPI skipped (%s%s)\n", pmu ? "" : "no hardware PMU: ", line + 5);
+			printf("marker: PAPI skipped (%s%s)\n",
+			       !pmu && strstr(line, "component is disabled") ? "no hardware PMU: " : "", line + 5);
 		snprintf(skipped, sizeof skipped, "%s", line + 5);
 		return;
 	}
