@@ -5,11 +5,11 @@ PREFIX  ?= /usr/local
 CC      ?= cc
 PKGS    := lua5.4 libelf libdw libedit
 
-# Debian packages the project needs to build and test (make deps).
+# Debian packages the project needs to build and test (make deps); libpapi-dev only for bench/marker.
 DEBS := build-essential pkg-config lua5.4 liblua5.4-dev libpfm4-dev libelf-dev \
         libdw-dev libedit-dev libiberty-dev liblapacke-dev zlib1g-dev lua-busted lua-dkjson lua-check lua-argparse g++ valgrind \
         procps binutils clang libclang-rt-dev libzydis-dev \
-        systemtap-sdt-dev tmux groff-base
+        systemtap-sdt-dev tmux groff-base libpapi-dev
 
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS  ?= -O2 -g
@@ -175,8 +175,9 @@ examples/%: examples/%.cpp
 bench/hit_target: bench/hit_target.c
 	$(CC) -O2 -g -fcf-protection=full -o $@ $<
 
+# bench/marker also measures PAPI's read (libpapi-dev); nothing else links PAPI.
 bench/marker: bench/marker.c $(MARKER_A) $(CORE_OBJ)
-	$(CC) $(CFLAGS) -Imarker/include -Icore -o $@ $< $(LDFLAGS) $(MARKER_A) $(CORE_OBJ) $(CORE_LIBS)
+	$(CC) $(CFLAGS) -Imarker/include -Icore -o $@ $< $(LDFLAGS) $(MARKER_A) $(CORE_OBJ) $(CORE_LIBS) -lpapi
 
 bench/%: bench/%.c $(wildcard bench/*.h) $(CORE_OBJ)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -o $@ $(filter-out %.h,$^) $(LDFLAGS) $(CORE_LIBS)
