@@ -16,6 +16,8 @@
  * The server stops once CONNS connections are closed.
  *
  *   perfsh stat -r marker:iter -r marker:accept -r marker:data ./examples/epoll_server 20 10
+ *   perfsh kinds -r marker:iter --field 1 --kind 0=data --kind 1=listen -r marker:accept \
+ *       ./examples/epoll_server 20 10          (the cost per event kind, accept apart, slow ones logged)
  *   PERFSH_OUT=srv.psnap ./examples/epoll_server 20 10 && perfsh report srv.psnap
  *
  *   usage: epoll_server [CONNS] [MSGS]   defaults 10, 10

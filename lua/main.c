@@ -45,6 +45,7 @@ static const char usage[] =
     "      ipc -r FUNC CMD, count CMD     IPC per hit; a whole command like perf stat\n"
     "      check -r FUNC --baseline F CMD   regression gate (exit 1), --save-baseline F\n"
     "      compare -r A -r B CMD              regions (or -- CMD1 -- CMD2) side by side\n"
+    "      kinds -r marker:M --field K CMD    a marker's cost per kind of hit, inner markers apart\n"
     "    (perfsh RECIPE --help for each)\n"
     "  perfsh recipes              list the recipes\n"
     "\n"
@@ -69,7 +70,9 @@ static const char usage[] =
     "                   (default: a hardware breakpoint where one fires, else a uprobe, else\n"
     "                   an int3 stop per call)\n"
     "  PERFSH_BACKEND   ptrace (default), uprobe or auto: how recipes and perfsh.spawn/attach\n"
-    "                   catch region hits when --backend or backend = does not say\n";
+    "                   catch region hits when --backend or backend = does not say (marker:NAME\n"
+    "                   regions of a started program take the marker catcher: the program's\n"
+    "                   marker library measures them and perfsh drains its records)\n";
 
 /* ---- paths ---- */
 

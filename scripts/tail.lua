@@ -39,9 +39,7 @@ local function main(opts, cmd)
     if not n then error(("perfsh tail: %s needs a number, not '%s'"):format(name, v), 0) end
     return n
   end
-  if opts.threshold and opts.quantile then
-    error("perfsh tail: give --threshold-us or --quantile, not both", 0)
-  end
+  local slow = cli.slow_options("tail", opts)
   local events = opts.events and cli.events("tail", opts.events) or perfsh.default_events("tail")
   cli.check_events("tail", events)
   local rspec = cli.region_spec(opts.region, "tail")
@@ -52,13 +50,7 @@ local function main(opts, cmd)
   if opts.sample then rspec.sample = {p = num("--sample", opts.sample)} end
   if opts.every then rspec.sample = {every = math.tointeger(num("--every", opts.every))} end
   local r = cli.arm("tail", t, opts.region, rspec)
-  local sok, logger = pcall(r.on_slow, r, {
-    threshold_us = opts.threshold and num("--threshold-us", opts.threshold),
-    quantile = not opts.threshold and (opts.quantile and num("--quantile", opts.quantile) or 0.99) or nil,
-    factor = opts.factor and num("--factor", opts.factor) or (opts.threshold and 1 or 2),
-    warmup = opts.warmup and math.tointeger(num("--warmup", opts.warmup)) or nil,
-    log = opts.log,
-  })
+  local sok, logger = pcall(r.on_slow, r, slow)
   if not sok then
     t:close()
     error("perfsh tail: " .. cli.reason(logger), 0)
@@ -77,12 +69,7 @@ local function main(opts, cmd)
   io.stderr:write(("perfsh tail: %s: %d hits%s, %d logged as slow\n"):format(r.name, st.hits,
     st.sampled and (" sampled of " .. st.entries) or "", #logger.lines))
   t:close()
-  if not runok then
-    io.stderr:write("perfsh tail: ", cli.reason(why), "\n")
-    return 1
-  end
-  if not status then return 0 end
-  return cli.status(status.exited, status.code, status.signo)
+  return cli.finish("tail", runok, why, status)
 end
 
 cli.run(def, main)

@@ -227,3 +227,47 @@ describe("the marker library given a bad control block", function()
       .. "%(version 9; this library reads 1%); markers are off\n$"), err)
   end)
 end)
+
+describe("perfsh kinds", function()
+  local SRV, N, M = "examples/epoll_server", 6, 4
+
+  it("breaks the epoll loop down per event kind, costs accept apart and logs slow iterations", function()
+    if not support.need_traceable(pending, {SRV}) then return end
+    local log = os.tmpname()
+    local out, err, rc = support.sh(("%s%s kinds -r marker:iter --field 1 --kind 0=data --kind 1=listen "
+      .. "-r marker:accept -r marker:data --threshold-us 0 --log %s -e task-clock %s %d %d"):format(ENV, P, log, SRV,
+      N, M))
+    assert.are.equal(0, rc, err)
+    assert.are.equal("", err)
+    local events = N * (M + 2) -- N accepts, N * M messages, N closes
+    assert.truthy(out:find(("connections %d messages %d events %d waits"):format(N, M, events), 1, true), out)
+    assert.truthy(out:find("caught by the program's marker library (counters read by r", 1, true), out)
+    assert.truthy(out:find(("\nmarker:iter by field 1: %d hits\n"):format(events), 1, true), out)
+    -- the rows: kind, hits, share
+    assert.truthy(out:find(("\n  data%%(0%%)%%s+%d%%s+%.1f%%%%"):format(N * (M + 1), 100 * N * (M + 1) / events)), out)
+    assert.truthy(out:find(("\n  listen%%(1%%)%%s+%d%%s+%.1f%%%%"):format(N, 100 * N / events)), out)
+    assert.truthy(out:find(("\n  all%%s+%d%%s+100%%.0%%%%"):format(events)), out)
+    assert.truthy(out:find(("\n  marker:accept%%s+listen%%(1%%)%%s+%d%%s"):format(N)), out)
+    assert.truthy(out:find(("\n  marker:data%%s+data%%(0%%)%%s+%d%%s"):format(N * (M + 1))), out)
+    assert.truthy(out:find(("slow marker:iter hits (on-CPU time above 0us): %d logged to %s\n"):format(events, log), 1,
+      true), out)
+    local kinds = {}
+    for line in support.take(log):gmatch("[^\n]+") do
+      assert.truthy(line:find("^hit=%d+ time=.* task%-clock=%d+ .* kind=%a+%(%d%) fields=%d+,%d,0,0$"), line)
+      local kind = line:match("kind=(%a+)")
+      kinds[kind] = (kinds[kind] or 0) + 1
+    end
+    assert.are.same({data = N * (M + 1), listen = N}, kinds)
+  end)
+
+  it("refuses a region that is not a marker, and a bad --field or --kind, in one line", function()
+    for args, msg in pairs{
+      ["-r sum"] = "perfsh kinds: region 'sum': the kinds come from a marker's fields; give marker:NAME regions\n",
+      ["-r marker:iter --field 4"] = "perfsh kinds: --field takes a field from 0 to 3, not '4'\n",
+      ["-r marker:iter --kind listen"] = "perfsh kinds: --kind listen: give VALUE=LABEL, e.g. --kind 1=listen\n",
+    } do
+      local out, err, rc = support.sh(("%s kinds %s examples/epoll_server 1 1"):format(P, args))
+      assert.are.same({2, "", msg}, {rc, out, err})
+    end
+  end)
+end)

@@ -410,6 +410,37 @@ function cli.split(values)
   return out
 end
 
+--- The end of a recipe that ran a target: a run that failed (@runok false, @why) is one line on
+-- stderr and exit 1; a run paused or stopped, 0; else the target's status (cli.status).
+function cli.finish(name, runok, why, status)
+  if not runok then
+    io.stderr:write("perfsh ", name, ": ", cli.reason(why), "\n")
+    return 1
+  end
+  if not status then return 0 end
+  return cli.status(status.exited, status.code, status.signo)
+end
+
+--- The options of r:on_slow from a recipe's --threshold-us (opts.threshold), --quantile,
+-- --factor, --warmup and --log; a bad number ends the recipe with one line.
+function cli.slow_options(name, opts)
+  local function num(flag, v)
+    local n = tonumber(v)
+    if not n then error(("perfsh %s: %s needs a number, not '%s'"):format(name, flag, v), 0) end
+    return n
+  end
+  if opts.threshold and opts.quantile then
+    error(("perfsh %s: give --threshold-us or --quantile, not both"):format(name), 0)
+  end
+  return {
+    threshold_us = opts.threshold and num("--threshold-us", opts.threshold),
+    quantile = not opts.threshold and (opts.quantile and num("--quantile", opts.quantile) or 0.99) or nil,
+    factor = opts.factor and num("--factor", opts.factor) or (opts.threshold and 1 or 2),
+    warmup = opts.warmup and math.tointeger(num("--warmup", opts.warmup)) or nil,
+    log = opts.log,
+  }
+end
+
 --- The exit status a target's end maps to: its code, or 128 + the signal.
 function cli.status(exited, code, signo)
   if exited then return code end

@@ -5,6 +5,7 @@
 --   log = "slow.log" | io.stderr | function(line, hit) ... end
 --   decide = function(hit, ctx) return true end     a last word per hit (ctx: threshold_ns,
 --                                                   median_ns, medians = {event = median})
+--   suffix = function(hit) return "kind=listen" end  more words at the end of each line
 -- Each logged line begins "hit=N" (N: the hit's 0-based index among the region's hits), then
 -- the hit's time and each counter with its ratio to the median hit so far, so the line says
 -- what made the hit slow ("cache-misses=140000 (14.0x median)").
@@ -69,6 +70,7 @@ function Logger:feed(h)
       for _, e in ipairs(self.events) do
         parts[#parts + 1] = ("%s=%d %s"):format(e, h[e], ratio_text(h[e], medians[e]))
       end
+      if self.opts.suffix then parts[#parts + 1] = self.opts.suffix(h) end
       local line = table.concat(parts, " ")
       self.logged = self.logged + 1
       self.lines[#self.lines + 1] = h.hit

@@ -15,6 +15,13 @@
  *   PERFSH_EVERY=N          or record every Nth hit of each thread
  *   PERFSH_SLOW_US=X        keep only hits slower than X microseconds (wall clock)
  *
+ * Under perfsh (perfsh stat -r marker:NAME PROG, or perfsh.spawn{..., backend = "marker"}), perfsh
+ * sets PERFSH_CONTROL: the library then takes its events and its policy (on/off, sampling, the
+ * slow-hit threshold, which markers are armed) from memory perfsh shares with it, changeable
+ * while the program runs, and writes each thread's records into a ring there, which perfsh
+ * drains (core/markshm.h); the variables above are not read, and PERFSH_CONTROL is removed
+ * from the environment so that children do not take it.
+ *
  * Each macro site is also an SDT probe (provider "perfsh", names NAME_begin and NAME_end, in
  * .note.stapsdt as <sys/sdt.h> writes them) whose site is the 5-byte NOP 0f 1f 44 00 00, so a
  * uprobe can arm it on the kernel's fast path. With -DPERFSH_MARKER_OFF every macro compiles to
