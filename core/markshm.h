@@ -33,7 +33,7 @@
 #define PS_MSHM_NAME 128
 #define PS_MSHM_FIELDS 4 /* == PS_MARKER_FIELDS */
 #define PS_MSHM_SLOTS 64
-#define PS_MSHM_RING_RECORDS 4096
+#define PS_MSHM_RING_RECORDS 16384 /* a thread's records perfsh may fall behind by */
 
 enum { PS_MSHM_FREE = 0, PS_MSHM_USED = 1, PS_MSHM_GONE = 2 };
 

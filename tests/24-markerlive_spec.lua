@@ -62,22 +62,21 @@ describe("the marker catcher", function()
     end
   end)
 
-  it("counts every hit of 4 threads as recorded or lost, none mixed", function()
+  it("records every hit of 4 threads, none lost or mixed, when no ring can fill", function()
     if not support.need_traceable(pending, {EX}) then return end
-    local REPS = 25000
+    local REPS = 10000 -- below a ring's 16384 records: whenever perfsh drains, nothing can be lost
     local t <close>, output = spawn{50, REPS, 4}
     local loop = t:marker("loop", {fields = {"rep"}})
     assert.are.equal(0, t:run().code)
     assert.are.equal(("threads 4 reps %d\n"):format(REPS), output())
-    local st = t:markers()
-    local s = loop:stats()
-    assert.are.equal(4 * REPS, s.entries)
-    assert.are.equal(4 * REPS, s.hits + st.lost)
-    for tid, recs in pairs(by_thread(loop)) do
-      local last = -1
-      for _, h in ipairs(recs) do
-        assert.is_true(h.rep > last and h.tid == tid, ("thread %d rep %d"):format(tid, h.rep))
-        last = h.rep
+    local s, st = loop:stats(), t:markers()
+    assert.are.same({4 * REPS, 4 * REPS, 0, 0}, {s.entries, s.hits, st.lost, st.unmatched})
+    local per = by_thread(loop)
+    assert.are.equal(4, count(per))
+    for tid, recs in pairs(per) do
+      assert.are.equal(REPS, #recs)
+      for i, h in ipairs(recs) do
+        if h.rep ~= i - 1 or h.tid ~= tid then error(("thread %d: record %d is rep %d"):format(tid, i, h.rep)) end
       end
     end
   end)
@@ -134,7 +133,7 @@ describe("the marker catcher", function()
     local t <close>, output = spawn{20, 200000, 1}
     local loop = t:marker("loop")
     assert.is_nil(t:run{hits = 1})
-    -- paused: the program goes on and fills its ring of 4096 records, which nobody drains
+    -- paused: the program goes on and fills its ring of 16384 records, which nobody drains
     local deadline = os.time() + 20
     while t:markers().lost == 0 and os.time() < deadline do os.execute("sleep 0.05") end
     assert.are.equal(0, t:run().code)
@@ -144,6 +143,25 @@ describe("the marker catcher", function()
     assert.is_true(st.lost > 0, "nothing lost")
     assert.are.equal(200000, s.hits + st.lost)
     assert.are.equal(st.lost, t:info().lost)
+  end)
+
+  it("keeps every record written before the program died of SIGTERM", function()
+    if not support.need_traceable(pending, {EX}) then return end
+    local t <close> = spawn{2000, 10000000, 2}
+    local loop = t:marker("loop", {fields = {"rep"}})
+    local deadline = os.time() + 20
+    assert.is_nil(t:run{["until"] = function() return loop:stats().hits >= 50 or os.time() > deadline end})
+    assert.is_true(os.execute("kill -TERM " .. t:info().pid))
+    local st = t:run()
+    assert.are.same({false, "SIGTERM"}, {st.exited, st.signal})
+    local s, ms = loop:stats(), t:markers()
+    assert.is_true(s.hits >= 50, s.hits)
+    assert.are.equal(0, ms.lost)
+    -- every begin made a record but the one each thread was inside when it died
+    assert.is_true(s.entries - s.hits <= 2, ("%d entries, %d hits"):format(s.entries, s.hits))
+    for tid, recs in pairs(by_thread(loop)) do
+      for i, h in ipairs(recs) do assert.are.equal(i - 1, h.rep, tid) end
+    end
   end)
 
   it("leaves out the threads beyond its slots, counted, with one warning line", function()

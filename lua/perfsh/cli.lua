@@ -279,7 +279,8 @@ function cli.regions_backend(name, value, regions, need, attaching)
     return "marker"
   end
   local asked = value or cli.backend(name, nil)
-  if markers and not attaching and need ~= "several counter groups" and (asked == "auto" or not value) then
+  if markers and not attaching and need ~= "several counter groups" and (asked == "auto" or not value and asked ==
+    "ptrace") then
     return "marker"
   end
   if sdt and asked == "auto" or sdt and not value and asked == "ptrace" then
