@@ -449,6 +449,8 @@ pid_t ps_session_pid(const struct ps_session *s)
 
 int ps_session_status(const struct ps_session *s, int *exited, int *code, int *signo)
 {
+	if (ps__marker_released(s))
+		return ps__marker_status(s, exited, code, signo);
 	return ps_tracer_status(s->t, exited, code, signo);
 }
 

@@ -4,15 +4,21 @@
  * program runs and hands each record to the hit path as a start and an end, so marker regions
  * have the records, counts and analyses of every other region.
  *
- * The program runs under the uprobe catcher's process side with no probe site (core/
- * catch_uprobe.c): held at its first instruction until the first run, its threads and its end
- * seen, never stopped for a hit. The policy (on/off, sampling, slow-hit threshold) is written
+ * The program is started by the uprobe catcher's process side with no probe site (core/
+ * catch_uprobe.c), held at its first instruction until the first run, and let go then: it runs
+ * untraced (no stop at all, not even for its threads' births), and the session waits for its
+ * end on a pidfd while it drains the rings. The policy (on/off, sampling, slow-hit threshold) is written
  * into the shared block and read by the program at each hit, so it changes while it runs. */
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "catch_uprobe.h"
@@ -31,6 +37,11 @@ struct ps_session_marker {
 	uint64_t gone[PS_MSHM_REGIONS]; /* begins counted by slots since freed */
 	uint64_t lost, unmatched, fast; /* of slots since freed */
 	uint64_t unarmed;		/* records of markers no region asked for */
+	pid_t pid;
+	int released;			/* let go of ptrace at the first run */
+	int pidfd;			/* then its end is seen here */
+	int ended, exited, code, signo; /* how it ended, once released */
+	int let_go;			/* t:detach(): it runs on after the session */
 };
 
 /* The comma-separated names of the session's events. */
@@ -87,6 +98,16 @@ static int make_block(struct ps_session *s, struct ps_session_marker *m, struct 
 
 static void marker_free(struct ps_session_marker *m)
 {
+	if (m->released && !m->ended && !m->let_go) {
+		/* a program started by perfsh dies with its session, as under the other catchers */
+		int st;
+
+		kill(m->pid, SIGKILL);
+		while (waitpid(m->pid, &st, 0) < 0 && errno == EINTR)
+			;
+	}
+	if (m->pidfd >= 0)
+		close(m->pidfd);
 	if (m->ctl)
 		munmap(m->ctl, m->bytes);
 	if (m->fd >= 0)
@@ -109,6 +130,7 @@ int ps__marker_start(struct ps_session *s, char *const argv[], struct ps_error *
 	if (!(m = calloc(1, sizeof *m)))
 		return ps_error_set(err, ENOMEM, "out of memory");
 	m->fd = -1;
+	m->pidfd = -1;
 	for (int i = 0; i < PS_MSHM_REGIONS; i++)
 		m->map[i] = -1;
 	if (make_block(s, m, err)) {
@@ -127,7 +149,18 @@ int ps__marker_start(struct ps_session *s, char *const argv[], struct ps_error *
 		return -1;
 	}
 	s->nargs = PS_MSHM_FIELDS;
+	m->pid = ps_catch_uprobe_pid(ps__uprobe_catcher(s));
 	return 0;
+}
+
+int ps__marker_only(const struct ps_session *s, const char *name, struct ps_error *err)
+{
+	if (!s->mk)
+		return 0;
+	return ps_error_set(err, PS_EUSAGE,
+			    "region '%s': the marker catcher measures the program's markers only; arm functions, "
+			    "lines and SDT probes with --backend uprobe or ptrace",
+			    name);
 }
 
 /* The session region of marker @name, or -1. */
@@ -276,32 +309,95 @@ static void drain(struct ps_session *s)
 			s->reg[m->map[k]].entries = m->gone[k] + entries[k];
 }
 
+/* The program has ended (its pidfd is readable): reap it and keep how it ended. */
+static void reap(struct ps_session_marker *m)
+{
+	int st;
+	pid_t w;
+
+	while ((w = waitpid(m->pid, &st, WNOHANG)) < 0 && errno == EINTR)
+		;
+	if (w == 0)
+		return; /* not yet */
+	m->ended = 1;
+	if (w == m->pid && WIFEXITED(st)) {
+		m->exited = 1;
+		m->code = WEXITSTATUS(st);
+	} else if (w == m->pid && WIFSIGNALED(st)) {
+		m->signo = WTERMSIG(st);
+	} else {
+		m->code = -1; /* reaped elsewhere: how it ended is not known */
+	}
+}
+
+/* Let the program go from its exec stop: from now on it is not traced at all. */
+static int release(struct ps_session *s, struct ps_error *err)
+{
+	struct ps_session_marker *m = s->mk;
+
+	if (ps_catch_uprobe_detach(ps__uprobe_catcher(s), err))
+		return -1;
+	m->released = 1;
+	if ((m->pidfd = (int)syscall(SYS_pidfd_open, m->pid, 0)) < 0)
+		return ps_error_set(err, errno, "pidfd_open of process %d: %s", (int)m->pid, strerror(errno));
+	return 0;
+}
+
 int ps__marker_run(struct ps_session *s, struct ps_error *err)
 {
-	struct ps_catch_uprobe *c = ps__uprobe_catcher(s);
-	uint64_t now;
-	int rc;
+	struct ps_session_marker *m = s->mk;
 
+	if (!m->released && release(s, err))
+		return -1;
+	if (m->let_go)
+		return ps_error_set(err, PS_EUSAGE, "the program was detached; it runs on untraced");
 	for (;;) {
-		uint64_t slice = ps_now_ns() + DRAIN_NS;
+		uint64_t now = ps_now_ns(), until = now + DRAIN_NS;
+		struct pollfd p = {.fd = m->pidfd, .events = POLLIN};
+		struct timespec ts;
 
-		ps_catch_uprobe_set_deadline(c, s->deadline && s->deadline < slice ? s->deadline : slice);
-		rc = ps_catch_uprobe_run(c, err);
-		drain(s);
+		if (s->deadline && s->deadline < until)
+			until = s->deadline > now ? s->deadline : now;
+		ts.tv_sec = (time_t)((until - now) / 1000000000u);
+		ts.tv_nsec = (long)((until - now) % 1000000000u);
+		if (!m->ended && ppoll(&p, 1, &ts, NULL) > 0)
+			reap(m);
+		drain(s); /* after the reap: an ended program's last records are in the rings */
+		if (m->ended)
+			return 1;
 		now = ps_now_ns();
-		if (rc != 0 || s->intr || (s->deadline && now >= s->deadline) ||
+		if (s->intr || (s->deadline && now >= s->deadline) ||
 		    (s->max_records && ps_hitpath_seq(s->hp) - s->written_at_run_start >= s->max_records))
-			break;
+			return 0;
 	}
-	ps_catch_uprobe_set_deadline(c, s->deadline);
-	return rc;
+}
+
+int ps__marker_status(const struct ps_session *s, int *exited, int *code, int *signo)
+{
+	const struct ps_session_marker *m = s->mk;
+
+	if (exited)
+		*exited = m->ended && m->exited;
+	if (code)
+		*code = m->ended ? m->code : -1;
+	if (signo)
+		*signo = m->ended ? m->signo : 0;
+	return m->ended;
+}
+
+int ps__marker_released(const struct ps_session *s)
+{
+	return s->mk && s->mk->released;
 }
 
 int ps__marker_detach(struct ps_session *s, struct ps_error *err)
 {
 	__atomic_store_n(&s->mk->ctl->pol.on, 0, __ATOMIC_RELAXED);
+	if (!s->mk->released && release(s, err))
+		return -1;
 	drain(s);
-	return ps_catch_uprobe_detach(ps__uprobe_catcher(s), err);
+	s->mk->let_go = !s->mk->ended;
+	return 0;
 }
 
 int ps_session_marker_policy(struct ps_session *s, const struct ps_mshm_policy *p, struct ps_error *err)

@@ -148,7 +148,12 @@ void ps__uprobe_free(struct ps_session *s);
    with no probe site */
 int ps__marker_start(struct ps_session *s, char *const argv[], struct ps_error *err);
 int ps__marker_run(struct ps_session *s, struct ps_error *err);
+/* -1 with @err naming region @name when the session is the marker catcher's, else 0. */
+int ps__marker_only(const struct ps_session *s, const char *name, struct ps_error *err);
 int ps__marker_detach(struct ps_session *s, struct ps_error *err);
+/* Once the first run has let the program go: its end (as ps_tracer_status), and 1. */
+int ps__marker_released(const struct ps_session *s);
+int ps__marker_status(const struct ps_session *s, int *exited, int *code, int *signo);
 uint64_t ps__marker_lost(const struct ps_session *s);
 void ps__marker_free(struct ps_session *s);
 

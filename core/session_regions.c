@@ -400,6 +400,8 @@ int ps_session_region_func(struct ps_session *s, const char *name, unsigned flag
 	struct ps_region_info *ri;
 	int rc, first;
 
+	if (ps__marker_only(s, name, err))
+		return -1;
 	if (islib < 0)
 		return ps_error_set(err, PS_EUSAGE, "bad function name '%s'", name);
 	if (s->up)
@@ -527,7 +529,8 @@ static int arm_range(struct ps_session *s, struct ps_region_info *ri, struct ps_
 
 int ps_session_region_range(struct ps_session *s, const char *spec, unsigned flags, struct ps_error *err)
 {
-	struct ps_region_info *ri = ps__new_region(s, PS_REGION_RANGE, spec, spec, flags, err);
+	struct ps_region_info *ri =
+	    ps__marker_only(s, spec, err) ? NULL : ps__new_region(s, PS_REGION_RANGE, spec, spec, flags, err);
 	if (!ri)
 		return -1;
 	if (arm_range(s, ri, err)) {

@@ -297,11 +297,8 @@ int ps__uprobe_site(struct ps_session *s, const char *path, uint64_t offset, int
 	struct ps_uprobe_site *site;
 	struct ps_error e2;
 
-	if (s->mk)
-		return ps_error_set(err, PS_EUSAGE,
-				    "region '%s': the marker catcher measures the program's markers only; arm "
-				    "functions, lines and SDT probes with --backend uprobe or ptrace",
-				    name);
+	if (ps__marker_only(s, name, err))
+		return -1;
 	if (s->started)
 		return ps_error_set(err, PS_EUSAGE,
 				    "region '%s': with the uprobe catcher, add regions before the first run", name);
