@@ -302,3 +302,21 @@ describe("perfsh kinds", function()
     end
   end)
 end)
+
+describe("the marker library under perfsh, given events it cannot open", function()
+  it("runs the program with markers off, one warning line, and tells perfsh why", function()
+    if require("perfsh.core").pmu_present() then
+      pending("cycles opens on this machine (a hardware PMU): no event to fail with")
+      return
+    end
+    local err = os.tmpname()
+    local t <close>, output = spawn({1000, 3, 1}, {events = {"cycles"}, stderr = err})
+    local loop = t:marker("loop")
+    assert.are.equal(0, t:run().code)
+    assert.are.equal("threads 1 reps 3\n", output())
+    local st = t:markers()
+    assert.are.same({"off", 0}, {st.state, loop:stats().hits})
+    assert.truthy(st.why:find("^perf_event_open%(cycles%): no hardware PMU"), st.why)
+    assert.are.equal("perfsh marker: PERFSH_CONTROL: " .. st.why .. "; markers are off\n", support.take(err))
+  end)
+end)
