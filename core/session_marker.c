@@ -264,8 +264,13 @@ static void feed(struct ps_session *s, const struct ps_snap *rec)
 }
 
 /* A slot whose thread ended and whose ring is empty: its counts to the totals, free again. */
-static void free_slot(struct ps_session_marker *m, struct ps_mshm_slot *sl, struct ps_ring *r)
+static void free_slot(struct ps_session *s, struct ps_mshm_slot *sl, struct ps_ring *r)
 {
+	struct ps_session_marker *m = s->mk;
+	struct ps_reading none = {.n = s->nev};
+
+	/* the hit path forgets the thread (each record was a whole pair: nothing is open) */
+	ps_hitpath_thread_exit(s->hp, (pid_t)sl->tid, &none, ps_now_ns());
 	for (uint32_t i = 0; i < m->seen; i++)
 		m->gone[i] += sl->entries[i];
 	m->lost += ps_ring_dropped(r);
@@ -298,7 +303,7 @@ static void drain(struct ps_session *s)
 			ps_ring_pop(r);
 		}
 		if (state == PS_MSHM_GONE) {
-			free_slot(m, sl, r);
+			free_slot(s, sl, r);
 			continue;
 		}
 		for (uint32_t k = 0; k < m->seen; k++)
