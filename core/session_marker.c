@@ -44,12 +44,13 @@ struct ps_session_marker {
 	int let_go;			/* t:detach(): it runs on after the session */
 };
 
-/* The comma-separated names of the session's events. */
+/* The comma-separated names of the session's events; with none, task-clock, which the program
+   still needs: its group's time enabled is the on-CPU time of a hit. */
 static int event_list(const struct ps_session *s, char *out, size_t n, struct ps_error *err)
 {
 	size_t k = 0;
 
-	out[0] = '\0';
+	snprintf(out, n, "%s", s->nev ? "" : "task-clock");
 	for (int i = 0; i < s->nev; i++) {
 		int w = snprintf(out + k, n - k, "%s%s", i ? "," : "", s->ev[i].name);
 
@@ -63,7 +64,8 @@ static int event_list(const struct ps_session *s, char *out, size_t n, struct ps
 /* The shared block: a memfd laid out as core/markshm.h says, every slot's ring empty. */
 static int make_block(struct ps_session *s, struct ps_session_marker *m, struct ps_error *err)
 {
-	size_t recsize = ps_snap_size((unsigned)s->nev, PS_MSHM_FIELDS);
+	unsigned nvals = s->nev ? (unsigned)s->nev : 1;
+	size_t recsize = ps_snap_size(nvals, PS_MSHM_FIELDS);
 	size_t ctl = (sizeof(struct ps_mshm_ctl) + 4095) & ~(size_t)4095;
 	size_t slot =
 	    (offsetof(struct ps_mshm_slot, ring) + ps_ring_bytes(recsize, PS_MSHM_RING_RECORDS) + 4095) & ~(size_t)4095;
@@ -84,7 +86,7 @@ static int make_block(struct ps_session *s, struct ps_session_marker *m, struct 
 	c->slot_bytes = slot;
 	c->slots_off = ctl;
 	c->recsize = recsize;
-	c->nvals = (uint32_t)s->nev;
+	c->nvals = nvals;
 	c->nargs = PS_MSHM_FIELDS;
 	c->pol.on = 1;
 	c->pol.threshold = UINT64_MAX;
@@ -125,8 +127,8 @@ int ps__marker_start(struct ps_session *s, char *const argv[], struct ps_error *
 		return ps_error_set(err, PS_EUSAGE,
 				    "the marker catcher measures a program perfsh starts; for a running one, arm its "
 				    "markers with the uprobe catcher (-r marker:NAME --backend uprobe)");
-	if (s->nev == 0 || s->ngroups > 1)
-		return ps_error_set(err, PS_EUSAGE, "the marker catcher counts one group of at least one event");
+	if (s->ngroups > 1)
+		return ps_error_set(err, PS_EUSAGE, "the marker catcher counts one group of events");
 	if (!(m = calloc(1, sizeof *m)))
 		return ps_error_set(err, ENOMEM, "out of memory");
 	m->fd = -1;
@@ -236,7 +238,7 @@ static void feed(struct ps_session *s, const struct ps_snap *rec)
 	struct ps_hit h = {.tid = (pid_t)rec->tid, .kind = PS_HIT_START};
 	int id = rec->region < PS_MSHM_REGIONS ? s->mk->map[rec->region] : -1;
 
-	if (id < 0 || rec->nvals != s->nev || rec->nargs != PS_MSHM_FIELDS) {
+	if (id < 0 || rec->nvals != s->mk->ctl->nvals || rec->nargs != PS_MSHM_FIELDS) {
 		s->mk->unarmed++;
 		return;
 	}

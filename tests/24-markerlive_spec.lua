@@ -237,6 +237,31 @@ describe("perfsh stat -r marker:NAME with the marker catcher", function()
   end)
 end)
 
+describe("perfsh check and compare of markers", function()
+  it("gate markers with the counters engine, the default for them even without a PMU", function()
+    local base = os.tmpname()
+    local out, err, rc = support.sh(("%s%s check -r marker:loop --runs 2 -e task-clock --save-baseline %s %s 1000 "
+      .. "10 1"):format(ENV, P, base, EX))
+    assert.are.equal(0, rc, err)
+    assert.are.equal("", err)
+    assert.truthy(out:find("(engine counters, 2 runs)", 1, true), out)
+    assert.truthy(out:find("marker:loop task-clock: median", 1, true), out)
+    out, err, rc = support.sh(("%s%s check -r marker:loop --runs 2 --limit task-clock=1000%% --limit time_ns=1000%% "
+      .. "--baseline %s %s 1000 10 1"):format(ENV, P, base, EX))
+    os.remove(base)
+    assert.are.equal(0, rc, out .. err)
+    assert.truthy(out:find("\nPASS: 0 of 2 checks over their limit", 1, true), out)
+  end)
+
+  it("compare markers with no event named: the on-CPU and wall time of each", function()
+    local out, err, rc = support.sh(("%s%s compare --runs 1 -r marker:loop -r marker:thread %s 1000 4 2"):format(ENV,
+      P, EX))
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("\n%s*time_ns%s+marker:loop%s+8%s"), out)
+    assert.truthy(out:find("\n%s*wall_ns%s+marker:thread%s+2%s"), out)
+  end)
+end)
+
 describe("the marker library given a bad control block", function()
   local function run(control)
     return support.sh(("%s PERFSH_CONTROL=%s %s 1000 3 1"):format(ENV, control, EX))

@@ -209,7 +209,13 @@ end
 -- Without an engine: counters where a PMU exists, else callgrind (a note on stderr).
 function M.setup(name, spec, regions, base)
   local engine = cli.engine(name, spec.engine)
-  if not engine then
+  local markers = #regions > 0
+  for _, r in ipairs(regions) do
+    if not tostring(r):match("^marker:") then markers = false end
+  end
+  if not engine and markers then
+    engine = "counters" -- the program measures its markers itself; callgrind sees functions only
+  elseif not engine then
     engine = core.pmu_present() and "counters" or "callgrind"
     if engine == "callgrind" then
       io.stderr:write(("perfsh %s: no hardware PMU here: using --engine callgrind (exact, repeatable counts)\n")
