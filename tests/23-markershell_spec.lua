@@ -78,7 +78,6 @@ end)
 
 describe("perfsh tail and compare -r marker:NAME", function()
   it("take the marker catcher without --backend and count every hit", function()
-    if not support.need_traceable(pending, {EX}) then return end
     local out, err, rc = support.sh(("%s%s tail -r marker:loop --threshold-us 0 -e task-clock %s 1000 4 1"):format(ENV,
       P, EX))
     assert.are.equal(0, rc, err)
