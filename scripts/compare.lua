@@ -9,89 +9,45 @@ local NAME = "compare"
 -- With the counters engine, besides the events: on-CPU time and wall time of each side.
 local FIELDS = {"time_ns", "wall_ns"}
 
--- Options that take a value: the options end at the first word that is neither one of these
--- (nor its value) nor a flag, or at "--".
-local takes = {["-r"] = true, ["--region"] = true, ["-e"] = true, ["--events"] = true, ["--runs"] = true,
-  ["--engine"] = true, ["--backend"] = true}
-
-local function parser()
-  local argparse = require "argparse"
-  local p = argparse("perfsh compare"):add_help(false):help_max_width(100):help_description_margin(26):usage(
-    "Usage: perfsh compare -r REGION -r REGION [-r REGION...] [options] [--] COMMAND [ARGS...]\n"
-    .. "       perfsh compare -r REGION [options] -- COMMAND1 [ARGS...] -- COMMAND2 [ARGS...]")
-  p:description("Measures two or more function regions of one command, or one region of two commands (each "
+local def = {
+  description = "Measures two or more function regions of one command, or one region of two commands (each "
     .. "given after its own \"--\"), over N runs, and prints per event the median of each side, its ratio to the "
     .. "first side with the spread of the per-run ratios (min..max), and a mark: \"~ within noise\" when the "
-    .. "spread of the ratio includes 1, else higher, lower or same.")
-  p:epilog("Example:\n  perfsh compare --per-hit -r update_1 -r update_2_thread -r update_3_thread "
-    .. "./examples/grocery\n  perfsh compare -r spin --engine callgrind -- ./examples/loop 1000 -- "
-    .. "./examples/loop 2000")
-  p:option("-r --region", "a function (or line range) to measure; may be repeated"):argname("R"):count("*")
-    :target("regions")
-  p:option("-e --events", "events (default: Ir with callgrind, perfsh stat's otherwise); @ipc, @cache, ... "
-    .. "put in a preset set; with callgrind D1mr,DLmr turn on the cache simulator"):argname("LIST"):count("*")
-  p:option("--runs", "runs per side to take the median of (default: 5; 1 with callgrind)"):argname("N")
-  p:option("--engine", "counters (perf events, default) or callgrind (valgrind: exact counts, cache and "
-    .. "branch simulation)"):argname("E")
-  p:option("--backend", "how hits are caught: ptrace, uprobe or auto (as perfsh stat)"):argname("B")
-  p:flag("--per-hit", "divide each side by its hits (per thread, where each thread enters once)")
-  p:flag("--csv", "CSV: event,side,hits,value,ratio,ratio_min,ratio_max,mark")
-  p:flag("-h --help", "show this help and exit")
-  -- one line per option, "-r, --region R", as the other recipes print them
-  for _, o in ipairs(p._options) do
-    local label = table.concat(o._aliases, ", ") .. (o._argname and (" " .. o._argname) or "")
-    o._get_label_lines = function() return {label} end
-  end
-  return p
+    .. "spread of the ratio includes 1, else higher, lower or same.",
+  example = {"perfsh compare --per-hit -r update_1 -r update_2_thread -r update_3_thread ./examples/grocery",
+    "perfsh compare -r spin --engine callgrind -- ./examples/loop 1000 -- ./examples/loop 2000"},
+  options = {
+    {"-r --region", "R", "a function (or line range) to measure; may be repeated", count = "*", target = "regions"},
+    {"-e --events", "LIST", "events (default: Ir with callgrind, perfsh stat's otherwise); @ipc, @cache, ... "
+      .. "put in a preset set; with callgrind D1mr,DLmr turn on the cache simulator", count = "*"},
+    {"--runs", "N", "runs per side to take the median of (default: 5; 1 with callgrind)"},
+    {"--engine", "E", "counters (perf events, default) or callgrind (valgrind: exact counts, cache and "
+      .. "branch simulation)"},
+    {"--backend", "B", "how hits are caught: ptrace, uprobe or auto (as perfsh stat)"},
+    {"--per-hit", nil, "divide each side by its hits (per thread, where each thread enters once)"},
+    {"--csv", nil, "CSV: event,side,hits,value,ratio,ratio_min,ratio_max,mark"},
+  },
+  -- a "--" ending the options stays in the rest: -- CMD1 -- CMD2 are split here
+  keep_separator = true,
+}
+
+local function usage_error(msg)
+  error(("perfsh compare: %s (perfsh compare --help)"):format(msg), 0)
 end
 
-local function usage_error(msg, tip)
-  error(("perfsh compare: %s (perfsh compare --help%s)"):format(msg, tip or ""), 0)
-end
-
--- argv: options, then [--] COMMAND, or -- COMMAND1 -- COMMAND2. Returns opts, commands.
-local function parse(argv)
-  local head, i, explicit = {}, 1, false
-  while i <= #argv do
-    local a = argv[i]
-    if a == "--" then
-      explicit, i = true, i + 1
-      break
-    end
-    if a:sub(1, 1) ~= "-" or #a == 1 then break end
-    local flag, value = a:match("^(%-%-[^=]+)=(.*)$")
-    if takes[a] and i < #argv then
-      head[#head + 1], head[#head + 2] = a, argv[i + 1]
-      i = i + 2
-    elseif takes[a:sub(1, 2)] and #a > 2 and a:sub(2, 2) ~= "-" then
-      head[#head + 1] = a -- -rfoo
-      i = i + 1
-    else
-      head[#head + 1] = (flag and takes[flag]) and (flag .. "=" .. value) or a
-      i = i + 1
-    end
-  end
-  local p = parser()
-  local ok, opts = p:pparse(head)
-  if not ok then
-    local msg = opts:match("^[^\n]*")
-    local opt = msg:match("^option '(.-)' requires an argument")
-    usage_error(opt and (opt .. " needs a value") or msg, msg:match("^unknown option") and " lists them")
-  end
-  if opts.help then
-    io.write(p:get_help(), "\n")
-    os.exit(0, true)
-  end
-  local rest, cmds = {table.unpack(argv, i)}, {{}}
-  for _, a in ipairs(rest) do
+-- The commands of the rest of argv: [--] COMMAND, or -- COMMAND1 -- COMMAND2.
+local function commands(rest)
+  local cmds, explicit = {{}}, rest[1] == "--"
+  for k = explicit and 2 or 1, #rest do
+    local a = rest[k]
     if explicit and a == "--" and #cmds == 1 then cmds[2] = {} else table.insert(cmds[#cmds], a) end
   end
-  return opts, cmds
+  return cmds
 end
 
 -- The sides from the options and commands: {label, cmd, region}; raises on a bad combination.
 local function sides_of(opts, cmds)
-  local regions = opts.regions
+  local regions = opts.regions or {}
   for _, c in ipairs(cmds) do
     if #c == 0 then usage_error("a command is missing; give -- COMMAND1 ARGS -- COMMAND2 ARGS, or one COMMAND") end
   end
@@ -208,8 +164,8 @@ local function print_rows(out, rows, csv)
   end
 end
 
-local function main(argv)
-  local opts, cmds = parse(argv)
+local function main(opts, rest)
+  local cmds = commands(rest)
   local sides = sides_of(opts, cmds)
   local regions = {}
   for k, s in ipairs(sides) do regions[k] = s.region end
@@ -229,4 +185,4 @@ local function main(argv)
   return 0
 end
 
-cli.main(main, arg)
+cli.run(def, main)

@@ -104,13 +104,14 @@ end
 
 -- argv split where the options end: at "--" (dropped) or at the first word that is not an
 -- option or an option's value (the target's command starts there). Each value is joined to its
--- option as --long=VALUE, so that a value may start with "-" (--every -1, -e -x).
-local function split_options(argv, takes)
+-- option as --long=VALUE, so that a value may start with "-" (--every -1, -e -x). With @keep the
+-- "--" stays, first in the rest, for a recipe that gives it a meaning (perfsh compare).
+local function split_options(argv, takes, keep)
   local head, i = {}, 1
   while i <= #argv do
     local a = argv[i]
     if a == "--" then
-      i = i + 1
+      if not keep then i = i + 1 end
       break
     end
     if a:sub(1, 1) ~= "-" or #a == 1 then break end
@@ -149,7 +150,9 @@ end
 
 --- Parse argv with the recipe's parser (cli.parser(def)). Options stop at "--" or at the first
 -- word that is not an option; the rest is the command. With def.operands (a recipe without a
--- command: perfsh report FILE) the operands may come anywhere among the options instead.
+-- command: perfsh report FILE) the operands may come anywhere among the options instead. With
+-- def.keep_separator the "--" that ends the options, when given, stays first in the rest (the rest
+-- after it unsplit: perfsh compare splits -- CMD1 -- CMD2 itself).
 -- --help prints the help and exits 0; bad options raise one line (parse_error).
 -- Returns opts (argparse's result: names with "-" as "_", or the option's target), rest.
 function cli.parse(def, argv, ...)
@@ -160,7 +163,7 @@ function cli.parse(def, argv, ...)
     p:argument("operands"):args("*"):hidden(true)
     head = argv
   else
-    head, rest = split_options(argv, takes)
+    head, rest = split_options(argv, takes, def.keep_separator)
   end
   local ok, opts = p:pparse(head)
   if not ok then parse_error(def.name, opts) end
