@@ -208,14 +208,11 @@ local function main(opts, cmd)
 
   local status
   local runok, why = pcall(function() status = t:run() end)
-  local info, ms = t:info(), t:markers()
-  local out = io.stdout
+  local info, out = t:info(), io.stdout
   local how = status and (status.signal and (", killed by " .. status.signal) or (", exit " .. status.code)) or ""
-  out:write(("\nperfsh kinds: %s%s; events %s; caught by the program's marker library (%s)%s\n"):format(
-    table.concat(t.argv, " "), how, table.concat(info.events, ","),
-    ms.state == "running" and "counters read by " .. ms.read or (ms.state == "off" and "off: " .. ms.why
-      or "not running: no marker was reached"),
-    ms.lost > 0 and ("; %d records lost (the program's rings were full)"):format(ms.lost) or ""))
+  local caught, lost = cli.caught(t)
+  out:write(("\nperfsh kinds: %s%s; events %s; caught by %s%s\n"):format(table.concat(t.argv, " "), how,
+    table.concat(info.events, ","), caught, lost))
   local groups = by_kind(outer, k)
   print_kinds(out, outer, k, name_of, groups, info.events)
   local inners = {}

@@ -207,15 +207,7 @@ local function main(opts, cmd)
   elseif signame then
     how = ", stopped by " .. signame
   end
-  local caught = info.catcher
-  local lost = info.lost > 0 and (", %d probe records lost (ring full; --ring-pages raises it)"):format(info.lost) or ""
-  if info.catcher == "marker" then
-    local ms = t:markers()
-    caught = ms.state == "running" and ("the program's marker library (counters read by %s)"):format(ms.read)
-      or ("the program's marker library, which is %s%s"):format(ms.state == "off" and "off: " or "not running",
-        ms.state == "off" and ms.why or " (no marker was reached)")
-    lost = info.lost > 0 and (", %d records lost (the program's rings were full)"):format(info.lost) or ""
-  end
+  local caught, lost = cli.caught(t)
   report.regions(out, t.regions, {
     csv = opts.csv, every_call = opts.every_call, per_thread = opts.per_thread, events = info.events,
     dropped = info.dropped, detached = detached, catcher = info.catcher,

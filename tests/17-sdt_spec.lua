@@ -59,11 +59,7 @@ local function byte_at(path, off)
   return b and b:byte()
 end
 
-local function lines(s)
-  local t = {}
-  for l in s:gmatch("[^\n]+") do t[#t + 1] = l end
-  return t
-end
+local lines = support.lines
 
 describe("perfsh.sdt(path)", function()
   it("finds every probe readelf -n shows, with its address, semaphore and arguments", function()

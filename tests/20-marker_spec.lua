@@ -192,8 +192,7 @@ describe("marker library", function()
     local out, err, rc = support.sh(("trap '' XFSZ; ulimit -f 512; PERFSH_OUT=%s %s 0 100000 1"):format(path, EX))
     assert.are.equal(0, rc, err)
     assert.are.equal("threads 1 reps 100000\n", out)
-    local lines = {}
-    for l in err:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    local lines = support.lines(err)
     assert.are.equal(2, #lines, err)
     assert.are.equal(("perfsh marker: %s: write: File too large; records from now on are lost (counted)"):format(path),
       lines[1])

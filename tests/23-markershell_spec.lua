@@ -16,11 +16,7 @@ local function need_uprobes(pending)
   return support.need_uprobes(pending) and support.need_traceable(pending, {EX, "examples/epoll_server"})
 end
 
-local function lines(s)
-  local t = {}
-  for l in s:gmatch("[^\n]+") do t[#t + 1] = l end
-  return t
-end
+local lines = support.lines
 
 -- perfsh stat of marker_loop 1000 REPS THREADS with @regions (-r each); returns stdout after a
 -- successful run

@@ -61,6 +61,13 @@ function support.by_thread(src)
   return per
 end
 
+--- The non-empty lines of @s, as an array.
+function support.lines(s)
+  local t = {}
+  for l in s:gmatch("[^\n]+") do t[#t + 1] = l end
+  return t
+end
+
 --- The text of file @path, which is removed.
 function support.take(path)
   local f = assert(io.open(path))
