@@ -132,7 +132,8 @@ int ps_tracer_set_follow_fork(struct ps_tracer *t, int follow);
  * ps_tracer_bp_add() - place an armed breakpoint at @addr (an instruction start).
  * @kind: PS_BP_FUNC (a function entry: returns can be caught) or PS_BP_ADDR.
  *
- * Adding the same address twice with the same kind returns the same id. Refused: the
+ * Adding the same address twice returns the same id: one breakpoint serves both kinds (a
+ * PS_BP_ADDR that is also a function's entry becomes PS_BP_FUNC). Refused: the
  * ELF entry point (it is the return trampoline), syscall/int instructions, far
  * branches, and bytes that do not decode.
  *
