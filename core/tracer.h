@@ -186,9 +186,12 @@ int ps_tracer_status(const struct ps_tracer *t, int *exited, int *code, int *sig
 
 /**
  * ps_tracer_detach() - stop every thread, restore every breakpoint byte and every
- * swapped return address, and PTRACE_DETACH; the process continues unharmed (pending
- * signals are delivered). The scratch page used to run displaced instructions stays
- * mapped in the process. After it, the tracer can only be freed.
+ * swapped return address, unmap the scratch page used to run displaced instructions (a
+ * munmap system call run by one of the process's stopped threads, whose registers are put
+ * back), and PTRACE_DETACH; the process continues unharmed, its memory map as it was found
+ * (pending signals are delivered). The page stays only while a vfork child shares the
+ * process's memory or where every thread is in a group-stop. After it, the tracer can only
+ * be freed.
  */
 int ps_tracer_detach(struct ps_tracer *t, struct ps_error *err);
 

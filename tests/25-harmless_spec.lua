@@ -1,6 +1,7 @@
 -- Nothing typed on perfsh's command line harms the program: an address region must begin an
 -- instruction of the program's code (refused in one line before anything runs or is attached),
--- and a function's entry and a range starting there share one breakpoint.
+-- a function's entry and a range starting there share one breakpoint, and a detach leaves the
+-- memory map as it was found.
 local perfsh = require "perfsh"
 local support = dofile("tests/support.lua")
 local P = support.perfsh
@@ -8,6 +9,7 @@ local q = support.q
 
 local dir = os.tmpname()
 os.remove(dir)
+local FX = dir .. "/fx" -- tests/fixtures/tracer_fx.c: "fx slow N" calls fx_work N times, 2 ms apart
 local NAPPER = dir .. "/napper" -- tests/fixtures/napper.c: naps while its mark file exists
 
 -- Start the napper napping 5 ms at a time until @mark is removed; its pipe and pid.
@@ -82,7 +84,8 @@ end
 
 lazy_setup(function()
   assert(os.execute("mkdir -p " .. q(dir)))
-  local _, err, rc = support.sh(("cc -O2 -g -o %s tests/fixtures/napper.c"):format(q(NAPPER)))
+  local _, err, rc = support.sh(("cc -O2 -g -pthread -o %s tests/fixtures/tracer_fx.c && cc -O2 -g -o %s "
+    .. "tests/fixtures/napper.c"):format(q(FX), q(NAPPER)))
   assert(rc == 0, err)
 end)
 
@@ -175,6 +178,31 @@ describe("an attached process", function()
       napper_unharmed(p, mark)
     end)
   end
+
+  it("has the memory map it had before each attach after each detach, and its output is unchanged",
+    function()
+    local want = support.sh(FX .. " slow 1000")
+    local p, pid = support.background(FX, "slow 1000")
+    local function maps()
+      local f = assert(io.open("/proc/" .. pid .. "/maps"))
+      local s = f:read("a")
+      f:close()
+      return s
+    end
+    local before = maps()
+    for cycle = 1, 4 do
+      local t <close> = perfsh.attach(pid, {events = {"task-clock"}, backend = "ptrace"})
+      local r = t:region{func = "fx_work"} -- a rip-relative load: run out of line
+      assert.are.equal("paused", select(2, t:run{hits = 5}))
+      assert.are_not.equal(before, maps(), "no scratch page: nothing ran out of line")
+      t:detach()
+      assert.is_true(r:stats().hits >= 5)
+      t:close()
+      assert.are.equal(before, maps(), "cycle " .. cycle)
+    end
+    assert.are.equal(want, p:read("a"))
+    assert.is_true(p:close())
+  end)
 end)
 
 describe("one breakpoint", function()
