@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "codeaddr.h"
 #include "procmaps.h"
 #include "regionspec.h"
 #include "session_priv.h"
@@ -154,6 +155,16 @@ static int ifunc_error(const struct ps_symtab *st, const struct ps_sym *ifunc, c
 			    ifunc->name, list);
 }
 
+/* A probe may go at link-time address @addr of the main executable (core/codeaddr.h). */
+static int code_addr(struct ps_session *s, uint64_t addr, unsigned flags, struct ps_error *err)
+{
+	struct ps_error e2;
+
+	if (ps__exe_path(s, err))
+		return -1;
+	return ps_code_check(s->exe, symtab(s, &e2) ? NULL : s->sym, addr, flags, err);
+}
+
 /* The run-time entry of function @fn in the main executable or in library @lib. 1 = found,
    0 = the library is not mapped yet, -1 = error. */
 static int find_function(struct ps_session *s, const char *lib, const char *fn, uint64_t *addr, struct ps_error *err)
@@ -184,6 +195,8 @@ static int find_function(struct ps_session *s, const char *lib, const char *fn, 
 		*addr = strtoull(fn, &end, 16);
 		if (*end)
 			return ps_error_set(err, PS_EUSAGE, "bad address '%s'", fn);
+		if (code_addr(s, *addr, PS_CODE_ENTRY, err))
+			return -1;
 		*addr += main_bias(s);
 		return 1;
 	}
@@ -494,6 +507,8 @@ static int arm_range(struct ps_session *s, struct ps_region_info *ri, struct ps_
 	if (ps_region_spec_parse(ri->spec, &rs, err))
 		return -1;
 	if (rs.kind == PS_RSPEC_ADDR_RANGE) {
+		if (code_addr(s, rs.addr1, 0, err) || code_addr(s, rs.addr2, 0, err))
+			return -1;
 		n1 = n2 = 1;
 		from[0] = rs.addr1 + bias;
 		to[0] = rs.addr2 + bias;

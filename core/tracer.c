@@ -16,7 +16,8 @@
  *   preference: emulated by the tracer (endbr64, nops, push reg, pushf, call/jmp/jcc/loop
  *   rel, ret, and the register-only mov, movzx/movsx/movsxd, lea, add/sub/and/or/xor/adc/
  *   sbb/cmp/test of x86emu.c, flags exact: no extra stop; tracer_xol.c), or executed OUT OF LINE
- *   in a scratch page mapped in the tracee (one mmap syscall injected at first need):
+ *   in a scratch page mapped in the tracee (one mmap syscall injected at first need, and
+ *   a munmap at detach):
  *   the instruction is copied into a slot followed by an int3 and the thread is resumed
  *   there (one extra stop); rip-relative operands are rewritten to [reg+disp32] with a
  *   free register (rsi/rdi/rbx) loaded with the original rip, as kernel uprobes do;
@@ -461,6 +462,23 @@ static int drain_traps(struct ps_tracer *t)
 	return 0;
 }
 
+/* Unmap each process's scratch page (tracer_xol.c) through one of its threads, so that the
+ * memory map is left as it was found. Not through a thread in a group-stop (it would run on), nor
+ * while a vfork child shares a process's memory (its parent, held, waits for the child). */
+static void unmap_scratch(struct ps_tracer *t)
+{
+	for (struct proc *p = t->procs; p; p = p->next)
+		if (p->silent)
+			return;
+	for (struct proc *p = t->procs; p; p = p->next)
+		for (unsigned i = 0; p->scratch && i < t->thcap; i++) {
+			struct thread *th = t->th[i];
+			if (th && th->proc == p && th->state == TH_HELD && !th->group &&
+			    ps__tr_scratch_unmap(t, th) < 0)
+				break; /* the page stays */
+		}
+}
+
 int ps_tracer_detach(struct ps_tracer *t, struct ps_error *err)
 {
 	struct user_regs_struct r;
@@ -485,6 +503,7 @@ int ps_tracer_detach(struct ps_tracer *t, struct ps_error *err)
 			ps__tr_frames_unswap(th->proc, th, r.rsp);
 		th->nfr = 0;
 	}
+	unmap_scratch(t);
 	while (t->nth) {
 		for (unsigned i = 0; i < t->thcap; i++) {
 			struct thread *th = t->th[i];

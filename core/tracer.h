@@ -132,7 +132,8 @@ int ps_tracer_set_follow_fork(struct ps_tracer *t, int follow);
  * ps_tracer_bp_add() - place an armed breakpoint at @addr (an instruction start).
  * @kind: PS_BP_FUNC (a function entry: returns can be caught) or PS_BP_ADDR.
  *
- * Adding the same address twice with the same kind returns the same id. Refused: the
+ * Adding the same address twice returns the same id: one breakpoint serves both kinds (a
+ * PS_BP_ADDR that is also a function's entry becomes PS_BP_FUNC). Refused: the
  * ELF entry point (it is the return trampoline), syscall/int instructions, far
  * branches, and bytes that do not decode.
  *
@@ -185,9 +186,12 @@ int ps_tracer_status(const struct ps_tracer *t, int *exited, int *code, int *sig
 
 /**
  * ps_tracer_detach() - stop every thread, restore every breakpoint byte and every
- * swapped return address, and PTRACE_DETACH; the process continues unharmed (pending
- * signals are delivered). The scratch page used to run displaced instructions stays
- * mapped in the process. After it, the tracer can only be freed.
+ * swapped return address, unmap the scratch page used to run displaced instructions (a
+ * munmap system call run by one of the process's stopped threads, whose registers are put
+ * back), and PTRACE_DETACH; the process continues unharmed, its memory map as it was found
+ * (pending signals are delivered). The page stays only while a vfork child shares the
+ * process's memory or where every thread is in a group-stop. After it, the tracer can only
+ * be freed.
  */
 int ps_tracer_detach(struct ps_tracer *t, struct ps_error *err);
 

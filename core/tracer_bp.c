@@ -114,9 +114,9 @@ int ps_tracer_bp_add(struct ps_tracer *t, uint64_t addr, int kind, struct ps_err
 	if (!p || !t->attached)
 		return ps_error_set(err, ESRCH, "process %d is not traced any more", (int)t->pid);
 	if ((k = ps__tr_bp_find(t, addr)) >= 0) {
-		if (t->bp[k].kind != kind)
-			return ps_error_set(err, EEXIST, "a breakpoint of another kind is at 0x%llx already",
-					    (unsigned long long)addr);
+		/* one site serves both: a function's entry is a plain address too */
+		if (kind == PS_BP_FUNC)
+			t->bp[k].kind = PS_BP_FUNC;
 		return k;
 	}
 	if (!p->entry)

@@ -263,5 +263,8 @@ int ps__tr_tty_signal(const struct ps_tracer *t, pid_t tid, int sig);
 int ps__tr_bp_prepare(struct bp *b, const uint8_t *code, size_t n, struct ps_error *err);
 int ps__tr_displaced(struct ps_tracer *t, struct thread *th, const struct bp *b, int slot, int key,
 		     struct user_regs_struct *r, int *fsig);
+/* Unmap the scratch page of @th's process: stopped thread @th runs a munmap system call, as it
+ * was mapped, and gets its registers back. 0 (also without a page), 1 the thread is gone, -1. */
+int ps__tr_scratch_unmap(struct ps_tracer *t, struct thread *th);
 
 #endif

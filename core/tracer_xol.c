@@ -159,9 +159,12 @@ static int run_insn(struct ps_tracer *t, struct thread *th, struct user_regs_str
 	}
 }
 
-/* Map the scratch page in the tracee: a mmap syscall run at entry+1 (never executed by
- * the program after start-up; entry itself may hold the trampoline int3). */
-static int scratch_map(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r)
+/* Make stopped thread @th, with registers *@r, run system call @nr(@a[0..5]) at entry+1 (never
+ * executed by the program after start-up; entry itself may hold the trampoline int3). *@ret
+ * gets its result; the thread's registers are left as the call left them.
+ * Return: 0, 1 the thread is gone, -1 error. */
+static int inject_syscall(struct ps_tracer *t, struct thread *th, const struct user_regs_struct *r, long nr,
+			  const uint64_t a[6], uint64_t *ret)
 {
 	struct proc *p = th->proc;
 	struct user_regs_struct s = *r;
@@ -170,36 +173,71 @@ static int scratch_map(struct ps_tracer *t, struct thread *th, struct user_regs_
 
 	if (!p->entry && !(p->entry = ps__tr_read_auxv(p->pid, AT_ENTRY)))
 		return ps_error_set(t->err, ENOENT, "no AT_ENTRY in /proc/%d/auxv", (int)p->pid);
-	if (!p->slot && !(p->slot = calloc(NSLOT, sizeof *p->slot)))
-		return ps_error_set(t->err, ENOMEM, "out of memory");
-	uint64_t a = p->entry + 1;
-	if (mem_rd(p, a, save, 2) || mem_wr(p, a, sc, 2))
+	uint64_t at = p->entry + 1;
+	if (mem_rd(p, at, save, 2) || mem_wr(p, at, sc, 2))
 		return ps_error_set(t->err, errno, "cannot write the code of process %d: %s", (int)p->pid,
 				    strerror(errno));
-	s.rip = a;
-	s.rax = SYS_mmap;
-	s.orig_rax = (unsigned long long)-1;
-	s.rdi = 0;
-	s.rsi = SCRATCH_SIZE;
-	s.rdx = PROT_READ | PROT_EXEC;
-	s.r10 = MAP_PRIVATE | MAP_ANONYMOUS;
-	s.r8 = (unsigned long long)-1;
-	s.r9 = 0;
-	rc = run_insn(t, th, &s, a, 0, 1, &fsig);
+	s.rip = at;
+	s.rax = (unsigned long long)nr;
+	s.orig_rax = (unsigned long long)-1; /* no system call of its own to restart */
+	s.rdi = a[0];
+	s.rsi = a[1];
+	s.rdx = a[2];
+	s.r10 = a[3];
+	s.r8 = a[4];
+	s.r9 = a[5];
+	rc = run_insn(t, th, &s, at, 0, 1, &fsig);
+	mem_wr(p, at, save, 2);
 	if (rc == 1)
 		return 1;
-	mem_wr(p, a, save, 2);
 	if (rc)
 		return rc < 0 ? -1
-			      : ps_error_set(t->err, EFAULT, "mmap injected in %d faulted (signal %d)", (int)th->tid,
-					     fsig);
+			      : ps_error_set(t->err, EFAULT, "system call %ld injected in %d faulted (signal %d)", nr,
+					     (int)th->tid, fsig);
 	if (s.rax > (unsigned long long)-4096)
-		return ps_error_set(t->err, (int)-s.rax, "mmap injected in %d: %s", (int)th->tid,
+		return ps_error_set(t->err, (int)-s.rax, "system call %ld injected in %d: %s", nr, (int)th->tid,
 				    strerror((int)-s.rax));
-	p->scratch = s.rax;
+	*ret = s.rax;
+	return 0;
+}
+
+/* Map the scratch page in the tracee, by a mmap system call that @th runs. */
+static int scratch_map(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r)
+{
+	struct proc *p = th->proc;
+	const uint64_t a[6] = {0, SCRATCH_SIZE, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1, 0};
+	uint64_t addr = 0;
+	int rc;
+
+	if (!p->slot && !(p->slot = calloc(NSLOT, sizeof *p->slot)))
+		return ps_error_set(t->err, ENOMEM, "out of memory");
+	if ((rc = inject_syscall(t, th, r, SYS_mmap, a, &addr)) != 0)
+		return rc;
+	p->scratch = addr;
 	for (int i = 0; i < NSLOT; i++)
 		p->slot[i] = 0;
 	return 0;
+}
+
+int ps__tr_scratch_unmap(struct ps_tracer *t, struct thread *th)
+{
+	struct proc *p = th->proc;
+	const uint64_t a[6] = {p->scratch, SCRATCH_SIZE, 0, 0, 0, 0};
+	struct user_regs_struct r;
+	uint64_t ret;
+	int rc;
+
+	if (!p->scratch)
+		return 0;
+	if (ptrace(PTRACE_GETREGS, th->tid, 0, &r))
+		return ps_error_set(t->err, errno, "ptrace(GETREGS, %d): %s", (int)th->tid, strerror(errno));
+	if ((rc = inject_syscall(t, th, &r, SYS_munmap, a, &ret)) == 1)
+		return 1;
+	if (rc == 0)
+		p->scratch = 0;
+	if (ptrace(PTRACE_SETREGS, th->tid, 0, &r))
+		return ps_error_set(t->err, errno, "ptrace(SETREGS, %d): %s", (int)th->tid, strerror(errno));
+	return rc;
 }
 
 /* Put the copy of @b in scratch slot @slot (skipped when it is there already). */

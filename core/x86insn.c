@@ -83,6 +83,30 @@ int ps_x86_decode(const uint8_t *buf, size_t n, struct ps_x86_insn *in)
 	return 0;
 }
 
+int ps_x86_find_boundary(const uint8_t *buf, size_t n, uint64_t base, uint64_t addr, uint64_t *at, uint64_t *next)
+{
+	ZydisDecoder dec;
+	ZydisDecodedInstruction z;
+	uint64_t a = base;
+
+	*at = *next = base;
+	if (!ZYAN_SUCCESS(ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)))
+		return -1;
+	while (a <= addr && a - base < n) {
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&dec, NULL, buf + (a - base), n - (a - base), &z)))
+			break;
+		*at = a;
+		*next = a + z.length;
+		if (a == addr)
+			return 0;
+		if (*next > addr)
+			return 1;
+		a = *next;
+	}
+	*at = *next = a;
+	return -1;
+}
+
 /* The general register an instruction of the one-byte map writes: 0..15, -1 none (a compare,
    a memory destination), -2 unknown. */
 static int written_reg(const struct ps_x86_insn *in)

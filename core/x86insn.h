@@ -47,6 +47,21 @@ struct ps_x86_insn {
 int ps_x86_decode(const uint8_t *buf, size_t n, struct ps_x86_insn *in);
 
 /**
+ * ps_x86_find_boundary() - decode code from its start up to @addr: does an instruction begin
+ * there, or which one holds it?
+ * @buf, @n:  the code, whose first byte is at address @base and begins an instruction
+ * @addr:     an address in [@base, @base + @n)
+ * @at:       set to the start of the instruction that holds @addr (@addr itself when one
+ *            begins there), or to the first address that does not decode
+ * @next:     set to the start of the instruction after that one
+ *
+ * Every encoding Zydis knows counts (this only measures lengths).
+ * Return: 0 when an instruction begins at @addr, 1 when @addr is inside the one at *@at, -1
+ * when the bytes at *@at before @addr are no instruction.
+ */
+int ps_x86_find_boundary(const uint8_t *buf, size_t n, uint64_t base, uint64_t addr, uint64_t *at, uint64_t *next);
+
+/**
  * ps_x86_entry_step() - what the first instruction of a function does to what a hit reads at
  * the entry, for a probe that stops the thread only after that instruction ran (a uprobe).
  * @buf, @n:  the instruction bytes

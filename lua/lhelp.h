@@ -50,7 +50,7 @@ void ps_l_open_tracee(lua_State *L);  /* core.spawn, core.attach, metatable perf
 struct ps_session *ps_l_tracee_check(lua_State *L);
 extern const luaL_Reg ps_l_marker_methods[];
 void ps_l_open_sdt(lua_State *L);  /* core.sdt, core.sdt_check: SDT probes (lua/lsdt.c) */
-void ps_l_open_syms(lua_State *L); /* core.symbols, core.source_files (lua/lsyms.c) */
+void ps_l_open_syms(lua_State *L); /* core.symbols, core.source_files, core.code_check (lua/lsyms.c) */
 
 struct ps_sdt_spec;
 /* Push an SDT region spec's probes as {{provider =, name =}, ...} (lua/lsdt.c). */

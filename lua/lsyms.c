@@ -1,12 +1,17 @@
-/* lua/lsyms.c - what a program file names, for completion: core.symbols, core.source_files. */
+/* lua/lsyms.c - what a program file names, for completion: core.symbols, core.source_files; and
+ * whether an address a region names is code: core.code_check. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <elfutils/libdw.h>
 
+#include "codeaddr.h"
 #include "lhelp.h"
+#include "regionspec.h"
 #include "symbols.h"
 
 /* core.symbols(path): the function names of an ELF file (demangled where mangled), or nil,
@@ -69,8 +74,42 @@ static int l_source_files(lua_State *L)
 	return 1;
 }
 
+/* core.code_check(pid | path, region): true when every address region @region names (0xA as a
+   function's entry, 0xA-0xB) begins an instruction in the code of the program process @pid runs
+   (or of ELF file @path), and for any other region; else nil, message, code (core/codeaddr.h).
+   A process whose program cannot be read gives true: attaching to it says why. */
+static int l_code_check(lua_State *L)
+{
+	const char *region = luaL_checkstring(L, 2);
+	char path[PATH_MAX];
+	struct ps_region_spec rs;
+	struct ps_error err;
+
+	if (lua_type(L, 1) == LUA_TNUMBER) {
+		char link[64];
+		ssize_t n;
+		snprintf(link, sizeof link, "/proc/%lld/exe", (long long)luaL_checkinteger(L, 1));
+		if ((n = readlink(link, path, sizeof path - 1)) < 0 || access(link, R_OK)) {
+			lua_pushboolean(L, 1);
+			return 1;
+		}
+		path[n] = '\0';
+	} else {
+		snprintf(path, sizeof path, "%s", luaL_checkstring(L, 1));
+	}
+	if (ps_region_spec_parse(region, &rs, &err) == 0 &&
+	    ((rs.kind == PS_RSPEC_ADDR && ps_code_check(path, NULL, rs.addr1, PS_CODE_ENTRY, &err)) ||
+	     (rs.kind == PS_RSPEC_ADDR_RANGE &&
+	      (ps_code_check(path, NULL, rs.addr1, 0, &err) || ps_code_check(path, NULL, rs.addr2, 0, &err)))))
+		return ps_l_fail(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
 void ps_l_open_syms(lua_State *L)
 {
+	lua_pushcfunction(L, l_code_check);
+	lua_setfield(L, -2, "code_check");
 	lua_pushcfunction(L, l_symbols);
 	lua_setfield(L, -2, "symbols");
 	lua_pushcfunction(L, l_source_files);

@@ -119,7 +119,8 @@ local function main(opts, cmd)
     .. "--ring-pages 1024)", function(n) return math.tointeger(n) and n >= 1 and n & (n - 1) == 0 end)
   local function start(how, fallback)
     local t = cli.start("stat", cmd, opts.pid, {events = events, groups = groups, follow_fork = opts.follow_fork,
-      spill = not opts.pid and opts.save or nil, backend = how, ring_pages = not fallback and ring_pages or nil})
+      spill = not opts.pid and opts.save or nil, backend = how, ring_pages = not fallback and ring_pages or nil},
+      opts.regions)
     if t.note then io.stderr:write("perfsh stat: note: ", t.note, "\n") end
     return t
   end

@@ -45,7 +45,7 @@ local function main(opts, cmd)
   local rspec = cli.region_spec(opts.region, "tail")
   local backend = cli.regions_backend("tail", opts.backend, {opts.region}, ((opts.sample or opts.every)
     and "sampling") or (rspec.range and "region " .. opts.region) or nil, opts.pid ~= nil)
-  local t = cli.start("tail", cmd, opts.pid, {events = events, backend = backend})
+  local t = cli.start("tail", cmd, opts.pid, {events = events, backend = backend}, {opts.region})
   if t.note then io.stderr:write("perfsh tail: note: ", t.note, "\n") end
   if opts.sample then rspec.sample = {p = num("--sample", opts.sample)} end
   if opts.every then rspec.sample = {every = math.tointeger(num("--every", opts.every))} end

@@ -376,13 +376,19 @@ function cli.region_spec(r, name)
 end
 
 --- Start the target of a recipe: spawn cmd, or attach to pid (a string from -p). spec holds
--- the other perfsh.spawn/attach options (events, groups, spill, follow_fork, ...).
-function cli.start(name, cmd, pid, spec)
+-- the other perfsh.spawn/attach options (events, groups, spill, follow_fork, ...); regions, the
+-- recipe's -r names: an address that is no instruction of the process's program is refused
+-- before it is attached (a spawned program is checked before its first instruction).
+function cli.start(name, cmd, pid, spec, regions)
   local perfsh = require "perfsh"
   local ok, t = pcall(function()
     if pid then
       local n = math.tointeger(tonumber(pid))
       if not n then error(("-p needs a process id, not '%s'"):format(pid), 0) end
+      for _, r in ipairs(regions or {}) do
+        local good, why = require("perfsh.core").code_check(n, r)
+        if not good then error(("region '%s': %s"):format(r, why), 0) end
+      end
       return perfsh.attach(n, spec)
     end
     local s = {}

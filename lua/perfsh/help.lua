@@ -43,7 +43,7 @@ help.topics = {
   {"t:hits", "iterate over every record of every region", "for h in t:hits() do print(h.hit) end"},
   {"t:events", "the event names, in record order", "t:events()"},
   {"t:save", "write the records to a .psnap file", 't:save("run.psnap")'},
-  {"t:detach", "let the program go on untraced, code restored", "t:detach()"},
+  {"t:detach", "let the program go on untraced, code and memory map restored", "t:detach()"},
   {"t:close", "end the session (a spawned program still running is killed)", "t:close()"},
   {"r:hits", "iterate over the region's records", "for h in r:hits() do print(h.time_ns) end"},
   {"r:list", "the region's records as an array", "r:list()[1]"},

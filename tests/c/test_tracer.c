@@ -587,6 +587,28 @@ TEST(tracer_segv)
 	ps_tracer_free(t);
 }
 
+/* Start the fixture's "slow" mode (@n calls, 2 ms apart), its output into file @out, after an
+   untraced run into @want (both @len bytes, named after @tag); its pid, 100 ms after. */
+static pid_t start_slow(const char *bin, const char *n, char *out, char *want, size_t len, const char *tag)
+{
+	char *argv[] = {(char *)bin, "slow", (char *)n, NULL}, name[64];
+
+	snprintf(name, sizeof name, "%s.out", tag);
+	tmpfile_path(out, len, name);
+	snprintf(name, sizeof name, "%s.want", tag);
+	tmpfile_path(want, len, name);
+	plain_run(argv, want);
+	pid_t c = fork();
+	if (c == 0) {
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(fd, 1);
+		execv(bin, argv);
+		_exit(127);
+	}
+	usleep(100000);
+	return c;
+}
+
 TEST(tracer_attach_detach)
 {
 	static struct rec r;
@@ -597,18 +619,7 @@ TEST(tracer_attach_detach)
 
 	if (!bin)
 		SKIP("cc failed");
-	char *argv[] = {(char *)bin, "slow", "300", NULL};
-	tmpfile_path(out, sizeof out, "slow.out");
-	tmpfile_path(want, sizeof want, "slow.want");
-	plain_run(argv, want);
-	pid_t c = fork();
-	if (c == 0) {
-		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		dup2(fd, 1);
-		execv(bin, argv);
-		_exit(127);
-	}
-	usleep(100000);
+	pid_t c = start_slow(bin, "300", out, want, sizeof out, "slow");
 	r.catch_ret = 1;
 	r.pause_at = 20;
 	struct ps_tracer *t = NULL;
@@ -632,6 +643,67 @@ TEST(tracer_attach_detach)
 	CHECK_EQ_INT(ps_tracer_detach(t, &err), 0);
 	ps_tracer_free(t);
 	/* the 20th call's return address was swapped and is restored: the program ends well */
+	CHECK_EQ_INT(waitpid(c, &st, 0), c);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK_STR(slurp(out), slurp(want));
+}
+
+/* /proc/@pid/maps into @buf (@n bytes), read to its end. */
+static void read_maps(pid_t pid, char *buf, size_t n)
+{
+	char path[64];
+	size_t len = 0;
+	ssize_t got = 1;
+	int fd;
+
+	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+	buf[0] = '\0';
+	if ((fd = open(path, O_RDONLY)) < 0)
+		return;
+	while (len + 1 < n && (got = read(fd, buf + len, n - 1 - len)) > 0)
+		len += (size_t)got;
+	buf[len] = '\0';
+	close(fd);
+}
+
+/* Each attach ran a displaced instruction out of line in a scratch page it mapped; each detach
+   unmaps it: the memory map is the one found before the first attach, and the program ends as
+   if never traced. */
+TEST(tracer_detach_leaves_the_memory_map_as_found)
+{
+	static struct rec r;
+	static char before[1 << 14], during[1 << 14], after[1 << 14];
+	struct ps_error err = {0};
+	const char *bin = fx(1);
+	char out[700], want[700];
+	int st;
+
+	if (!bin)
+		SKIP("cc failed");
+	pid_t c = start_slow(bin, "400", out, want, sizeof out, "maps");
+	read_maps(c, before, sizeof before);
+	for (int cycle = 0; cycle < 4; cycle++) {
+		struct ps_tracer *t = NULL;
+		memset(&r, 0, sizeof r);
+		r.catch_ret = 1;
+		r.pause_at = 5;
+		CHECK_EQ_INT(ps_tracer_attach(&t, c, &ops, &r, &err), 0);
+		if (!t) {
+			fprintf(stderr, "  %s\n", err.msg);
+			break;
+		}
+		/* fx_work begins with a rip-relative load: run out of line */
+		uint64_t work = nm_addr(bin, "fx_work") + ps_tracer_load_bias(t, NULL);
+		CHECK(ps_tracer_bp_add(t, work, PS_BP_FUNC, &err) >= 0);
+		CHECK_EQ_INT(ps_tracer_run(t, &err), 0);
+		CHECK_EQ_INT(r.hits, 5);
+		read_maps(c, during, sizeof during);
+		CHECK(strcmp(during, before) != 0); /* the scratch page is there */
+		CHECK_EQ_INT(ps_tracer_detach(t, &err), 0);
+		ps_tracer_free(t);
+		read_maps(c, after, sizeof after);
+		CHECK_STR(after, before);
+	}
 	CHECK_EQ_INT(waitpid(c, &st, 0), c);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECK_STR(slurp(out), slurp(want));
