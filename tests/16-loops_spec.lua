@@ -11,6 +11,18 @@ local function loops(marker) return line_of("examples/loops.c", "/* " .. marker 
 -- A stop per iteration would make these runs take hundreds of thousands of stops.
 local FEW_STOPS = 50
 
+-- The lowest address readelf shows a row of FILE:LINE at in EXE, other than @other: the line
+-- table's own account, read apart from libdw.
+local function first_addr(exe, file, line, other)
+  local out = support.sh("readelf -W --debug-dump=decodedline " .. exe)
+  local best
+  for name, ln, a in out:gmatch("\n(%S+)%s+(%d+)%s+0x(%x+)") do
+    a = tonumber(a, 16)
+    if name == file and tonumber(ln) == line and a ~= other and (not best or a < best) then best = a end
+  end
+  return best
+end
+
 -- Run examples/loops N CALLS with a line range; returns its hits, the stops and the output.
 local function run_loops(range, n, calls)
   local out = os.tmpname()
@@ -51,6 +63,18 @@ describe("a line range and a loop", function()
         .. "of sum.c begin at one address %(0x%x+ in sum%)"), err)
       assert.are.equal(1, select(2, err:gsub("\n", "")), err)
     end
+  end)
+
+  it("stops once where a hit ends in a loop and no hit is open for its later iterations", function()
+    -- from sum()'s entry to the compare of its loop, reached 2.5M times more after the hit:
+    -- line 23's two blocks (readelf), as an address range
+    local header = line_of("examples/sum.c", "s += numbers[i];") - 1
+    local a = first_addr("examples/sum", "sum.c", header)
+    local b = first_addr("examples/sum", "sum.c", header, a)
+    local out, err, rc = support.sh(("%s stat -r 0x%x-0x%x -e task-clock examples/sum"):format(P, a, b))
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find(("region 0x%x-0x%x (range, 1 hit)"):format(a, b), 1, true), out)
+    assert.is_true(tonumber(out:match("; (%d+) stops?")) < FEW_STOPS, out)
   end)
 
   it("with the loop header as start line: one hit for the whole loop", function()
