@@ -183,6 +183,25 @@ static int ptrace_role(struct ps_session *s, pid_t tid, int bp, int *k)
 	return 0;
 }
 
+/* An end breakpoint (every role of it a range's end) is worth a stop only while a hit of its
+   regions is open: once none is, disarm it. A start arms its region's ends again (ends_wake()). */
+static void ends_sleep(struct ps_session *s, int bp)
+{
+	for (int k = 0; k < s->bps[bp].nroles; k++)
+		if (s->bps[bp].roles[k].kind != ROLE_END || ps_hitpath_open_calls(s->hp, s->bps[bp].roles[k].region))
+			return;
+	if (s->bps[bp].nroles)
+		ps_tracer_bp_enable(s->t, bp, 0, NULL);
+}
+
+static void ends_wake(struct ps_session *s, int id)
+{
+	for (int b = 0; b < s->nbps; b++)
+		for (int k = 0; k < s->bps[b].nroles; k++)
+			if (s->bps[b].roles[k].kind == ROLE_END && s->bps[b].roles[k].region == id)
+				ps_tracer_bp_enable(s->t, b, 1, NULL);
+}
+
 /* A stop that measures nothing: count the entries it makes, and nothing else. */
 static int plain_roles(struct ps_session *s, struct thr *th, int bp)
 {
@@ -196,6 +215,7 @@ static int plain_roles(struct ps_session *s, struct thr *th, int bp)
 		} else if (kind == ROLE_UNWIND || kind == ROLE_CATCH || kind == ROLE_LOAD)
 			ptrace_role(s, th->tid, bp, &k);
 	}
+	ends_sleep(s, bp); /* an end with no hit open */
 	return pause_wanted(s, s->deadline ? ps_now_ns() : 0);
 }
 
@@ -250,11 +270,14 @@ static int on_hit(void *ud, pid_t tid, int bp, const struct user_regs_struct *re
 		rh.args = h.args;
 		if (kind == ROLE_END) {
 			ps_hitpath_hit(s->hp, &rh);
+			ends_sleep(s, bp);
 		} else if (kind == ROLE_ENTRY || kind == ROLE_START) {
 			if (s->reg[id].dropped || s->reg[id].pending)
 				continue;
 			s->reg[id].entries++;
 			sl = ps_hitpath_hit(s->hp, &rh);
+			if (kind == ROLE_START)
+				ends_wake(s, id);
 			if (kind == ROLE_ENTRY && sl >= 0) {
 				*cookie = (uint64_t)sl;
 				rc |= PS_TRACER_CATCH_RETURN;

@@ -112,33 +112,60 @@ struct ps_lines_arm {
 	int end;
 };
 
+#define PS_LINES_MAX_ARMS 64
+
+/**
+ * struct ps_lines_range - how a line range is read, and where its hits start and end.
+ * @l1, @l2:   in: the start and end lines; out: each moved to the next line with code (any row
+ *             of the line table, is_stmt or not) when it has none.
+ * @arm:       @narm breakpoints, ends first.
+ * @perforator: 1 when the range is read as Perforator reads one (see ps_lines_range_arms()).
+ * @start, @end: that reading's two link-time addresses.
+ * @end_idle:  an end is armed where control also arrives while no hit can be open (in a loop
+ *             after the hit, say): a catcher that cannot disarm it takes a stop there each time.
+ * @note:      a remark for the user ("" if none), e.g. paths that return inside the range.
+ * @reading:   one line for a report's header: how the range was read, and why.
+ */
+struct ps_lines_range {
+	int l1, l2;
+	struct ps_lines_arm arm[PS_LINES_MAX_ARMS];
+	int narm;
+	int perforator;
+	uint64_t start, end;
+	int end_idle;
+	char note[300];
+	char reading[300];
+};
+
 /**
  * ps_lines_range_arms() - the breakpoints of the line range FILE:L1-FILE:L2, from the
  * control flow of the functions that hold its code.
- * @l:       the tables.
- * @file:    the source file (as for ps_lines_addrs()).
- * @pl1, @pl2: the start and end lines; each is moved to the next line with code (any row
- *           of the line table, is_stmt or not) when it has none.
- * @out:     receives up to @max breakpoints, ends first.
- * @max:     room in @out.
- * @note:    receives a remark for the user ("" if none), e.g. paths that return inside
- *           the range; @notelen bytes.
- * @err:     a range whose lines have no code, whose start and end lines begin at one
- *           address, or whose end line no path from the start reaches (optimized code):
- *           one line saying so.
+ * @l:    the tables.
+ * @file: the source file (as for ps_lines_addrs()).
+ * @r:    @r->l1 and @r->l2 in; the reading and its breakpoints out.
+ * @err:  a range whose lines have no code, or whose end no reading reaches: one line
+ *        saying so and what to do.
  *
- * The range's code is every instruction of a line in [@l1, @l2) of @file; the end line's
- * code every instruction of line @l2. A hit starts where control enters the range's code
- * while no hit is open and ends at the first instruction of the end line after that. The
- * instructions of the functions are decoded (Zydis) into a flow graph, and which edges
- * can start or end a hit is found from it: only their targets (or their sources, when
- * the target is also reached from elsewhere) are returned, so a loop wholly inside or
- * outside the range costs no stop per iteration.
- * Return: the number of breakpoints (1..@max); 0 when the code cannot be analysed (no
- * functions in the DWARF, an instruction Zydis does not know, too many breakpoints): the
- * caller arms the lines' first addresses instead; -1 with @err set.
+ * An instruction is at every line with a row at its address (the views there: control
+ * passes each of those lines before it runs), else at the line of the last row before it; an
+ * inlined call's code is also at the line of the call. The range's code is the instructions
+ * at a line in [@l1, @l2) of @file, the end line's those at line @l2.
+ *
+ * Where no instruction is at both and no code of the end line is interleaved with the
+ * range's (straight-line code that goes on into more of the range), the table gives one
+ * reading: a hit starts where control enters the range's code while no hit is open and
+ * ends at the first instruction of the end line after that. The instructions are decoded
+ * (Zydis) into a flow graph, and which edges can start or end a hit is found from it: only
+ * their targets (or their sources, when the target is also reached from elsewhere) are
+ * returned, so a loop wholly inside or outside the range costs no stop per iteration.
+ *
+ * Otherwise (or when that reading never reaches the end) the range is read as Perforator
+ * reads one: a hit runs from the start line's first address (the lowest of its rows and
+ * of its inlined calls) to the end line's first address that is not also that one.
+ * Return: the number of breakpoints (1..PS_LINES_MAX_ARMS); 0 when the code cannot be
+ * analysed (no functions in the DWARF, an instruction Zydis does not know, too many
+ * breakpoints): the caller arms the lines' first addresses instead; -1 with @err set.
  */
-int ps_lines_range_arms(struct ps_lines *l, const char *file, int *pl1, int *pl2, struct ps_lines_arm *out, int max,
-			char *note, size_t notelen, struct ps_error *err);
+int ps_lines_range_arms(struct ps_lines *l, const char *file, struct ps_lines_range *r, struct ps_error *err);
 
 #endif

@@ -1,23 +1,22 @@
-/* core/lines_cfg.c - where a line range's hits start and end, from the control flow of the
- * functions that hold its code.
+/* core/lines_cfg.c - a line range through the control flow of the functions that hold its
+ * code: where a hit may be open, and which edges can start or end one.
  *
  * Each function is decoded into instructions with their successors (lines_graph.c). Every
- * instruction is in the range (a line in [L1, L2)), at the end line (L2), or elsewhere.
+ * instruction is placed by a reading (lines_range.c): in the range, at the end, or elsewhere.
  * A forward data flow finds, after each instruction, whether a hit may be open, closed, or
- * either: entering the range opens one, reaching the end line closes it, anything else
- * keeps the state. An edge into the range from a state that may be closed can start a hit;
- * an edge into the end line from a state that may be open can end one. Only those edges
- * are armed: at their target when every way into it is such an edge, else at their source
- * when the source only leads there, else at the target (a start there while a hit is open,
- * or an end while none is, does nothing at run time: only a stop is wasted).
+ * either: entering the range opens one, reaching the end closes it, anything else keeps the
+ * state. An edge into the range from a state that may be closed can start a hit; an edge
+ * into the end from a state that may be open can end one. Only those edges are armed: at
+ * their target when every way into it is such an edge, else at their source when the source
+ * only leads there, else at the target (a start there while a hit is open, or an end while
+ * none is, does nothing at run time: only a stop is wasted).
  */
 #include <dwarf.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "lines_graph.h"
-#include "lines_priv.h"
+#include "lines_cfg.h"
 
 struct rowref {
 	uint64_t addr;
@@ -40,17 +39,16 @@ static bool in_fn(const struct fn *f, uint64_t addr)
 	return false;
 }
 
-/* Where line @line puts an instruction that is @was so far: the range wins over the end line. */
-static uint8_t member(int line, int l1, int l2, uint8_t was)
+/* The side line @line of @c's file is on: AT_RANGE, AT_END or 0. */
+static uint8_t side(const struct cfg *c, int line)
 {
-	if ((line >= l1 && line < l2) || was == M_RANGE)
-		return M_RANGE;
-	return line == l2 ? M_END : was;
+	return line >= c->l1 && line < c->l2 ? AT_RANGE : line == c->l2 ? AT_END : 0;
 }
 
-/* Each instruction's place: the last row at or before its address (rows at one address: the
-   last one is the instruction's line). */
-static int place(struct ps_lines *l, struct fn *f, const char *file, int l1, int l2)
+/* The sides of each instruction (insn.at): of every line with a row at its address (the views
+   there: control passes each of those lines before it runs), else of the line of the last row
+   before it; code of an inlined call made from the range is the range's. */
+static int place(struct ps_lines *l, struct cfg *c, struct fn *f)
 {
 	struct rowref *rr = malloc((l->nrows ? l->nrows : 1) * sizeof *rr);
 	size_t n = 0, k = 0;
@@ -62,36 +60,61 @@ static int place(struct ps_lines *l, struct fn *f, const char *file, int l1, int
 			rr[n++] = (struct rowref){l->rows[i].addr, i};
 	qsort(rr, n, sizeof *rr, cmp_rowref);
 	for (int i = 0; i < f->n; i++) {
+		struct insn *in = &f->in[i];
 		const struct row *r;
-		while (k < n && rr[k].addr <= f->in[i].addr)
+		while (k < n && rr[k].addr <= in->addr)
 			k++;
 		if (!k)
 			continue;
 		r = &l->rows[rr[k - 1].idx];
-		f->in[i].rowstart = r->addr == f->in[i].addr;
-		/* rows of both lines at this address: no instruction tells the start from the end */
-		for (size_t j = k; j-- > 0 && rr[j].addr == f->in[i].addr;) {
+		in->rowstart = r->addr == in->addr;
+		for (size_t j = k; j-- > 0 && (j == k - 1 || rr[j].addr == in->addr);) {
 			const struct row *o = &l->rows[rr[j].idx];
-			if (ps__same_file(o->file, file) && (o->line == l1 || o->line == l2))
-				f->in[i].both |= o->line == l1 ? 1 : 2;
+			if (o->line > 0 && ps__same_file(o->file, c->file))
+				in->at |= side(c, o->line);
+			if (o->addr != in->addr)
+				break;
 		}
-		/* the line, or the line of an inlined call this instruction belongs to */
-		if (r->line > 0 && ps__same_file(r->file, file))
-			f->in[i].member = member(r->line, l1, l2, M_OUT);
-		for (int c = 0; c < f->ninl; c++)
-			if (f->in[i].addr >= f->inl[c].lo && f->in[i].addr < f->inl[c].hi)
-				f->in[i].member = member(f->inl[c].line, l1, l2, f->in[i].member);
+		for (int m = 0; m < f->ninl; m++) {
+			uint8_t call = side(c, f->inl[m].line);
+			if (in->addr >= f->inl[m].lo && in->addr < f->inl[m].hi)
+				in->at = call == AT_RANGE ? AT_RANGE : in->at | call;
+		}
 	}
 	free(rr);
 	return 0;
 }
 
+const struct insn *ps__cfg_shared(const struct cfg *c, const struct fn **fn)
+{
+	for (int k = 0; k < c->nf; k++)
+		for (int i = 0; i < c->fn[k].n; i++)
+			if (c->fn[k].in[i].at == (AT_RANGE | AT_END) && c->fn[k].in[i].reached) {
+				*fn = &c->fn[k];
+				return &c->fn[k].in[i];
+			}
+	return NULL;
+}
+
+void ps__cfg_place(struct cfg *c, uint64_t start, uint64_t end)
+{
+	for (int k = 0; k < c->nf; k++)
+		for (int i = 0; i < c->fn[k].n; i++) {
+			struct insn *in = &c->fn[k].in[i];
+			if (start)
+				in->member = in->addr == start ? M_RANGE : in->addr == end ? M_END : M_OUT;
+			else
+				in->member = in->at & AT_RANGE ? M_RANGE : in->at & AT_END ? M_END : M_OUT;
+			in->arm = 0;
+		}
+}
+
 /*
  * Optimized code interleaves lines: an instruction of the end line may come before more of
- * the range's in straight-line code (no branch out, nothing jumps in between). Control has
- * not left the range for the end line there: such an instruction is no end.
+ * the range's in straight-line code (no branch out, nothing jumps in between). Whether control
+ * left the range for the end line there, the table does not say: mark it (insn.woven).
  */
-static int interleaved(struct fn *f)
+static int weave(struct fn *f)
 {
 	int *npred = calloc((size_t)f->n + 1, sizeof *npred);
 	bool range_after = false;
@@ -101,15 +124,25 @@ static int interleaved(struct fn *f)
 	for (int k = 0; k < f->ne; k++)
 		npred[f->e[k].to]++;
 	for (int i = f->n - 1; i >= 0; i--) {
-		const struct insn *in = &f->in[i];
+		struct insn *in = &f->in[i];
 		bool straight = i + 1 < f->n && (in->kind == K_PLAIN || in->kind == K_CALL) && in->nout == 1 &&
 				f->e[in->first].to == i + 1 && npred[i + 1] == 1;
-		range_after = straight && (f->in[i + 1].member == M_RANGE || range_after);
-		if (f->in[i].member == M_END && range_after)
-			f->in[i].member = M_OUT;
+		range_after = straight && ((f->in[i + 1].at & AT_RANGE) || range_after);
+		in->woven = in->at == AT_END && range_after && in->reached;
 	}
 	free(npred);
 	return 0;
+}
+
+const struct insn *ps__cfg_interleaved(const struct cfg *c, const struct fn **fn)
+{
+	for (int k = 0; k < c->nf; k++)
+		for (int i = 0; i < c->fn[k].n; i++)
+			if (c->fn[k].in[i].woven) {
+				*fn = &c->fn[k];
+				return &c->fn[k].in[i];
+			}
+	return NULL;
 }
 
 /* The state coming into @i from outside the edges: the entry's, unknown indirect jumps'. */
@@ -169,8 +202,9 @@ static int need(const struct insn *to, uint8_t st)
 	return 0;
 }
 
-/* Choose the breakpoints of @f (insn.arm). Returns whether any edge can end a hit. */
-static bool choose(struct fn *f)
+/* Choose the breakpoints of @f (insn.arm). Returns whether any edge can end a hit: 1, 0, or -1
+   (no memory). */
+static int choose(struct fn *f)
 {
 	int *all = calloc((size_t)f->n, sizeof *all); /* per target: edges in, edges needing it */
 	int *needed = calloc((size_t)f->n, sizeof *needed);
@@ -179,7 +213,7 @@ static bool choose(struct fn *f)
 	if (!all || !needed) {
 		free(all);
 		free(needed);
-		return false;
+		return -1;
 	}
 	for (int k = 0; k < f->ne; k++) {
 		const struct insn *src = &f->in[f->e[k].from];
@@ -316,117 +350,79 @@ static int find_fns(struct ps_lines *l, const char *file, int l1, int l2, struct
 	return n;
 }
 
-/* The first line from @line on with code (any row) in @file, or 0. */
-static int line_with_code(const struct ps_lines *l, const char *file, int line)
+int ps__cfg_build(struct ps_lines *l, struct cfg *c)
 {
-	int best = 0;
-
-	for (size_t i = 0; i < l->nrows; i++) {
-		const struct row *r = &l->rows[i];
-		if (!r->end && r->line >= line && (!best || r->line < best) && ps__same_file(r->file, file))
-			best = r->line;
+	c->nf = find_fns(l, c->file, c->l1, c->l2, c->fn, MAX_FUNCS);
+	if (c->nf <= 0) {
+		c->nf = 0;
+		return 0;
 	}
-	return best;
+	for (int k = 0; k < c->nf; k++)
+		if (ps__graph_decode(l->elf, &c->fn[k]) < 0 || place(l, c, &c->fn[k]) < 0 ||
+		    ps__graph_edges(l->elf, &c->fn[k]) < 0 || weave(&c->fn[k]) < 0)
+			return 0;
+	return 1;
 }
 
-int ps_lines_range_arms(struct ps_lines *l, const char *file, int *pl1, int *pl2, struct ps_lines_arm *out, int max,
-			char *note, size_t notelen, struct ps_error *err)
+void ps__cfg_free(struct cfg *c)
 {
-	struct fn fns[MAX_FUNCS];
-	const char *f = ps__lines_find_file(l, file, err);
-	int nf, n = 0, rc = 0, nrange = 0, l1, l2;
-	bool ends = false;
-
-	note[0] = '\0';
-	if (!f)
-		return -1;
-	l1 = line_with_code(l, f, *pl1);
-	l2 = line_with_code(l, f, *pl2);
-	if (!l1 || !l2 || l1 >= l2)
-		return 0;
-	*pl1 = l1;
-	*pl2 = l2;
-	if ((nf = find_fns(l, f, l1, l2, fns, MAX_FUNCS)) <= 0)
-		return 0;
-	for (int k = 0; k < nf; k++) {
-		fns[k].entry_st = ST_CLOSED;
-		if (ps__graph_decode(l->elf, &fns[k]) < 0 || place(l, &fns[k], f, l1, l2) < 0 ||
-		    ps__graph_edges(l->elf, &fns[k]) < 0 || interleaved(&fns[k]) < 0)
-			goto fallback;
+	for (int k = 0; k < c->nf; k++) {
+		free(c->fn[k].in);
+		free(c->fn[k].e);
+		free(c->fn[k].inl);
 	}
+	c->nf = 0;
+}
+
+int ps__cfg_flow(struct cfg *c, const char *file, const char *endname, char *note, size_t n)
+{
+	for (int k = 0; k < c->nf; k++)
+		c->fn[k].entry_st = ST_CLOSED;
 	for (int pass = 0; pass < 2; pass++) {
 		bool leaks = false;
-		for (int k = 0; k < nf; k++) {
-			for (int i = 0; i < fns[k].n; i++)
-				fns[k].in[i].st = 0;
-			fns[k].ind = 0;
-			if (flow(&fns[k]) < 0)
-				goto fallback;
-			leaks |= leaves_open(&fns[k]);
-			for (int i = 0; i < fns[k].n && !pass && !note[0]; i++)
-				if (fns[k].in[i].kind == K_STOP && (fns[k].in[i].st & ST_OPEN))
-					snprintf(note, notelen,
+		for (int k = 0; k < c->nf; k++) {
+			struct fn *f = &c->fn[k];
+			for (int i = 0; i < f->n; i++)
+				f->in[i].st = 0;
+			f->ind = 0;
+			if (flow(f) < 0)
+				return -1;
+			leaks |= leaves_open(f);
+			for (int i = 0; i < f->n && !pass && !note[0]; i++)
+				if (f->in[i].kind == K_STOP && (f->in[i].st & ST_OPEN))
+					snprintf(note, n,
 						 "%s: some paths return from %s inside the range; their hits end at "
-						 "the next arrival at line %d",
-						 file, fns[k].name, l2);
+						 "the next arrival at %s",
+						 file, f->name, endname);
 		}
 		if (!leaks || pass)
 			break;
 		/* a hit may be open in a callee, a caller, or the next call: any entry may be in it */
-		for (int k = 0; k < nf; k++)
-			fns[k].entry_st = ST_CLOSED | ST_OPEN;
+		for (int k = 0; k < c->nf; k++)
+			c->fn[k].entry_st = ST_CLOSED | ST_OPEN;
 	}
-	for (int k = 0; k < nf; k++) {
-		struct fn *fn = &fns[k];
-		ends |= choose(fn);
-		for (int i = 0; i < fn->n; i++) {
-			if (fn->in[i].both == 3) {
-				rc = ps_error_set(err, PS_EUSAGE,
-						  "ambiguous in this build: lines %d and %d of %s begin at one address "
-						  "(0x%" PRIx64
-						  " in %s), so no instruction tells the start from the end; "
-						  "choose other lines",
-						  l1, l2, file, fn->in[i].addr, fn->name);
-				goto done;
-			}
-			nrange += fn->in[i].member == M_RANGE && fn->in[i].reached;
-		}
+	return 0;
+}
+
+uint8_t ps__cfg_ways_in(const struct fn *f, int i)
+{
+	uint8_t st = outer_state(f, i);
+
+	for (int k = 0; k < f->ne; k++)
+		if (f->e[k].to == i && f->in[f->e[k].from].reached)
+			st |= f->in[f->e[k].from].st;
+	return st;
+}
+
+int ps__cfg_choose(struct cfg *c)
+{
+	int ends = 0;
+
+	for (int k = 0; k < c->nf; k++) {
+		int e = choose(&c->fn[k]);
+		if (e < 0)
+			return -1;
+		ends |= e;
 	}
-	if (!nrange) {
-		rc = ps_error_set(err, PS_EUSAGE,
-				  "lines %d-%d of %s have no code of their own (optimized away or merged)", l1, l2 - 1,
-				  file);
-		goto done;
-	}
-	if (!ends) {
-		char lines[40];
-		snprintf(lines, sizeof lines, l2 - 1 > l1 ? "lines %d-%d" : "line %d", l1, l2 - 1);
-		rc = ps_error_set(err, PS_EUSAGE,
-				  "line %d of %s never comes after the code of %s in %s (optimized code reorders or "
-				  "interleaves them): the range never ends; choose another end line",
-				  l2, file, lines, fns[0].name);
-		goto done;
-	}
-	/* ends first: where one hit ends and the next starts, the roles run in that order */
-	for (int pass = 2; pass >= 1; pass--)
-		for (int k = 0; k < nf; k++)
-			for (int i = 0; i < fns[k].n; i++) {
-				if (fns[k].in[i].arm != pass)
-					continue;
-				if (n == max)
-					goto fallback;
-				out[n].addr = fns[k].in[i].addr;
-				out[n++].end = pass == 2;
-			}
-	rc = n;
-	goto done;
-fallback:
-	rc = 0;
-done:
-	for (int k = 0; k < nf; k++) {
-		free(fns[k].in);
-		free(fns[k].e);
-		free(fns[k].inl);
-	}
-	return rc;
+	return ends;
 }

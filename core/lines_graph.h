@@ -10,13 +10,15 @@
 
 enum { ST_CLOSED = 1, ST_OPEN = 2 };		       /* the state after an instruction: a set */
 enum { M_OUT, M_RANGE, M_END };			       /* where an instruction is */
+enum { AT_RANGE = 1, AT_END = 2 };		       /* the sides of the lines it is at: a set */
 enum { K_PLAIN, K_JCC, K_JMP, K_IND, K_CALL, K_STOP }; /* how control leaves it */
 
 struct insn {
 	uint64_t addr, target; /* target: of a direct jump, jcc or call; of rip-relative lea */
 	uint64_t table;	       /* K_IND: its jump table's link-time address (0: none found) */
 	uint8_t len, kind, member, st, reached, rowstart;
-	uint8_t both;	      /* rows of the start line (1) and of the end line (2) begin here */
+	uint8_t at;	      /* the sides it is at (AT_RANGE, AT_END; both: the table does not tell) */
+	uint8_t woven;	      /* at the end line, and straight-line code goes on into the range */
 	uint8_t lea;	      /* a lea of a rip-relative address, into register @reg */
 	uint8_t arm;	      /* 1 start, 2 end */
 	int reg, first, nout; /* nout edges out: f->e[first .. first + nout) */

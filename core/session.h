@@ -48,6 +48,7 @@ enum {
  * @hits:     records written for it
  * @incomplete: records that ended by unwinding, thread exit or exec (flagged in the record)
  * @dropped:  1 when it could not be re-armed after an exec (@why says why)
+ * @reading:  a line range: how it was read (core/lines.h: struct ps_lines_range), "" if not known
  */
 struct ps_region_info {
 	int id;
@@ -60,6 +61,7 @@ struct ps_region_info {
 	int dropped;
 	int pending; /* a library region waiting for its library to be mapped */
 	char why[1024];
+	char reading[300];
 	/* sampling (ps_session_region_sample): one of these is set */
 	uint64_t sample_every;	       /* every Nth entry */
 	double sample_p;	       /* each entry with probability p */

@@ -470,30 +470,39 @@ int ps_session_region_func(struct ps_session *s, const char *name, unsigned flag
 
 /*
  * A range in one file: from its functions' control flow, arm only where a hit can start or
- * end (core/lines_cfg.c). Return 0 when armed, 1 when the flow cannot be analysed (arm the
+ * end (core/lines_range.c). Return 0 when armed, 1 when the flow cannot be analysed (arm the
  * lines' first addresses), -1 on error.
  */
 static int flow_range(struct ps_session *s, struct ps_region_info *ri, struct ps_lines *l, const char *file, int l1,
 		      int l2, struct ps_error *err)
 {
-	struct ps_lines_arm arms[64];
-	char note[300];
+	struct ps_lines_range r = {.l1 = l1, .l2 = l2};
 	uint64_t bias = main_bias(s);
-	int n, a1 = l1, a2 = l2;
+	int n;
 
-	if ((n = ps_lines_range_arms(l, file, &a1, &a2, arms, 64, note, sizeof note, err)) <= 0)
+	if ((n = ps_lines_range_arms(l, file, &r, err)) == 0)
+		snprintf(ri->reading, sizeof ri->reading,
+			 "hits run from each start of line %d to the next of line %d (its code was not decoded)", l1,
+			 l2);
+	if (n <= 0)
 		return n < 0 ? -1 : 1;
-	if (a1 != l1)
-		ps__notice(s, "%s: line %d has no code; the range starts at line %d", ri->name, l1, a1);
-	if (a2 != l2)
-		ps__notice(s, "%s: line %d has no code; the range ends at line %d", ri->name, l2, a2);
-	ri->addr = arms[n - 1].addr + bias; /* a start: they come after the ends */
+	if (r.l1 != l1)
+		ps__notice(s, "%s: line %d has no code; the range starts at line %d", ri->name, l1, r.l1);
+	if (r.l2 != l2)
+		ps__notice(s, "%s: line %d has no code; the range ends at line %d", ri->name, l2, r.l2);
+	ri->addr = r.arm[n - 1].addr + bias; /* a start: they come after the ends */
 	for (int i = 0; i < n; i++)
-		if (ps__bp_role(s, arms[i].addr + bias, PS_BP_ADDR, ri->id, arms[i].end ? ROLE_END : ROLE_START, err) <
-		    0)
+		if (ps__bp_role(s, r.arm[i].addr + bias, PS_BP_ADDR, ri->id, r.arm[i].end ? ROLE_END : ROLE_START,
+				err) < 0)
 			return -1;
-	if (note[0])
-		ps__notice(s, "%s", note);
+	if (r.note[0])
+		ps__notice(s, "%s", r.note);
+	if (r.end_idle && s->up)
+		ps__notice(s,
+			   "%s: control also reaches its end where no hit is open (a loop after the hit, say): the "
+			   "uprobe catcher takes a probe there each time (the ptrace catcher disarms it between hits)",
+			   ri->name);
+	snprintf(ri->reading, sizeof ri->reading, "%s", r.reading);
 	return 0;
 }
 

@@ -443,8 +443,8 @@ static const struct ps_region_info *check_region(lua_State *L, struct ps_session
 	return ri;
 }
 
-/* t:region_info(id) -> {id, name, kind, addr, entries, running, entry_counter, hits, incomplete, dropped, why, pending}
- */
+/* t:region_info(id) -> {id, name, kind, addr, entries, running, entry_counter, hits, incomplete, dropped, why, pending,
+ * reading} */
 static int l_region_info(lua_State *L)
 {
 	struct ps_session *s = check(L);
@@ -483,6 +483,10 @@ static int l_region_info(lua_State *L)
 	if (ri->why[0]) {
 		lua_pushstring(L, ri->why);
 		lua_setfield(L, -2, "why");
+	}
+	if (ri->reading[0]) {
+		lua_pushstring(L, ri->reading);
+		lua_setfield(L, -2, "reading");
 	}
 	return 1;
 }

@@ -19,7 +19,9 @@ unmodified binary, per thread, and prints one aggregated table per region.]],
     "Regions",
     {"-r --region", "R", "a function (sum, ns::Klass::method, libm.so.6:frexp, 0x401136) or a line range "
       .. "FILE:L1-FILE:L2 / FILE:L1-L2 (L1 inclusive, L2 exclusive: a hit from entering L1..L2-1 to reaching L2; "
-      .. "loops inside cost no stop); may be repeated. Inlined copies of a function are reported too. "
+      .. "loops inside cost no stop; where the line table allows more than one reading, from L1's first address "
+      .. "to L2's, as Perforator reads it: a header line says which); may be repeated. Inlined copies of a "
+      .. "function are reported too. "
       .. "sdt:PROVIDER:NAME (a point) or sdt:P:START,sdt:P:END (a pair) name SDT probes (perfsh --list sdt BINARY); "
       .. "marker:NAME a marker of perfsh/marker.h (sdt:perfsh:NAME_begin,sdt:perfsh:NAME_end), its markers left off",
       count = "*", target = "regions", hidden = "-f --function"},

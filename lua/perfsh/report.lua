@@ -90,12 +90,20 @@ end
 
 
 --- Print every region of @regions as perfsh stat does.
--- opts: csv, every_call, per_thread, header (a line to start with), events (names), dropped,
+-- opts: csv, every_call, per_thread, header (a line to start with, then a line per line range saying how it
+-- was read), events (names), dropped,
 -- catcher ("uprobe" or "ptrace": what the time column spans).
 function report.regions(out, regions, opts)
   local events = opts.events
   if opts.csv then out:write("region,event,hits,total,mean,min,p50,p99,max,scaling\n") end
-  if not opts.csv and opts.header then out:write(opts.header, "\n\n") end
+  if not opts.csv and opts.header then
+    out:write(opts.header, "\n")
+    for _, r in ipairs(regions) do -- how each line range was read (core/lines.h)
+      local reading = r:info().reading
+      if reading then out:write(("range %s: %s\n"):format(r.name, reading)) end
+    end
+    out:write("\n")
+  end
   for _, r in ipairs(regions) do
     local rinfo = r:info()
     if opts.every_call then
