@@ -80,13 +80,15 @@ static int l_series(lua_State *L)
 }
 
 /* ss:info() -> {events = {...}, regions = {...}, meta = {...}, records, truncated, ignored_bytes,
-   lost, complete, warning = "one line on what was lost" | nil} */
+   lost, skipped, events_from = "block" | "copy" | "unknown", complete,
+   warning = "one line on what was lost" | nil} */
 static int l_info(lua_State *L)
 {
+	static const char *const from[] = {"block", "copy", "unknown"};
 	struct lsnapset *ss = check(L);
 	size_t nreg = ps_psnap_nregions(ss->r), nmeta = ps_psnap_nmeta(ss->r);
 
-	lua_createtable(L, 0, 7);
+	lua_createtable(L, 0, 12);
 	lua_createtable(L, ss->v.nev, 0);
 	for (int k = 0; k < ss->v.nev; k++) {
 		lua_pushstring(L, ss->v.names[k]);
@@ -119,6 +121,10 @@ static int l_info(lua_State *L)
 	lua_setfield(L, -2, "ignored_bytes");
 	lua_pushinteger(L, (lua_Integer)ps_psnap_lost(ss->r));
 	lua_setfield(L, -2, "lost");
+	lua_pushinteger(L, (lua_Integer)ps_psnap_skipped(ss->r));
+	lua_setfield(L, -2, "skipped");
+	lua_pushstring(L, from[ps_psnap_events_from(ss->r)]);
+	lua_setfield(L, -2, "events_from");
 	lua_pushstring(L, ps_psnap_warning(ss->r)); /* nil when intact */
 	lua_setfield(L, -2, "warning");
 	return 1;

@@ -11,7 +11,11 @@ local def = {
   description = [[
 Prints the tables perfsh stat prints, from hits saved with perfsh stat --save FILE (or t:save(FILE)
 in a script). A cut or damaged file gives its intact records, with one line on stderr saying what
-was lost; a file with nothing readable left exits with status 2.]],
+was lost; a record with values no catcher writes (a counter or a clock that runs backwards, a
+thread id or CPU out of range, a region no block names) is skipped and counted there, by reason.
+A file with no readable record that was not closed whole (cut anywhere before its first record,
+damaged, or still being written) exits with status 2, saying what survived of its header and
+names.]],
   example = {"perfsh stat -r sum --save sum.psnap examples/sum", "perfsh report sum.psnap --per-thread"},
   options = {
     {"--csv", nil, "region,event,hits,total,mean,min,p50,p99,max,scaling rows"},

@@ -45,7 +45,10 @@ end
 
 --- perfsh.load(path [, {quiet = true}]): map a .psnap file. A truncated or damaged file gives
 -- its intact records, with one line on stderr saying what was lost (info.warning; also
--- info.truncated, info.lost, info.ignored_bytes). A file with no readable record is an error.
+-- info.truncated, info.lost, info.ignored_bytes; info.skipped: records skipped for values no
+-- catcher writes, the warning says why; info.events_from: "copy" or "unknown" when the event
+-- names' block was lost). A file with no readable record that is not complete is an error that
+-- says what survived of its header and names.
 function snapfile.load(path, opts)
   local ud, msg = core.load(path)
   if not ud then error(msg, 2) end
