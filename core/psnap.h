@@ -309,6 +309,18 @@ const char *ps_psnap_warning(const struct ps_psnap_reader *r);
 const struct ps_snap *ps_psnap_record(const struct ps_psnap_reader *r, uint64_t i);
 
 /**
+ * ps_psnap_release - a pass in order over the records has come to record @i: let go
+ * of the memory the pages of the mapping before it take, but for a window of a few MiB
+ * (they are read again from the file if asked for).
+ * @r: the reader.
+ * @i: index of the record the pass is at.
+ *
+ * ps_psnap_open() and ps_psnap_read() do this themselves: a file read once in order
+ * costs a window of it in memory, not the whole of it. Cheap to call at every record.
+ */
+void ps_psnap_release(struct ps_psnap_reader *r, uint64_t i);
+
+/**
  * ps_psnap_read - copy the next records (sequential reading from a cursor).
  * @r:   the reader.
  * @dst: room for @max records of ps_psnap_recsize() bytes.

@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "psnap.h"
@@ -93,6 +95,7 @@ struct ps_psnap_reader {
 	unsigned nrepeats; /* RECS blocks that repeat one already taken */
 	uint64_t repeat_at;
 	uint64_t end_off, end_first; /* the END block, when ended */
+	size_t resident_from;	     /* pages of the mapping from here on may be resident */
 	char cut[96];		     /* what the end of the file cut, "" if nothing */
 	char what[400];		     /* what was lost, "" if nothing */
 	char warning[480];	     /* "PATH: WHAT; N records kept" */
@@ -130,6 +133,27 @@ static inline const char *ps__psnap_meta(const struct ps_psnap_reader *r, const 
 		if (strcmp(r->meta[2 * i], key) == 0)
 			return r->meta[2 * i + 1];
 	return NULL;
+}
+
+/* Bytes of the mapping read in order before the pages behind are let go. */
+#define PS_PSNAP_RESIDENT (8u << 20)
+
+/* The pages of the mapping before @p will not be read soon: let them go from this process,
+   but for the last PS_PSNAP_RESIDENT bytes; cheap to call at every step. The mapping is
+   read-only and private: a page let go is read again from the file (the page cache) when it
+   is touched again, so a reader walking a large file in order keeps a window of it in its
+   memory, not the whole file. */
+static inline void ps__psnap_release_before(struct ps_psnap_reader *r, const unsigned char *p)
+{
+	size_t at = (size_t)(p - r->map), page;
+
+	if (at >= r->resident_from && at - r->resident_from < PS_PSNAP_RESIDENT)
+		return;
+	page = (size_t)sysconf(_SC_PAGESIZE);
+	at = at / page * page;
+	if (at > r->resident_from) /* else a new pass from an earlier record */
+		madvise((void *)(r->map + r->resident_from), at - r->resident_from, MADV_DONTNEED);
+	r->resident_from = at;
 }
 
 /* 1 when @want is the CRC32 of @n bytes at @p. A fuzzing build (the macro libFuzzer's

@@ -287,6 +287,12 @@ const struct ps_snap *ps_psnap_record(const struct ps_psnap_reader *r, uint64_t 
 	return (const struct ps_snap *)(r->ext[lo].p + (i - r->ext[lo].first) * r->recsize);
 }
 
+void ps_psnap_release(struct ps_psnap_reader *r, uint64_t i)
+{
+	if (r->count)
+		ps__psnap_release_before(r, (const unsigned char *)ps_psnap_record(r, i < r->count ? i : r->count - 1));
+}
+
 ssize_t ps_psnap_read(struct ps_psnap_reader *r, void *dst, size_t max, struct ps_error *err)
 {
 	unsigned char *d = dst;
@@ -300,6 +306,7 @@ ssize_t ps_psnap_read(struct ps_psnap_reader *r, void *dst, size_t max, struct p
 		r->pos++;
 		n++;
 	}
+	ps_psnap_release(r, r->pos);
 	return (ssize_t)n;
 }
 

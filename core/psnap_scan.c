@@ -115,6 +115,8 @@ static int take_records(struct ps_psnap_reader *r, const unsigned char *p, uint6
 		r->skip[why]++;
 		r->skipped++;
 	}
+	if (n)
+		ps__psnap_release_before(r, p + n * r->recsize);
 	return run ? add_extent(r, p + (n - run) * r->recsize, run) : 0;
 }
 
@@ -202,7 +204,7 @@ static int block(struct ps_psnap_reader *r, uint64_t off, uint64_t len, int cut)
 	struct psnap_recs b = {
 	    off, ps_rd64(h + PS_BH_FIRST), ps_rd32(h + PS_BH_COUNT), ps_rd32(h + PS_BH_PCRC), cut ? 1 : -1, cut};
 
-	if (memcmp(h, PS_PSNAP_K_RECS, 4) == 0) /* its payload is checked with its records */
+	if (memcmp(h, PS_PSNAP_K_RECS, 4) == 0) /* its payload is read once, with its records */
 		return add_recs(r, b);
 	if (cut) {
 		r->truncated = 1;
@@ -245,6 +247,7 @@ static int walk(struct ps_psnap_reader *r)
 		len = ps_rd32(r->map + off + PS_BH_LEN);
 		if (block(r, off, len, len > left - PS_PSNAP_BLOCK_HEADER))
 			return -1;
+		ps__psnap_release_before(r, r->map + off); /* the pages of the headers read so far */
 		if (len > left - PS_PSNAP_BLOCK_HEADER)
 			break;
 		off += PS_PSNAP_BLOCK_HEADER + len;

@@ -1,7 +1,9 @@
 -- Saved .psnap files that were cut, damaged or rearranged, read back by perfsh report and
 -- perfsh.load: the same error at every cut length, impossible records skipped and counted, event
--- columns kept, blocks out of place costing nothing.
+-- columns kept, blocks out of place costing nothing, and the per-hit exports streamed.
 local perfsh = require "perfsh"
+local export = require "perfsh.export"
+local json = require "dkjson"
 local support = dofile("tests/support.lua")
 local P = support.perfsh
 
@@ -197,6 +199,56 @@ describe("perfsh report of a damaged .psnap file", function()
     assert.are.equal(("perfsh: %s: 1 repeated block of records ignored (at byte %d); 20 records kept\n")
       :format(path, recs.off + #copy), err)
     assert.truthy(out:find("\nspin,task-clock,20,", 1, true), out)
+    os.remove(path)
+  end)
+end)
+
+describe("perfsh report's per-hit exports", function()
+  it("stream the hits of the regions asked for, in file order, the same as the whole file's", function()
+    local path = save("-r spin -r main examples/loop 1 20")
+    local all = support.lines((support.sh(P .. " report --hits-csv " .. path)))
+    assert.are.equal(22, #all) -- the header, 20 of spin, 1 of main (it ends last)
+    assert.truthy(all[22]:find("^main,0,"), all[22])
+    local spin = support.lines((support.sh(P .. " report --hits-csv -r spin " .. path)))
+    assert.are.same({table.unpack(all, 1, 21)}, spin)
+    local lines = support.lines((support.sh(P .. " report --jsonl -r main " .. path)))
+    assert.are.equal(1, #lines)
+    assert.are.equal("main", json.decode(lines[1]).region)
+    local trace = os.tmpname()
+    local _, err, rc = support.sh(P .. " report --trace " .. trace .. " " .. path)
+    assert.are.equal(0, rc, err)
+    local doc = json.decode(support.take(trace))
+    local slices, seqs = 0, {}
+    for _, e in ipairs(doc.traceEvents) do
+      if e.ph == "X" then
+        slices = slices + 1
+        assert.is_true(e.ts >= 0)
+        seqs[#seqs + 1] = e.args.hit
+      end
+    end
+    assert.are.equal(21, slices)
+    assert.are.equal(0, seqs[21]) -- main's only hit, last
+    os.remove(path)
+  end)
+
+  it("write each JSON line as export.json writes the hit, arguments included", function()
+    local path = os.tmpname() .. ".psnap"
+    do
+      local t <close> = perfsh.spawn{"examples/recursive", "3", "4", events = {"task-clock", "page-faults"},
+        stdout = "/dev/null"}
+      t:region{func = "walk", every_level = true, args = {"n"}}
+      t:run()
+      assert.are.equal(15, t:save(path))
+    end
+    local out, err, rc = support.sh(P .. " report --jsonl " .. path)
+    assert.are.equal(0, rc, err)
+    local lines = support.lines(out)
+    assert.are.equal(15, #lines)
+    for _, line in ipairs(lines) do
+      local o = json.decode(line)
+      assert.are.equal(6, #o.args)
+      assert.are.equal(export.json(o), line)
+    end
     os.remove(path)
   end)
 end)
