@@ -74,6 +74,7 @@ int ps__psnap_recover_events(struct ps_psnap_reader *r)
 	}
 	r->events_from = n ? PS_PSNAP_EVENTS_COPY : PS_PSNAP_EVENTS_UNKNOWN;
 	want = n ? n : unnamed_events(r);
+	free(r->events); /* no names in it: a damaged EVNT block may have left it allocated */
 	r->events = calloc(want + 1, sizeof *r->events);
 	if (!r->events)
 		return -1;
@@ -196,4 +197,7 @@ void ps__psnap_survived(const struct ps_psnap_reader *r, char *buf, size_t size)
 		add_names(buf, size, "regions", r->regions, r->nregions);
 	if (command)
 		add(buf, size, "; command %s", command);
+	for (char *c = buf; *c; c++) /* names are the file's bytes: one line, whatever they hold */
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
 }

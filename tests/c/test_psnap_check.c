@@ -250,3 +250,58 @@ TEST(psnap_records_before_their_regions_cost_nothing)
 	}
 	unlink(path);
 }
+
+/* Names are the file's bytes: a refusal that prints them stays one line (a name with a newline
+   in a file cut before its first record). Found by fuzzing. */
+TEST(psnap_refusal_is_one_line_whatever_the_names_hold)
+{
+	static const char *const events[] = {"ins\ntructions"}, *const regions[] = {"s\num"};
+	static const struct ps_psnap_meta meta[] = {{"command", "./prog\r\nx"}};
+	struct ps_psnap_info info = {1, 0, 1, events, 1, regions, 1, meta};
+	char path[64], want[400];
+	struct ps_error err = {0};
+	struct ps_psnap_reader *r = NULL;
+	struct ps_psnap_writer *w;
+
+	psnap_tmp_path(path);
+	w = ps_psnap_create(path, &info, &err);
+	CHECK(w != NULL);
+	if (!w)
+		return;
+	CHECK_EQ_INT(ps_psnap_flush(w, &err), 0);
+	CHECK_EQ_INT(ps_psnap_open(path, &r, &err), -1); /* no record, no END: the writer is still on it */
+	snprintf(want, sizeof want,
+		 "%s: no readable records (no END block (the writer did not close it)); what survived: the file "
+		 "header (version 2, 1 value and 0 arguments per record); events ins?tructions; regions s?um; "
+		 "command ./prog??x",
+		 path);
+	CHECK_STR(err.msg, want);
+	ps_psnap_close(w, &err);
+	unlink(path);
+}
+
+/* An EVNT block whose checksums hold and whose names do not parse: the names come from their
+   copy, and nothing the failed parse allocated is lost (make SAN=1 check's leak check). Found
+   by fuzzing. */
+TEST(psnap_unparsable_event_names_taken_from_their_copy)
+{
+	char path[64];
+	struct ps_error err = {0};
+	struct ps_psnap_reader *r = NULL;
+	uint32_t huge = 1u << 30;
+	off_t evnt;
+
+	psnap_tmp_path(path);
+	CHECK_EQ_INT(psnap_write_file(path, N, 0, 0, &err), 0);
+	evnt = psnap_block_at(path, "EVNT", 0);
+	psnap_patch(path, evnt + 32, &huge, 4); /* the first name's length */
+	psnap_fix_block_crcs(path, evnt);
+	CHECK_EQ_INT(ps_psnap_open(path, &r, &err), 0);
+	if (!r)
+		return;
+	CHECK_EQ_INT(ps_psnap_events_from(r), PS_PSNAP_EVENTS_COPY);
+	CHECK_STR(ps_psnap_event(r, 0), "instructions");
+	CHECK(strstr(ps_psnap_warning(r), "(at byte 32: bad event names)") != NULL);
+	ps_psnap_reader_close(r);
+	unlink(path);
+}
