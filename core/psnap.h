@@ -7,7 +7,8 @@
  * A file is a fixed header, then blocks, back to back. Nothing is ever patched:
  * the writer only appends, names before the records that use them, so every
  * prefix of a file (a run killed, a disk full, a copy cut short) reads back up
- * to its last whole record, and a damaged block costs that block only.
+ * to its last whole record (one cut before its first record is refused, with
+ * what survived), and a damaged block costs that block only.
  *
  *   file header, 32 bytes, at offset 0:
  *        0  8  magic "PSNAP\0\0\1" (PS_PSNAP_MAGIC)
@@ -34,18 +35,30 @@
  *     EVNT  count x str: event names, one per counter value (count <= nvals; the
  *           values after them are later groups' times, see snapshot.h); first block
  *     REGN  count x str: names of regions first .. first + count - 1
- *     META  count x (str key, str value): free-form metadata (command, groups, host ...)
+ *     META  count x (str key, str value): free-form metadata (command, groups, host ...);
+ *           the writer adds a copy of the event names, event.0 = name of value 0, event.1 ...
+ *           (PS_PSNAP_EVENT_KEY), for a reader whose EVNT block is damaged
  *     RECS  count records, back to back: struct ps_snap, args[nargs], start[nvals],
  *           end[nvals] (native x86-64 layout of core/snapshot.h)
  *     END   empty, count = regions named; written by ps_psnap_close(), last block
  *
- * Rules a reader checks (ps_psnap_open): header and block CRCs; a RECS block's
- * first follows the previous one's (a gap = records lost in a damaged block);
- * every record has the header's nvals and nargs, a region named by an earlier
- * REGN block, known flags, and cpu >= -1. A block whose header is damaged is
- * skipped by looking for the next valid block header (8-byte steps). A block
- * cut by the end of the file yields its whole records (checked one by one; the
- * cut payload has no CRC to check). A file without END was not closed.
+ * How a reader reads (ps_psnap_open): it checks the header and block CRCs. It takes every
+ * name first, wherever its block is, then the records by their file index (a RECS block's
+ * first): a gap is records lost in a damaged block, a block that repeats one already taken
+ * (the same first, count and CRC: a copy) is ignored, one that overlaps it is damage. A block
+ * whose header is damaged is skipped by looking for the next valid block header (8-byte
+ * steps). A block cut by the end of the file yields its whole records (checked one by one;
+ * the cut payload has no CRC to check). A file without END was not closed.
+ *
+ * What a record can be (a record that is not is skipped and counted, by reason): the header's
+ * nvals and nargs, a region some REGN block names, known flags, a thread id in
+ * 1 .. PS_PSNAP_MAX_TID, CPUs in -1 .. PS_PSNAP_MAX_CPU - 1, and clocks, group times and
+ * counter values that do not run backwards from start to end (a thread that exited inside the
+ * region may leave an end value unread: 0).
+ *
+ * A file is refused, in one line saying what was lost and what survived of its header and
+ * names, when it has no record left and is not complete (cut, damaged or never closed). A
+ * complete file without records reads as one without hits.
  */
 #ifndef PS_PSNAP_H
 #define PS_PSNAP_H
@@ -64,6 +77,9 @@
 #define PS_PSNAP_BUFSIZE (1u << 20)    /* writer's buffer: a RECS block holds at most this */
 #define PS_PSNAP_MAX_STR (1u << 20)    /* longest name, key or value accepted */
 #define PS_PSNAP_MAX_BLOCK (64u << 20) /* largest payload a reader accepts */
+#define PS_PSNAP_MAX_TID 4194304u      /* a record's largest thread id: the kernel's PID_MAX_LIMIT */
+#define PS_PSNAP_MAX_CPU 8192	       /* CPUs a record can name: x86-64's largest NR_CPUS */
+#define PS_PSNAP_EVENT_KEY "event."    /* metadata key of the copy of event name K: "event.K" */
 
 /* block kinds (4 bytes each, without the string's NUL) */
 #define PS_PSNAP_K_EVNT "EVNT"
@@ -200,11 +216,15 @@ int ps_psnap_close(struct ps_psnap_writer *w, struct ps_error *err);
  *        "run.psnap: not a perfsh snapshot file (bad magic)",
  *        "run.psnap: snapshot version 7 is not supported (this perfsh reads 1)",
  *        "run.psnap: corrupt header (...)", "run.psnap: not a regular file",
- *        "run.psnap: no readable records (...)".
+ *        "run.psnap: no readable records (...); what survived: ...".
  *
  * A file cut short or damaged is not an error while records remain: the
  * intact records are kept and ps_psnap_warning() says in one line what was
- * lost. It is an error when records were lost and none remain.
+ * lost. It is an error when no record remains and the file is not complete:
+ * cut anywhere before its first whole record (even inside its header),
+ * damaged, or never closed; the message then ends with what survived
+ * ("; what survived: the file header (version 2, ...); events a,b; regions
+ * sum; command ./prog").
  *
  * Return: 0, or -1 with @err set.
  */
@@ -250,14 +270,28 @@ int ps_psnap_truncated(const struct ps_psnap_reader *r);
 /* Bytes not used: damaged blocks, a cut block's partial record, bytes after END. */
 uint64_t ps_psnap_ignored_bytes(const struct ps_psnap_reader *r);
 
-/* Records known lost (damaged blocks, the cut part of a block, records failing the checks). */
+/* Records known lost (damaged blocks, the cut part of a block). */
 uint64_t ps_psnap_lost(const struct ps_psnap_reader *r);
+
+/* Records read whole and skipped for what they hold (see "What a record can be" above); the
+   warning says how many for each reason. */
+uint64_t ps_psnap_skipped(const struct ps_psnap_reader *r);
+
+/* Where the event names came from. */
+enum ps_psnap_events_from {
+	PS_PSNAP_EVENTS_BLOCK,	 /* the EVNT block */
+	PS_PSNAP_EVENTS_COPY,	 /* the EVNT block was lost: their copy in the metadata */
+	PS_PSNAP_EVENTS_UNKNOWN, /* both were lost: event1 .. eventN, as many as the records hold
+				    events ("groups" metadata), else one per value */
+};
+enum ps_psnap_events_from ps_psnap_events_from(const struct ps_psnap_reader *r);
 
 /**
  * ps_psnap_warning - one line on what was lost, or NULL for an intact file.
  * @r: the reader.
  *
  * "run.psnap: cut after record 150 of a block of 6898 (truncated file); 150 records kept",
+ * "run.psnap: 2 records skipped as impossible (2 with a counter running backwards); 998 records kept",
  * "run.psnap: 1 damaged block skipped (at byte 4096: checksum mismatch), 6898 records
  * lost; 13796 records kept", "run.psnap: no END block (the writer did not close it);
  * 150 records kept".
@@ -273,6 +307,18 @@ const char *ps_psnap_warning(const struct ps_psnap_reader *r);
  * out of range. Every record returned passed the checks above.
  */
 const struct ps_snap *ps_psnap_record(const struct ps_psnap_reader *r, uint64_t i);
+
+/**
+ * ps_psnap_release - a pass in order over the records has come to record @i: let go
+ * of the memory the pages of the mapping before it take, but for a window of a few MiB
+ * (they are read again from the file if asked for).
+ * @r: the reader.
+ * @i: index of the record the pass is at.
+ *
+ * ps_psnap_open() and ps_psnap_read() do this themselves: a file read once in order
+ * costs a window of it in memory, not the whole of it. Cheap to call at every record.
+ */
+void ps_psnap_release(struct ps_psnap_reader *r, uint64_t i);
 
 /**
  * ps_psnap_read - copy the next records (sequential reading from a cursor).

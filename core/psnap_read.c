@@ -36,8 +36,28 @@ void ps_psnap_reader_close(struct ps_psnap_reader *r)
 	free_strs(r->regions, r->nregions);
 	free_strs(r->meta, 2 * r->nmeta);
 	free(r->ext);
+	free(r->recs);
 	free(r->path);
 	free(r);
+}
+
+/* A file cut inside its header: what its bytes still say (unchecked: the checksum is cut off). */
+static int cut_header(const struct ps_psnap_reader *r, struct ps_error *err)
+{
+	const unsigned char *m = r->map;
+	char got[160] = "part of the magic number";
+
+	if (r->size >= PS_FH_SNAPSIZE)
+		snprintf(got, sizeof got, "version %u", ps_rd32(m + PS_FH_VERSION));
+	if (r->size >= PS_FH_RECSIZE)
+		snprintf(got + strlen(got), sizeof got - strlen(got), ", %u values and %u arguments per record",
+			 ps_rd16(m + PS_FH_NVALS), ps_rd16(m + PS_FH_NARGS));
+	else if (r->size >= 8 && r->size < PS_FH_SNAPSIZE)
+		snprintf(got, sizeof got, "the magic number");
+	return ps_error_set(err, PS_EUSAGE,
+			    "%s: no readable records (cut at byte %zu, inside the %u-byte file header (truncated "
+			    "file)); what survived: %s (unchecked: the header's checksum was cut off)",
+			    r->path, r->size, PS_PSNAP_HEADER, got);
 }
 
 /* Check the file header; -1 with @err set. */
@@ -46,11 +66,12 @@ static int parse_header(struct ps_psnap_reader *r, struct ps_error *err)
 	const unsigned char *m = r->map;
 	const char *path = r->path;
 	uint32_t version, recsize, snapsize;
+	size_t have = r->size < 8 ? r->size : 8;
 
-	if (r->size < 8 || memcmp(m, PS_PSNAP_MAGIC, 8) != 0)
+	if (memcmp(m, PS_PSNAP_MAGIC, have) != 0)
 		return ps_error_set(err, PS_EUSAGE, "%s: not a perfsh snapshot file (bad magic)", path);
 	if (r->size < PS_PSNAP_HEADER)
-		return ps_error_set(err, PS_EUSAGE, "%s: corrupt header (file ends at byte %zu)", path, r->size);
+		return cut_header(r, err);
 	version = ps_rd32(m + PS_FH_VERSION);
 	if (version != PS_PSNAP_VERSION)
 		return ps_error_set(err, PS_EUSAGE, "%s: snapshot version %u is not supported (this perfsh reads %u)",
@@ -140,8 +161,11 @@ int ps_psnap_open(const char *path, struct ps_psnap_reader **rp, struct ps_error
 		goto fail;
 	}
 	ps_psnap_summarize(r);
-	if (r->count == 0 && (r->lost || r->ndamaged)) {
-		ps_error_set(err, PS_EUSAGE, "%s: no readable records (%s)", path, r->what);
+	if (r->count == 0 && !r->complete) { /* nothing readable, and the file says it held more */
+		char survived[320];
+
+		ps__psnap_survived(r, survived, sizeof survived);
+		ps_error_set(err, PS_EUSAGE, "%s: no readable records (%s)%s", path, r->what, survived);
 		goto fail;
 	}
 	*rp = r;
@@ -203,10 +227,7 @@ const char *ps_psnap_meta_value(const struct ps_psnap_reader *r, size_t i)
 
 const char *ps_psnap_meta_get(const struct ps_psnap_reader *r, const char *key)
 {
-	for (size_t i = r->nmeta; i-- > 0;)
-		if (strcmp(r->meta[2 * i], key) == 0)
-			return r->meta[2 * i + 1];
-	return NULL;
+	return ps__psnap_meta(r, key);
 }
 
 uint64_t ps_psnap_count(const struct ps_psnap_reader *r)
@@ -234,6 +255,16 @@ uint64_t ps_psnap_lost(const struct ps_psnap_reader *r)
 	return r->lost;
 }
 
+uint64_t ps_psnap_skipped(const struct ps_psnap_reader *r)
+{
+	return r->skipped;
+}
+
+enum ps_psnap_events_from ps_psnap_events_from(const struct ps_psnap_reader *r)
+{
+	return r->events_from;
+}
+
 const char *ps_psnap_warning(const struct ps_psnap_reader *r)
 {
 	return r->warning[0] ? r->warning : NULL;
@@ -256,6 +287,12 @@ const struct ps_snap *ps_psnap_record(const struct ps_psnap_reader *r, uint64_t 
 	return (const struct ps_snap *)(r->ext[lo].p + (i - r->ext[lo].first) * r->recsize);
 }
 
+void ps_psnap_release(struct ps_psnap_reader *r, uint64_t i)
+{
+	if (r->count)
+		ps__psnap_release_before(r, (const unsigned char *)ps_psnap_record(r, i < r->count ? i : r->count - 1));
+}
+
 ssize_t ps_psnap_read(struct ps_psnap_reader *r, void *dst, size_t max, struct ps_error *err)
 {
 	unsigned char *d = dst;
@@ -269,6 +306,7 @@ ssize_t ps_psnap_read(struct ps_psnap_reader *r, void *dst, size_t max, struct p
 		r->pos++;
 		n++;
 	}
+	ps_psnap_release(r, r->pos);
 	return (ssize_t)n;
 }
 

@@ -1,12 +1,15 @@
 /* core/psnap_scan.c - walking the blocks of a mapped .psnap file (format in psnap.h): every
- * block and record checked, damage skipped, a cut block read up to its last whole record. */
+ * block checked, damage skipped, a cut block read up to its last whole record.
+ *
+ * Two steps. The walk reads every name (events, regions, metadata) wherever its block is, and
+ * lists the blocks of records with their checksums checked. The records are taken after it, by
+ * their file index (the blocks' "first"), so that a block found before the names it uses, or a
+ * copy of a block in another place, costs nothing that is still in the file. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "psnap_priv.h"
-
-#define KNOWN_FLAGS (PS_SNAP_UNWOUND | PS_SNAP_EXITED | PS_SNAP_SAMPLED | PS_SNAP_NESTED)
 
 /* Bounded parsing of a names payload. */
 struct cursor {
@@ -62,19 +65,14 @@ undo:
 	return -1;
 }
 
+/* The first damage found (lowest offset) is the one the warning names. */
 static void damaged(struct ps_psnap_reader *r, uint64_t off, const char *why, uint64_t bytes)
 {
-	if (r->ndamaged++ == 0) {
+	if (r->ndamaged++ == 0 || off < r->damaged_at) {
 		r->damaged_at = off;
 		r->damage_why = why;
 	}
 	r->ignored += bytes;
-}
-
-static int record_ok(const struct ps_psnap_reader *r, const struct ps_snap *s)
-{
-	return s->nvals == r->nvals && s->nargs == r->nargs && s->region < r->nregions && !(s->flags & ~KNOWN_FLAGS) &&
-	       s->cpu_start >= -1 && s->cpu_end >= -1;
 }
 
 static int add_extent(struct ps_psnap_reader *r, const unsigned char *p, uint64_t n)
@@ -97,59 +95,58 @@ static int add_extent(struct ps_psnap_reader *r, const unsigned char *p, uint64_
 	return 0;
 }
 
-/* Keep the records of @p that pass the checks; the others count as lost. */
+/* Keep the records of @p that can be what a catcher wrote; the others are skipped, counted by
+   reason. */
 static int take_records(struct ps_psnap_reader *r, const unsigned char *p, uint64_t n)
 {
 	uint64_t run = 0;
 
 	for (uint64_t i = 0; i < n; i++) {
 		const unsigned char *s = p + i * r->recsize;
+		int why = ps__psnap_check(r, (const struct ps_snap *)s);
 
-		if (record_ok(r, (const struct ps_snap *)s)) {
+		if (why < 0) {
 			run++;
 			continue;
 		}
 		if (run && add_extent(r, s - run * r->recsize, run))
 			return -1;
 		run = 0;
-		r->lost++;
+		r->skip[why]++;
+		r->skipped++;
 	}
+	if (n)
+		ps__psnap_release_before(r, p + n * r->recsize);
 	return run ? add_extent(r, p + (n - run) * r->recsize, run) : 0;
 }
 
-/* A RECS block whose first record is file index @first: records missing before it count as
-   lost; a block that goes back, or further than the file's size allows, is damage. 1 when it
-   is to be skipped. */
-static int recs_order(struct ps_psnap_reader *r, uint64_t off, uint64_t first, uint64_t len)
+static int add_recs(struct ps_psnap_reader *r, struct psnap_recs b)
 {
-	if (first < r->next_rec || first > r->size / r->recsize) {
-		damaged(r, off, "records out of order", len);
-		return 1;
+	if (r->nrecs == r->cap_recs) {
+		size_t cap = r->cap_recs ? 2 * r->cap_recs : 16;
+		struct psnap_recs *nb = realloc(r->recs, cap * sizeof *nb);
+
+		if (!nb)
+			return -1;
+		r->recs = nb;
+		r->cap_recs = cap;
 	}
-	r->lost += first - r->next_rec;
+	r->recs[r->nrecs++] = b;
 	return 0;
 }
 
-/* One whole block whose checksums passed. -1 on no memory. */
-static int take_block(struct ps_psnap_reader *r, uint64_t off, const unsigned char *h)
+/* A names or END block whose checksums passed. -1 on no memory. */
+static int take_names(struct ps_psnap_reader *r, uint64_t off, const unsigned char *h)
 {
 	const unsigned char *p = h + PS_PSNAP_BLOCK_HEADER;
 	uint32_t count = ps_rd32(h + PS_BH_COUNT), len = ps_rd32(h + PS_BH_LEN);
 	uint64_t first = ps_rd64(h + PS_BH_FIRST);
 
-	if (memcmp(h, PS_PSNAP_K_RECS, 4) == 0) {
-		if ((uint64_t)count * r->recsize != len) {
-			damaged(r, off, "record count disagrees with the block size", len);
-			return 0;
-		}
-		if (recs_order(r, off, first, len))
-			return 0;
-		r->next_rec = first + count;
-		return take_records(r, p, count);
-	}
 	if (memcmp(h, PS_PSNAP_K_EVNT, 4) == 0) {
-		if (r->nevents || count > r->nvals || get_strs(p, len, &r->events, &r->nevents, count))
+		if (r->events_seen || count > r->nvals || get_strs(p, len, &r->events, &r->nevents, count))
 			damaged(r, off, "bad event names", len);
+		else
+			r->events_seen = 1;
 		return 0;
 	}
 	if (memcmp(h, PS_PSNAP_K_REGN, 4) == 0) {
@@ -180,12 +177,10 @@ static int take_block(struct ps_psnap_reader *r, uint64_t off, const unsigned ch
 		r->nmeta = n / 2;
 		return 0;
 	}
-	/* END */
+	/* END: its count of records is checked once they are all taken */
 	r->ended = 1;
-	if (first > r->size / r->recsize)
-		damaged(r, off, "bad record count", len);
-	else if (first > r->next_rec)
-		r->lost += first - r->next_rec;
+	r->end_off = off;
+	r->end_first = first;
 	return 0;
 }
 
@@ -202,46 +197,31 @@ static int header_ok(const struct ps_psnap_reader *r, uint64_t off)
 	       ps_rd32(h + PS_BH_LEN) <= PS_PSNAP_MAX_BLOCK && ps_rd32(h + PS_BH_ZERO) == 0;
 }
 
-/* The end of the file cut the block at @off: keep its whole records. */
-static int cut_block(struct ps_psnap_reader *r, uint64_t off)
+/* A block at @off whose payload (@len bytes, @cut: fewer in the file) is whole or cut. */
+static int block(struct ps_psnap_reader *r, uint64_t off, uint64_t len, int cut)
 {
-	const unsigned char *h = r->map + off;
-	uint64_t avail = r->size - off - PS_PSNAP_BLOCK_HEADER, whole;
-	uint32_t count = ps_rd32(h + PS_BH_COUNT);
+	const unsigned char *h = r->map + off, *p = h + PS_PSNAP_BLOCK_HEADER;
+	struct psnap_recs b = {
+	    off, ps_rd64(h + PS_BH_FIRST), ps_rd32(h + PS_BH_COUNT), ps_rd32(h + PS_BH_PCRC), cut ? 1 : -1, cut};
 
-	r->truncated = 1;
-	if (memcmp(h, PS_PSNAP_K_RECS, 4) != 0 || (uint64_t)count * r->recsize != ps_rd32(h + PS_BH_LEN) ||
-	    recs_order(r, off, ps_rd64(h + PS_BH_FIRST), 0)) {
+	if (memcmp(h, PS_PSNAP_K_RECS, 4) == 0) /* its payload is read once, with its records */
+		return add_recs(r, b);
+	if (cut) {
+		r->truncated = 1;
 		snprintf(r->cut, sizeof r->cut, "cut inside a block at byte %llu (truncated file)",
 			 (unsigned long long)off);
 		r->ignored += r->size - off;
 		return 0;
 	}
-	whole = avail / r->recsize;
-	snprintf(r->cut, sizeof r->cut, "cut after record %llu of a block of %u (truncated file)",
-		 (unsigned long long)whole, count);
-	r->ignored += avail - whole * r->recsize + PS_PSNAP_BLOCK_HEADER * !whole;
-	r->lost += count - whole;
-	r->next_rec = ps_rd64(h + PS_BH_FIRST) + count;
-	return take_records(r, h + PS_PSNAP_BLOCK_HEADER, whole);
-}
-
-/* A block whose header is sound and payload damaged: its records (the header says how many)
-   are lost. */
-static void bad_payload(struct ps_psnap_reader *r, uint64_t off, const unsigned char *h)
-{
-	uint64_t first = ps_rd64(h + PS_BH_FIRST);
-	uint32_t count = ps_rd32(h + PS_BH_COUNT);
-
-	if (memcmp(h, PS_PSNAP_K_RECS, 4) == 0 && first >= r->next_rec && first <= r->size / r->recsize) {
-		r->lost += first - r->next_rec + count;
-		r->next_rec = first + count;
+	if (!ps_crc_ok(ps_rd32(h + PS_BH_PCRC), p, len)) {
+		damaged(r, off, "checksum mismatch", PS_PSNAP_BLOCK_HEADER + len);
+		return 0;
 	}
-	damaged(r, off, "checksum mismatch", PS_PSNAP_BLOCK_HEADER + ps_rd32(h + PS_BH_LEN));
+	return take_names(r, off, h);
 }
 
-/* Walk the blocks; -1 on no memory. */
-int ps_psnap_scan(struct ps_psnap_reader *r)
+/* Step 1: walk the blocks, taking names and listing blocks of records; -1 on no memory. */
+static int walk(struct ps_psnap_reader *r)
 {
 	uint64_t off = PS_PSNAP_HEADER;
 
@@ -265,15 +245,11 @@ int ps_psnap_scan(struct ps_psnap_reader *r)
 			continue;
 		}
 		len = ps_rd32(r->map + off + PS_BH_LEN);
-		if (len > left - PS_PSNAP_BLOCK_HEADER) {
-			if (cut_block(r, off))
-				return -1;
-			break;
-		}
-		if (!ps_crc_ok(ps_rd32(r->map + off + PS_BH_PCRC), r->map + off + PS_PSNAP_BLOCK_HEADER, len))
-			bad_payload(r, off, r->map + off);
-		else if (take_block(r, off, r->map + off))
+		if (block(r, off, len, len > left - PS_PSNAP_BLOCK_HEADER))
 			return -1;
+		ps__psnap_release_before(r, r->map + off); /* the pages of the headers read so far */
+		if (len > left - PS_PSNAP_BLOCK_HEADER)
+			break;
 		off += PS_PSNAP_BLOCK_HEADER + len;
 	}
 	if (r->ended && off < r->size) {
@@ -283,27 +259,129 @@ int ps_psnap_scan(struct ps_psnap_reader *r)
 	return 0;
 }
 
-/* The one-line summary of what was lost; "" for an intact file. */
-void ps_psnap_summarize(struct ps_psnap_reader *r)
+/* By file index, then by place in the file. */
+static int by_first(const void *a, const void *b)
 {
-	char *w = r->what, *end = r->what + sizeof r->what;
-	const char *sep = "";
+	const struct psnap_recs *x = a, *y = b;
 
-	if (r->ndamaged) {
-		w += snprintf(w, (size_t)(end - w), "%u damaged block%s skipped (at byte %llu: %s)", r->ndamaged,
-			      r->ndamaged > 1 ? "s" : "", (unsigned long long)r->damaged_at, r->damage_why);
-		sep = ", ";
+	if (x->first != y->first)
+		return x->first < y->first ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Whether the payload of block @b matches its CRC (checked the first time it is asked). */
+static int intact(struct ps_psnap_reader *r, struct psnap_recs *b)
+{
+	if (b->ok < 0) {
+		const unsigned char *p = r->map + b->off + PS_PSNAP_BLOCK_HEADER;
+
+		b->ok = ps_crc_ok(b->pcrc, p, ps_rd32(r->map + b->off + PS_BH_LEN));
 	}
-	if (w < end && (r->cut[0] || !r->ended)) {
-		w += snprintf(w, (size_t)(end - w), "%s%s", sep,
-			      r->cut[0] ? r->cut : "no END block (the writer did not close it)");
-		sep = ", ";
+	return b->ok;
+}
+
+/* Of the blocks from @i on with the same first, an intact one goes first (a copy stands in for
+   a damaged block). */
+static void intact_first(struct ps_psnap_reader *r, size_t i)
+{
+	for (size_t j = i; j < r->nrecs && r->recs[j].first == r->recs[i].first; j++)
+		if (intact(r, &r->recs[j])) {
+			struct psnap_recs t = r->recs[j];
+
+			r->recs[j] = r->recs[i];
+			r->recs[i] = t;
+			return;
+		}
+}
+
+/* The block that goes back over records already taken: the same block again (its copy), or damage. */
+static void overlap(struct ps_psnap_reader *r, struct psnap_recs *b, const struct psnap_recs *prev, uint64_t len)
+{
+	int ok = intact(r, b);
+
+	/* prev was taken whole (a cut block is never prev) */
+	if (prev && ok && prev->ok == 1 && prev->first == b->first && prev->count == b->count &&
+	    prev->pcrc == b->pcrc) {
+		if (r->nrepeats++ == 0 || b->off < r->repeat_at)
+			r->repeat_at = b->off;
+		r->ignored += PS_PSNAP_BLOCK_HEADER + len;
+		return;
 	}
-	if (w < end && r->lost)
-		snprintf(w, (size_t)(end - w), "%s%llu record%s lost", sep, (unsigned long long)r->lost,
-			 r->lost == 1 ? "" : "s");
-	r->complete = !r->what[0];
-	if (!r->complete)
-		snprintf(r->warning, sizeof r->warning, "%s: %s; %llu record%s kept", r->path, r->what,
-			 (unsigned long long)r->count, r->count == 1 ? "" : "s");
+	damaged(r, b->off, ok ? "records out of order" : "checksum mismatch", PS_PSNAP_BLOCK_HEADER + len);
+}
+
+/* The records of a block the end of the file cut: its whole ones, when its header holds. */
+static int cut_recs(struct ps_psnap_reader *r, const struct psnap_recs *b, int sound)
+{
+	uint64_t avail = r->size - b->off - PS_PSNAP_BLOCK_HEADER, whole = avail / r->recsize;
+
+	r->truncated = 1;
+	if (!sound) {
+		snprintf(r->cut, sizeof r->cut, "cut inside a block at byte %llu (truncated file)",
+			 (unsigned long long)b->off);
+		r->ignored += r->size - b->off;
+		return 0;
+	}
+	snprintf(r->cut, sizeof r->cut, "cut after record %llu of a block of %u (truncated file)",
+		 (unsigned long long)whole, b->count);
+	r->ignored += avail - whole * r->recsize + PS_PSNAP_BLOCK_HEADER * !whole;
+	r->lost += b->first - r->next_rec + b->count - whole;
+	r->next_rec = b->first + b->count;
+	return take_records(r, r->map + b->off + PS_PSNAP_BLOCK_HEADER, whole);
+}
+
+/* Step 2: the listed blocks' records, in file index order; gaps are records lost. */
+static int take_all(struct ps_psnap_reader *r)
+{
+	const struct psnap_recs *prev = NULL;
+
+	if (r->nrecs) /* qsort's array must not be NULL, even empty */
+		qsort(r->recs, r->nrecs, sizeof *r->recs, by_first);
+	for (size_t i = 0; i < r->nrecs; i++) {
+		struct psnap_recs *b = &r->recs[i];
+		uint64_t len = ps_rd32(r->map + b->off + PS_BH_LEN);
+		int sized = (uint64_t)b->count * r->recsize == len, placed = b->first <= r->size / r->recsize;
+
+		if (b->cut) {
+			if (cut_recs(r, b, sized && placed && b->first >= r->next_rec))
+				return -1;
+			continue;
+		}
+		if (!sized || !placed) {
+			damaged(r, b->off,
+				sized ? "records out of order" : "record count disagrees with the block size",
+				PS_PSNAP_BLOCK_HEADER + len);
+			continue;
+		}
+		if (b->first < r->next_rec) {
+			overlap(r, b, prev, len);
+			continue;
+		}
+		if (i == 0 || r->recs[i - 1].first != b->first)
+			intact_first(r, i);
+		r->lost += b->first - r->next_rec;
+		r->next_rec = b->first + b->count;
+		prev = b;
+		if (!intact(r, b)) {
+			damaged(r, b->off, "checksum mismatch", PS_PSNAP_BLOCK_HEADER + len);
+			r->lost += b->count;
+		} else if (take_records(r, r->map + b->off + PS_PSNAP_BLOCK_HEADER, b->count)) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Walk the blocks; -1 on no memory. */
+int ps_psnap_scan(struct ps_psnap_reader *r)
+{
+	if (walk(r) || take_all(r) || ps__psnap_recover_events(r))
+		return -1;
+	if (r->ended) {
+		if (r->end_first > r->size / r->recsize)
+			damaged(r, r->end_off, "bad record count", 0);
+		else if (r->end_first > r->next_rec)
+			r->lost += r->end_first - r->next_rec;
+	}
+	return 0;
 }

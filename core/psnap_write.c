@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -253,6 +254,34 @@ static void writer_free(struct ps_psnap_writer *w)
 	free(w);
 }
 
+/* A copy of the event names in metadata pairs event.K = name (psnap.h): a reader whose EVNT
+   block is damaged takes the names from there. */
+static int put_event_copy(struct ps_psnap_writer *w, const struct ps_psnap_info *in, struct ps_error *err)
+{
+	const char **kv;
+	char(*keys)[32];
+	int rc;
+
+	if (in->nevents == 0)
+		return 0;
+	kv = malloc(2 * in->nevents * sizeof *kv);
+	keys = malloc(in->nevents * sizeof *keys);
+	if (!kv || !keys) {
+		free(kv);
+		free(keys);
+		return ps_error_set(err, ENOMEM, "%s: out of memory", w->path);
+	}
+	for (size_t i = 0; i < in->nevents; i++) {
+		snprintf(keys[i], sizeof keys[i], PS_PSNAP_EVENT_KEY "%zu", i);
+		kv[2 * i] = keys[i];
+		kv[2 * i + 1] = in->events[i];
+	}
+	rc = put_names(w, PS_PSNAP_K_META, 0, kv, in->nevents, 2, err);
+	free(kv);
+	free(keys);
+	return rc;
+}
+
 /* Header and the names of @in, written out. */
 static int start_file(struct ps_psnap_writer *w, const struct ps_psnap_info *in, struct ps_error *err)
 {
@@ -290,7 +319,8 @@ static int start_file(struct ps_psnap_writer *w, const struct ps_psnap_info *in,
 	rc = (in->nevents == 0 ? put_block(w, PS_PSNAP_K_EVNT, 0, 0, NULL, 0, err)
 			       : put_names(w, PS_PSNAP_K_EVNT, 0, in->events, in->nevents, 1, err)) ||
 	     put_names(w, PS_PSNAP_K_REGN, 0, in->regions, in->nregions, 1, err) ||
-	     put_names(w, PS_PSNAP_K_META, 0, meta, in->nmeta, 2, err) || flush_buf(w, err);
+	     put_names(w, PS_PSNAP_K_META, 0, meta, in->nmeta, 2, err) || put_event_copy(w, in, err) ||
+	     flush_buf(w, err);
 	free(meta);
 	return rc ? -1 : 0;
 }

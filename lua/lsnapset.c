@@ -79,14 +79,59 @@ static int l_series(lua_State *L)
 	return ps_l_push_series(L, &ss->v, (int)luaL_checkinteger(L, 2), (int)k);
 }
 
+/* The iterator of ss:hits(): upvalues the snapset, the next index, the ids wanted (or nil). */
+static int hits_next(lua_State *L)
+{
+	struct lsnapset *ss = lua_touserdata(L, lua_upvalueindex(1));
+	uint64_t i = (uint64_t)lua_tointeger(L, lua_upvalueindex(2));
+	int filter = lua_istable(L, lua_upvalueindex(3));
+
+	if (!ss->r)
+		return luaL_error(L, "attempt to use a closed snapshot file");
+	for (; i < ss->v.n; i++) {
+		if (filter) {
+			int want = lua_rawgeti(L, lua_upvalueindex(3), ps_psnap_record(ss->r, i)->region) != LUA_TNIL;
+
+			lua_pop(L, 1);
+			if (!want)
+				continue;
+		}
+		lua_pushinteger(L, (lua_Integer)i + 1);
+		lua_replace(L, lua_upvalueindex(2));
+		ps_l_push_record(L, &ss->v, i);
+		ps_psnap_release(ss->r, i); /* one pass in order: the pages behind can go */
+		return 1;
+	}
+	lua_pushinteger(L, (lua_Integer)i);
+	lua_replace(L, lua_upvalueindex(2));
+	return 0;
+}
+
+/* ss:hits([ids]) -> an iterator over the records in file order, each a table as ss:record(i)
+   gives it; with @ids, only those of the regions whose ids are its keys. One record at a time,
+   and the file's pages let go behind: the memory does not grow with the records. */
+static int l_hits(lua_State *L)
+{
+	check(L);
+	if (!lua_isnoneornil(L, 2))
+		luaL_checktype(L, 2, LUA_TTABLE);
+	lua_settop(L, 2);
+	lua_pushinteger(L, 0);
+	lua_insert(L, 2);
+	lua_pushcclosure(L, hits_next, 3);
+	return 1;
+}
+
 /* ss:info() -> {events = {...}, regions = {...}, meta = {...}, records, truncated, ignored_bytes,
-   lost, complete, warning = "one line on what was lost" | nil} */
+   lost, skipped, events_from = "block" | "copy" | "unknown", complete,
+   warning = "one line on what was lost" | nil} */
 static int l_info(lua_State *L)
 {
+	static const char *const from[] = {"block", "copy", "unknown"};
 	struct lsnapset *ss = check(L);
 	size_t nreg = ps_psnap_nregions(ss->r), nmeta = ps_psnap_nmeta(ss->r);
 
-	lua_createtable(L, 0, 7);
+	lua_createtable(L, 0, 12);
 	lua_createtable(L, ss->v.nev, 0);
 	for (int k = 0; k < ss->v.nev; k++) {
 		lua_pushstring(L, ss->v.names[k]);
@@ -119,6 +164,10 @@ static int l_info(lua_State *L)
 	lua_setfield(L, -2, "ignored_bytes");
 	lua_pushinteger(L, (lua_Integer)ps_psnap_lost(ss->r));
 	lua_setfield(L, -2, "lost");
+	lua_pushinteger(L, (lua_Integer)ps_psnap_skipped(ss->r));
+	lua_setfield(L, -2, "skipped");
+	lua_pushstring(L, from[ps_psnap_events_from(ss->r)]);
+	lua_setfield(L, -2, "events_from");
 	lua_pushstring(L, ps_psnap_warning(ss->r)); /* nil when intact */
 	lua_setfield(L, -2, "warning");
 	return 1;
@@ -143,7 +192,7 @@ static int l_tostring(lua_State *L)
 }
 
 static const luaL_Reg methods[] = {{"count", l_count}, {"record", l_record}, {"stats", l_stats}, {"series", l_series},
-				   {"info", l_info},   {"close", l_close},   {NULL, NULL}};
+				   {"hits", l_hits},   {"info", l_info},     {"close", l_close}, {NULL, NULL}};
 
 static const luaL_Reg metamethods[] = {
     {"__gc", l_close}, {"__close", l_close}, {"__tostring", l_tostring}, {"__index", NULL}, {NULL, NULL}};

@@ -11,7 +11,12 @@ local def = {
   description = [[
 Prints the tables perfsh stat prints, from hits saved with perfsh stat --save FILE (or t:save(FILE)
 in a script). A cut or damaged file gives its intact records, with one line on stderr saying what
-was lost; a file with nothing readable left exits with status 2.]],
+was lost; a record with values no catcher writes (a counter or a clock that runs backwards, a
+thread id or CPU out of range, a region no block names) is skipped and counted there, by reason.
+A file with no readable record that was not closed whole (cut anywhere before its first record,
+damaged, or still being written) exits with status 2, saying what survived of its header and
+names. --hits-csv, --jsonl and --trace stream the hits in the order of the file (for a file
+perfsh stat saved, the order they ended in): their memory does not grow with the file.]],
   example = {"perfsh stat -r sum --save sum.psnap examples/sum", "perfsh report sum.psnap --per-thread"},
   options = {
     {"--csv", nil, "region,event,hits,total,mean,min,p50,p99,max,scaling rows"},
@@ -46,12 +51,14 @@ local function main(opts, rest)
   local events = f:events()
   local names = {}
   for _, r in ipairs(f.regions) do names[r.id] = r.name end
-  -- the tables are computed in C over the mapped records; hit tables only for the exports
-  local hits = {}
-  if opts.jsonl or opts.hits_csv or opts.trace then
-    for _, r in ipairs(regions) do for h in r:hits() do hits[#hits + 1] = h end end
-    table.sort(hits, function(a, b) return a.seq < b.seq end)
+  -- the tables are computed in C over the mapped records; the exports stream the hits of the
+  -- regions asked for, one at a time in the order of the file
+  local want
+  if opts.regions then
+    want = {}
+    for _, r in ipairs(regions) do want[r.id] = true end
   end
+  local function hits() return f:hits(want) end
   if opts.jsonl then
     export.jsonl(io.stdout, hits, events, names)
     return 0

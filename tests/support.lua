@@ -77,6 +77,21 @@ function support.take(path)
   return text
 end
 
+--- The bytes of file @path.
+function support.slurp(path)
+  local f = assert(io.open(path, "rb"))
+  local data = f:read("a")
+  f:close()
+  return data
+end
+
+--- Write @data to file @path.
+function support.spit(path, data)
+  local f = assert(io.open(path, "wb"))
+  f:write(data)
+  f:close()
+end
+
 --- Events that work everywhere, plus instructions where the PMU is.
 function support.events()
   if core.pmu_present() then return {"instructions", "task-clock"} end

@@ -34,18 +34,17 @@ function File:close() self.ud:close() end
 File.__close = File.close
 function File:__tostring() return ("perfsh.snapfile(%s, %d records)"):format(self.path, self.info.records) end
 
---- Iterate every record of the file, in order.
-function File:hits()
-  local i, ud = 0, self.ud
-  return function()
-    i = i + 1
-    return ud:record(i)
-  end
-end
+--- Iterate every record of the file, in the order of the file; with ids (a set:
+-- ids[r.id] = true), only the hits of those regions. One hit at a time: memory does not grow
+-- with the file.
+function File:hits(ids) return self.ud:hits(ids) end
 
 --- perfsh.load(path [, {quiet = true}]): map a .psnap file. A truncated or damaged file gives
 -- its intact records, with one line on stderr saying what was lost (info.warning; also
--- info.truncated, info.lost, info.ignored_bytes). A file with no readable record is an error.
+-- info.truncated, info.lost, info.ignored_bytes; info.skipped: records skipped for values no
+-- catcher writes, the warning says why; info.events_from: "copy" or "unknown" when the event
+-- names' block was lost). A file with no readable record that is not complete is an error that
+-- says what survived of its header and names.
 function snapfile.load(path, opts)
   local ud, msg = core.load(path)
   if not ud then error(msg, 2) end

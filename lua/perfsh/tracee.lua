@@ -453,7 +453,8 @@ function Tracee:reload_spill(final)
     ok, why = self.ud:spill_flush()
   end
   if not ok then fail(why, 3) end
-  self.file = snapfile.load(self.spill, {quiet = true})
+  -- mid-run, a file without records has nothing to read yet (a reader refuses it: not closed)
+  if final or self.ud:nrecords() > 0 then self.file = snapfile.load(self.spill, {quiet = true}) end
 end
 
 --- After the last run of a program that is still running (paused, interrupted): write what

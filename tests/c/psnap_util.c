@@ -186,3 +186,37 @@ off_t psnap_block_at(const char *path, const char *kind, int nth)
 	free(p);
 	return at;
 }
+
+void psnap_fix_block_crcs(const char *path, off_t off)
+{
+	size_t n;
+	unsigned char *p = psnap_slurp(path, &n);
+	uint32_t len, crc;
+
+	if (p && (size_t)off + 32 <= n) {
+		memcpy(&len, p + off + 16, 4);
+		if ((size_t)off + 32 + len <= n) {
+			crc = (uint32_t)crc32(0L, p + off + 32, len);
+			memcpy(p + off + 20, &crc, 4);
+			crc = (uint32_t)crc32(0L, p + off, 28);
+			memcpy(p + off + 28, &crc, 4);
+			psnap_patch(path, off, p + off, 32);
+		}
+	}
+	free(p);
+}
+
+size_t psnap_block_size(const char *path, off_t off)
+{
+	size_t n;
+	unsigned char *p = psnap_slurp(path, &n);
+	size_t size = 0;
+	uint32_t len;
+
+	if (p && (size_t)off + 32 <= n) {
+		memcpy(&len, p + off + 16, 4);
+		size = 32 + (size_t)len;
+	}
+	free(p);
+	return size;
+}

@@ -28,6 +28,11 @@ void psnap_patch(const char *path, off_t off, const void *p, size_t n);
 /* Recompute the file header's CRC after a patch. */
 void psnap_fix_header_crc(const char *path);
 
+/* Recompute both CRCs of the block at @off after a patch of its payload or header. */
+void psnap_fix_block_crcs(const char *path, off_t off);
+/* Bytes of the block at @off, header included, or 0. */
+size_t psnap_block_size(const char *path, off_t off);
+
 /* Offset of the @nth (0-based) block of @kind ("RECS"), or -1. */
 off_t psnap_block_at(const char *path, const char *kind, int nth);
 

@@ -27,6 +27,7 @@ static void fill(struct ps_snap *s, uint64_t seq)
 	s->nargs = NARGS;
 	s->seq = seq;
 	s->region = (uint32_t)(seq % 7);
+	s->tid = 1000; /* a thread id a reader believes (psnap.h) */
 	s->t_start = seq * 3;
 	s->t_end = seq * 3 + 1;
 	for (unsigned i = 0; i < NARGS; i++)

@@ -3,7 +3,8 @@
  * The input becomes a file (a memfd, opened by its /proc/self/fd path as perfsh report
  * opens a file) and goes through ps_psnap_open(). Whatever the bytes, the reader must not
  * crash or read out of bounds, must fail with one line naming the file, or keep only
- * records that pass the format's checks (psnap.h); everything it returns is touched.
+ * records that pass the format's checks (psnap.h: what a record can be); everything it
+ * returns is touched.
  *   corpus: tests/fuzz/corpus/psnap/ (valid, cut and damaged files; crash inputs found)
  */
 #include <stdint.h>
@@ -27,6 +28,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static volatile uint64_t sink;
 
+/* A value that does not run backwards, or the unread end (0) of a thread that exited. */
+static int possible(uint64_t start, uint64_t end, const struct ps_snap *s)
+{
+	return end >= start || (end == 0 && (s->flags & PS_SNAP_EXITED));
+}
+
 /* Touch every name and every byte of every record the reader kept; check the records. */
 static void walk(struct ps_psnap_reader *r)
 {
@@ -36,6 +43,8 @@ static void walk(struct ps_psnap_reader *r)
 	struct ps_error err;
 
 	REQUIRE(ps_psnap_nevents(r) <= ps_psnap_nvals(r));
+	REQUIRE(ps_psnap_events_from(r) == PS_PSNAP_EVENTS_BLOCK || ps_psnap_nevents(r) > 0);
+	acc += ps_psnap_skipped(r) + ps_psnap_lost(r);
 	for (size_t i = 0; i < ps_psnap_nevents(r); i++)
 		acc += strlen(ps_psnap_event(r, i));
 	for (size_t i = 0; i < ps_psnap_nregions(r); i++)
@@ -52,6 +61,12 @@ static void walk(struct ps_psnap_reader *r)
 		REQUIRE(s->nvals == ps_psnap_nvals(r) && s->nargs == ps_psnap_nargs(r));
 		REQUIRE(s->region < ps_psnap_nregions(r));
 		REQUIRE(s->cpu_start >= -1 && s->cpu_end >= -1);
+		REQUIRE(s->cpu_start < PS_PSNAP_MAX_CPU && s->cpu_end < PS_PSNAP_MAX_CPU);
+		REQUIRE(s->tid > 0 && s->tid <= PS_PSNAP_MAX_TID);
+		REQUIRE(s->t_end >= s->t_start);
+		REQUIRE(possible(s->enabled_start, s->enabled_end, s) && possible(s->running_start, s->running_end, s));
+		for (unsigned k = 0; k < s->nvals; k++)
+			REQUIRE(possible(ps_snap_start(w)[k], ps_snap_end(w)[k], s));
 		for (unsigned k = 0; k < s->nargs; k++)
 			acc += ps_snap_args(w)[k];
 		for (unsigned k = 0; k < s->nvals; k++)
