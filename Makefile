@@ -61,7 +61,7 @@ SO := $(B)/lib/perfsh/core.so
 # The marker library (marker/): for the programs measured, with the core objects it uses; only
 # ps_marker_* is exported (perfsh/marker.h).
 MARKER_OBJ := $(patsubst %.c,$(B)/%.o,$(sort $(wildcard marker/*.c))) $(patsubst %,$(B)/core/%.o,error events \
-              group pmu psnap_write ring suggest sysfs_pmu tracepoint)
+              group outfile pmu psnap_write ring suggest sysfs_pmu tracepoint)
 MARKER_A   := $(B)/lib/libperfsh-marker.a
 MARKER_SO  := $(B)/lib/libperfsh-marker.so
 MARKER     := $(MARKER_A) $(MARKER_SO)

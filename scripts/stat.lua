@@ -70,14 +70,10 @@ perfsh stop the run: what was measured is printed and saved, an attached process
 unharmed, a started COMMAND is killed; perfsh then exits with 128 + that signal.]],
 }
 
--- An -o file, opened now (before anything runs), or stdout.
+-- An -o file, opened now (before anything runs; renamed into place at the end: cli.output), or
+-- stdout.
 local function output(file)
-  if not file then return io.stdout end
-  local out, why = io.open(file, "w")
-  if not out then
-    error(("perfsh stat: -o: cannot write %s; give a file in a directory you can write"):format(why), 0)
-  end
-  return out
+  return cli.output("stat", "-o", file, true) or io.stdout
 end
 
 local function main(opts, cmd)
@@ -107,8 +103,9 @@ local function main(opts, cmd)
     .. "--seconds 2.5)", function(n) return n > 0 and n < math.huge end)
   local sample = opts.sample and cli.number("stat", "--sample", opts.sample, "a probability above 0 and at most 1 "
     .. "(e.g. --sample 0.01)", function(n) return n > 0 and n <= 1 end)
-  if opts.save then cli.writable("stat", "--save", opts.save) end
-  if opts.trace then cli.writable("stat", "--trace", opts.trace) end
+  -- --save goes to perfsh.spawn's spill (or t:save), each written whole: only checked here
+  if opts.save then cli.output("stat", "--save", opts.save):abort() end
+  local trace = cli.output("stat", "--trace", opts.trace, true)
   local out = output(opts.output)
   -- what only the ptrace catcher does: sampling, several groups; what only the uprobe
   -- catcher does: SDT regions (so they take it unless --backend ptrace says otherwise)
@@ -187,17 +184,12 @@ local function main(opts, cmd)
     local sok, why = pcall(t.save, t, opts.save)
     if not sok then io.stderr:write("perfsh stat: ", cli.reason(why), "\n") end
   end
-  if opts.trace then
-    local f, why = io.open(opts.trace, "w")
-    if not f then
-      io.stderr:write("perfsh stat: cannot write the trace: ", why, "\n")
-    else
-      local hits, names = {}, {}
-      for _, r in ipairs(t.regions) do names[r.id] = r.name end
-      for h in t:hits() do hits[#hits + 1] = h end
-      export.trace(f, hits, info.events, names, info.pid)
-      f:close()
-    end
+  if trace then
+    local hits, names = {}, {}
+    for _, r in ipairs(t.regions) do names[r.id] = r.name end
+    for h in t:hits() do hits[#hits + 1] = h end
+    export.trace(trace, hits, info.events, names, info.pid)
+    cli.commit("stat", trace)
   end
   -- the report
   local what = table.concat(t.argv, " ")
@@ -225,7 +217,7 @@ local function main(opts, cmd)
   if not opts.csv and opts.per_cpu then
     for _, r in ipairs(t.regions) do topo.print_breakdown(out, r, info.events) end
   end
-  if out ~= io.stdout then out:close() end
+  if out ~= io.stdout then cli.commit("stat", out) end
   t:close()
   if not rok then return 1 end
   if not status then return signo and 128 + signo or 0 end

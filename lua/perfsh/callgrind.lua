@@ -213,7 +213,8 @@ local unsupported = {pid = "-p", every_call = "--every-call", per_thread = "--pe
   backend = "--backend", ring_pages = "--ring-pages"}
 
 --- perfsh stat --engine callgrind: opts as scripts/stat.lua parsed and checked them (regions
--- and a command given), cmd the command, output(file) the report's file (-o; nil: stdout).
+-- and a command given), cmd the command, output(file) the report's file (-o, committed here:
+-- cli.output; nil: stdout).
 function M.stat(opts, cmd, output)
   for key, flag in pairs(unsupported) do
     if opts[key] then
@@ -247,7 +248,7 @@ function M.stat(opts, cmd, output)
     out:write("callgrind: every instruction of the region and of what it calls, one valgrind run per region;\n"
       .. "min, p50, p99 and max are known for one hit only (callgrind sums the calls).\n")
   end
-  if out ~= io.stdout then out:close() end
+  if out ~= io.stdout then require("perfsh.cli").commit("stat", out) end
   return status
 end
 

@@ -340,17 +340,27 @@ function cli.number(name, flag, value, what, ok)
   return n
 end
 
---- Fail now, before anything runs, when @path cannot be written (a file of option @flag).
-function cli.writable(name, flag, path)
-  local existed = io.open(path, "r")
-  if existed then existed:close() end
-  local f, why = io.open(path, "a")
-  if not f then
-    error(("perfsh %s: %s: cannot write %s; give a file in a directory you can write"):format(name, flag,
-      cli.reason(why)), 0)
+--- An output file of option @flag (-o, --save, --log, ...), reserved before anything runs
+-- (perfsh.outfile): it is written to a temporary file beside @path, which o:commit() renames
+-- over @path at the end, so a run that fails leaves the old file as it was. With @open, o is
+-- also open for writing (o:write). nil for no @path; one line when it cannot be written.
+function cli.output(name, flag, path, open)
+  if not path then return nil end
+  local outfile = require "perfsh.outfile"
+  local o, why = (open and outfile.open or outfile.reserve)(path)
+  if not o then
+    error(("perfsh %s: %s: %s; give a file in a directory you can write"):format(name, flag, why), 0)
   end
-  f:close()
-  if not existed then os.remove(path) end
+  return o
+end
+
+--- Put output file @o (cli.output) in place; a failure is one line on stderr. Returns whether
+-- it was written.
+function cli.commit(name, o)
+  if not o then return true end
+  local ok, why = o:commit()
+  if not ok then io.stderr:write("perfsh ", name, ": ", why, "\n") end
+  return ok
 end
 
 --- A region named on a command line (parsed by core/regionspec.c): FILE:L1-L2, FILE:L1-FILE:L2
@@ -436,6 +446,7 @@ function cli.slow_options(name, opts)
   if opts.threshold and opts.quantile then
     error(("perfsh %s: give --threshold-us or --quantile, not both"):format(name), 0)
   end
+  if opts.log then cli.output(name, "--log", opts.log):abort() end -- on_slow writes it whole
   return {
     threshold_us = opts.threshold and num("--threshold-us", opts.threshold),
     quantile = not opts.threshold and (opts.quantile and num("--quantile", opts.quantile) or 0.99) or nil,
@@ -498,6 +509,7 @@ function cli.main(fn, argv)
     return debug.traceback(e, 2)
   end, argv)
   if not ok then
+    require("perfsh.outfile").abort_all() -- the old output files stay as they were
     io.stderr:write(tostring(result), "\n")
     os.exit(2, true) -- closing the state closes the tracees: an attached process is detached
   end

@@ -127,8 +127,8 @@ local function xml(s)
 end
 
 function M.write_junit(file, what, rows)
-  local f, why = io.open(file, "w")
-  if not f then error(("perfsh check: --junit: cannot write %s"):format(why), 0) end
+  local f, why = require("perfsh.outfile").open(file) -- renamed into place by f:commit()
+  if not f then error(("perfsh check: --junit: %s"):format(why), 0) end
   local fails = 0
   for _, row in ipairs(rows) do if row.fail then fails = fails + 1 end end
   f:write('<?xml version="1.0" encoding="UTF-8"?>\n')
@@ -143,7 +143,8 @@ function M.write_junit(file, what, rows)
     f:write("    </testcase>\n")
   end
   f:write("  </testsuite>\n</testsuites>\n")
-  f:close()
+  local ok, werr = f:commit()
+  if not ok then error(("perfsh check: --junit: %s"):format(werr), 0) end
 end
 
 local function pct(x)
@@ -290,11 +291,12 @@ function M.check(spec)
     region_names = regions, baseline = base, baseline_file = spec.baseline, rows = {}, fails = 0, pass = true}
   if spec.save_baseline then
     local doc = {perfsh_check = 1, engine = engine, events = events, runs = runs, command = cmd, regions = now}
-    local f, why = io.open(spec.save_baseline, "w")
-    if not f then error(("perfsh check: --save-baseline: cannot write %s"):format(why), 0) end
+    local f, why = require("perfsh.outfile").open(spec.save_baseline) -- renamed into place by f:commit()
+    if not f then error(("perfsh check: --save-baseline: %s"):format(why), 0) end
     f:write(json.encode(doc, {indent = true, keyorder = {"perfsh_check", "engine", "events", "runs", "command",
       "regions", "hits", "median", "min", "max", "noise"}}), "\n")
-    f:close()
+    local ok, werr = f:commit()
+    if not ok then error(("perfsh check: --save-baseline: %s"):format(werr), 0) end
     res.saved = spec.save_baseline
     return res
   end

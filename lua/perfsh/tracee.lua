@@ -14,6 +14,7 @@ Tracee.__name = "perfsh.tracee"
 local Region = require "perfsh.region"
 local snapfile = require "perfsh.snapfile"
 local defaults = require "perfsh.defaults"
+local outfile = require "perfsh.outfile"
 
 local function fail(msg, level)
   error(msg, (level or 1) + 1)
@@ -75,7 +76,8 @@ end
 -- traced, stopped before it runs any code of its own. events form one group; each list in
 -- groups another; without either, the events perfsh stat counts (perfsh.default_events()).
 -- With spill, records go to the file as the ring fills (memory stays bounded) and are read
--- back from it.
+-- back from it; the file is written beside it under a temporary name and renamed when the
+-- spill is complete (the program's end, or t:finish_spill()): t:close() before drops it.
 -- Forked children are released (their breakpoints removed) unless follow_fork is set.
 -- backend = "ptrace" (default: breakpoints, the target stops at each hit), "uprobe" (the
 -- kernel samples the counters at each entry and return: the target never stops for a hit;
@@ -105,12 +107,16 @@ function tracee.spawn(spec)
   local t = wrap(ud, argv)
   t.catcher, t.note = how, note
   if spec.spill then
-    local ok, why = ud:spill(spec.spill)
+    -- written to a temporary file beside it, renamed once complete (perfsh.outfile)
+    local out, why = outfile.reserve(spec.spill)
+    local ok = out ~= nil
+    if ok then ok, why = ud:spill(out.tmp or out.path) end
     if not ok then
+      if out then out:abort() end
       ud:close()
       fail(why, 2)
     end
-    t.spill = spec.spill
+    t.spill, t.spill_out, t.spill_read = spec.spill, out, out.tmp or out.path
   end
   return t
 end
@@ -396,8 +402,13 @@ function Tracee:detach()
 end
 
 function Tracee:close()
+  for _, r in ipairs(self.regions) do
+    if r.loggers then r:finish_slow() end -- slow-hit log files put in place
+  end
   if self.file then self.file:close() self.file = nil end
   self.ud:close()
+  -- a spill never finished (t:finish_spill, the program's end) leaves the old file as it was
+  if self.spill_out then self.spill_out:abort() end
 end
 Tracee.__close = Tracee.close
 function Tracee:__tostring() return tostring(self.ud) end
@@ -453,7 +464,14 @@ function Tracee:reload_spill(final)
     ok, why = self.ud:spill_flush()
   end
   if not ok then fail(why, 3) end
-  self.file = snapfile.load(self.spill, {quiet = true})
+  if final and self.spill_out then
+    local out = self.spill_out
+    self.spill_out = nil
+    ok, why = out:commit()
+    if not ok then fail(why, 3) end
+    self.spill_read = out.path
+  end
+  self.file = snapfile.load(self.spill_read, {quiet = true})
 end
 
 --- After the last run of a program that is still running (paused, interrupted): write what
