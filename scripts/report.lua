@@ -8,6 +8,7 @@ local topo = require "perfsh.topology"
 
 local def = {
   operands = true,
+  stop_on_signal = true, -- nothing runs: SIGINT, SIGTERM, SIGHUP stop it at once
   description = [[
 Prints the tables perfsh stat prints, from hits saved with perfsh stat --save FILE (or t:save(FILE)
 in a script). A cut or damaged file gives its intact records, with one line on stderr saying what

@@ -77,8 +77,7 @@ local function output(file)
 end
 
 local function main(opts, cmd)
-  -- SIGINT, SIGTERM, SIGHUP end the run, not perfsh: the report and the files are written
-  core.defer_signals()
+  -- SIGINT, SIGTERM, SIGHUP end the run, not perfsh (cli.run): the report and the files are written
   local engine = cli.engine("stat", opts.engine, "counters")
   if opts.list and engine == "counters" then
     if cmd[1] == "sdt" then return perfsh.print_sdt(cmd[2]) end

@@ -214,10 +214,24 @@ function cli.run(def, main)
       if type(o) == "table" then o[3] = fill(o[3]) end
     end
   end
+  -- SIGINT, SIGTERM and SIGHUP, whatever perfsh inherited: a recipe that runs a target only
+  -- has its runs end (t:run pauses, core.run passes them on), reports what was measured and
+  -- exits 128 + the signal (cli.main); one that does not (def.stop_on_signal) stops at once
+  if not def.stop_on_signal then cli.core.defer_signals() end
   cli.main(function(argv)
     local opts, cmd = cli.parse(def, argv)
     return main(opts, cmd)
-  end, arg)
+  end, arg, def.name)
+end
+
+--- The signal (SIGINT, SIGTERM, SIGHUP) that stopped the recipe's runs, and its number, or
+-- nil; with @name, also one line on stderr: "perfsh NAME: SIGINT: stopped (what)".
+function cli.stopped(name, what)
+  local signame, signo = cli.core.signal()
+  if signame and name then
+    io.stderr:write(("perfsh %s: %s: stopped%s\n"):format(name, signame, what and (" (" .. what .. ")") or ""))
+  end
+  return signame, signo
 end
 
 --- The --backend option of the recipes that catch region hits (a row of cli.parser's options).
@@ -425,13 +439,17 @@ function cli.split(values)
 end
 
 --- The end of a recipe that ran a target: a run that failed (@runok false, @why) is one line on
--- stderr and exit 1; a run paused or stopped, 0; else the target's status (cli.status).
+-- stderr and exit 1; a run paused, 0 (stopped by a signal: one line, and cli.main exits 128 +
+-- the signal); else the target's status (cli.status).
 function cli.finish(name, runok, why, status)
   if not runok then
     io.stderr:write("perfsh ", name, ": ", cli.reason(why), "\n")
     return 1
   end
-  if not status then return 0 end
+  if not status then
+    cli.stopped(name, "what was measured is above")
+    return 0
+  end
   return cli.status(status.exited, status.code, status.signo)
 end
 
@@ -502,18 +520,26 @@ function cli.report_death(name, t, status)
     #inside > 0 and (" in region " .. table.concat(inside, ", ")) or " outside every region"))
 end
 
---- Run main(argv) of a recipe; errors print one line (no traceback) and exit 2.
-function cli.main(fn, argv)
+--- Run main(argv) of recipe @name; errors print one line (no traceback) and exit 2. After
+-- SIGINT, SIGTERM or SIGHUP (cli.run) the exit status is 128 + the signal.
+function cli.main(fn, argv, name)
   local ok, result = xpcall(fn, function(e)
     if type(e) == "string" and e:match("^perfsh ") then return e end
+    if cli.core.signal() then return false end -- stopped by a signal where it was (cli.run)
     return debug.traceback(e, 2)
   end, argv)
+  local _, signo = cli.core.signal()
   if not ok then
     require("perfsh.outfile").abort_all() -- the old output files stay as they were
-    io.stderr:write(tostring(result), "\n")
-    os.exit(2, true) -- closing the state closes the tracees: an attached process is detached
+    if result then
+      io.stderr:write(tostring(result), "\n")
+    else
+      cli.stopped(name or "perfsh")
+    end
+    -- closing the state closes the tracees: an attached process is detached
+    os.exit(signo and 128 + signo or 2, true)
   end
-  os.exit(result or 0, true)
+  os.exit(signo and 128 + signo or result or 0, true)
 end
 
 -- cli.perfsh, cli.core, cli.defaults: the modules every recipe uses, required when first used

@@ -22,6 +22,13 @@ function M.median(xs)
   return (s[n // 2] + s[n // 2 + 1]) / 2
 end
 
+-- A signal (SIGINT, SIGTERM, SIGHUP) stopped the runs: nothing is compared (cli.main exits 128 + it).
+local function check_stopped(name)
+  local signame = cli.stopped()
+  if signame then error(("perfsh %s: %s: stopped before the runs were done; nothing is compared"):format(name,
+    signame), 0) end
+end
+
 -- One run with the counters engine: {region = {hits, totals = {event = n}}}.
 local function run_counters(name, cmd, regions, events, backend, fields)
   local spec = {events = events, stdout = "/dev/null", backend = backend}
@@ -31,6 +38,10 @@ local function run_counters(name, cmd, regions, events, backend, fields)
   local rs = {}
   for i, r in ipairs(regions) do rs[i] = cli.arm(name, t, r, cli.region_spec(r, name)) end
   local status = t:run()
+  if not status then
+    t:close()
+    check_stopped(name)
+  end
   local res = {}
   for i, r in ipairs(regions) do
     local st = rs[i]:stats()
@@ -51,6 +62,7 @@ local function run_callgrind(name, cmd, regions, events)
   local res = {}
   for _, r in ipairs(regions) do
     local m = callgrind.measure(name, cmd, r, events, true)
+    check_stopped(name)
     if m.status ~= 0 then
       error(("perfsh %s: %s failed under callgrind (exit %d); measuring needs a run that succeeds")
         :format(name, table.concat(cmd, " "), m.status), 0)
