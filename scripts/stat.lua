@@ -34,16 +34,16 @@ unmodified binary, per thread, and prints one aggregated table per region.]],
       .. "the preset sets and what they count here); "
       .. "--list sdt BINARY lists the SDT probes (<sys/sdt.h>) of BINARY"},
     "Target",
-    {"-p --pid", "PID", "attach to a running process instead of starting COMMAND"},
+    {"-p --pid", "PID", "attach to a running process instead of starting COMMAND", number = "pid"},
     {"--seconds", "S", "stop after S seconds (detaching from an attached process), even while the program is "
-      .. "blocked in a system call"},
+      .. "blocked in a system call", number = "seconds"},
     {"--follow-fork", nil, "trace forked children too (default: they run untraced)"},
     cli.backend_option,
     {"--ring-pages", "N", "the uprobe catcher's ring per thread, in pages (a power of two; default 256): records "
-      .. "a full ring drops are counted and reported"},
+      .. "a full ring drops are counted and reported", number = "pow2"},
     "Sampling (function regions; every call is still counted, estimated totals are printed)",
-    {"--sample", "P", "record each call with probability P"},
-    {"--every", "N", "record every Nth call"},
+    {"--sample", "P", "record each call with probability P", number = "probability"},
+    {"--every", "N", "record every Nth call", number = "count"},
     "Output",
     {"--csv", nil, "region,event,hits,total,mean,min,p50,p99,max,scaling rows (time_ns is the event name of the "
       .. "time column)"},
@@ -98,10 +98,7 @@ local function main(opts, cmd)
   for _, g in ipairs(groups) do for _, e in ipairs(g) do all[#all + 1] = e end end
   cli.check_events("stat", all)
   for _, note in ipairs(perfsh.event_notes(all)) do io.stderr:write("perfsh stat: note: ", note, "\n") end
-  local seconds = opts.seconds and cli.number("stat", "--seconds", opts.seconds, "a time in seconds above 0 (e.g. "
-    .. "--seconds 2.5)", function(n) return n > 0 and n < math.huge end)
-  local sample = opts.sample and cli.number("stat", "--sample", opts.sample, "a probability above 0 and at most 1 "
-    .. "(e.g. --sample 0.01)", function(n) return n > 0 and n <= 1 end)
+  local seconds, sample = opts.seconds, opts.sample -- numbers checked by cli.parse
   -- --save goes to perfsh.spawn's spill (or t:save), each written whole: only checked here
   if opts.save then cli.output("stat", "--save", opts.save):abort() end
   local trace = cli.output("stat", "--trace", opts.trace, true)
@@ -111,8 +108,7 @@ local function main(opts, cmd)
   local need = (#groups > 0 and "several counter groups") or ((sample or opts.every) and "sampling") or nil
   local backend = cli.regions_backend("stat", opts.backend, opts.regions, need, opts.pid ~= nil)
 
-  local ring_pages = opts.ring_pages and cli.number("stat", "--ring-pages", opts.ring_pages, "a power of two (e.g. "
-    .. "--ring-pages 1024)", function(n) return math.tointeger(n) and n >= 1 and n & (n - 1) == 0 end)
+  local ring_pages = opts.ring_pages
   local function start(how, fallback)
     local t = cli.start("stat", cmd, opts.pid, {events = events, groups = groups, follow_fork = opts.follow_fork,
       spill = not opts.pid and opts.save or nil, backend = how, ring_pages = not fallback and ring_pages or nil})
@@ -125,9 +121,7 @@ local function main(opts, cmd)
     if sample then
       spec.sample = {p = sample}
     elseif opts.every then
-      local n = math.tointeger(tonumber(opts.every))
-      if not n or n < 1 then error(("perfsh stat: --every needs a positive count, not '%s'"):format(opts.every), 0) end
-      spec.sample = {every = n}
+      spec.sample = {every = opts.every}
     end
     return spec
   end
