@@ -61,11 +61,15 @@ SO := $(B)/lib/perfsh/core.so
 # The marker library (marker/): for the programs measured, with the core objects it uses; only
 # ps_marker_* is exported (perfsh/marker.h).
 MARKER_OBJ := $(patsubst %.c,$(B)/%.o,$(sort $(wildcard marker/*.c))) $(patsubst %,$(B)/core/%.o,error events \
-              group pmu psnap_write ring suggest sysfs_pmu tracepoint)
+              group outfile pmu psnap_write ring suggest sysfs_pmu tracepoint)
 MARKER_A   := $(B)/lib/libperfsh-marker.a
 MARKER_SO  := $(B)/lib/libperfsh-marker.so
 MARKER     := $(MARKER_A) $(MARKER_SO)
 MARKER_LIBS := -lpfm -lz -lpthread
+# perfsh-marker.pc of a prefix the dynamic loader does not search (any but /usr) links the
+# program with an rpath to its lib/, so it runs without LD_LIBRARY_PATH.
+comma := ,
+MARKER_RPATH = $(if $(filter /usr /usr/,$(PREFIX)),,-Wl$(comma)-rpath$(comma)$${libdir} )
 
 all: perfsh $(SO) $(MARKER) examples
 
@@ -200,7 +204,8 @@ install: perfsh $(SO) $(MARKER)
 	install -m 644 marker/include/perfsh/marker.h $(DESTDIR)$(PREFIX)/include/perfsh/
 	install -m 644 $(MARKER_A) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(MARKER_SO) $(DESTDIR)$(PREFIX)/lib/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' marker/perfsh-marker.pc.in \
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@RPATH@|$(MARKER_RPATH)|' \
+		marker/perfsh-marker.pc.in \
 		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/perfsh-marker.pc
 	install -m 755 perfsh $(DESTDIR)$(PREFIX)/bin/perfsh
 	install -m 644 lua/perfsh/*.lua $(DESTDIR)$(PREFIX)/share/lua/5.4/perfsh/

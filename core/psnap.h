@@ -133,6 +133,19 @@ struct ps_psnap_reader;
 struct ps_psnap_writer *ps_psnap_create(const char *path, const struct ps_psnap_info *info, struct ps_error *err);
 
 /**
+ * ps_psnap_replace - ps_psnap_create(), written whole or not at all: into a temporary file
+ * beside @path (core/outfile.h) that ps_psnap_close() renames over @path once everything is
+ * written; a failed write removes it, and @path stays as it was. Not for a file read as it
+ * grows, nor for ps_psnap_finish() from a signal handler (nothing is renamed then).
+ * @path: file name (an existing FIFO or device is written in place).
+ * @info: as for ps_psnap_create().
+ * @err:  filled on failure.
+ *
+ * Return: the writer, or NULL with @err set.
+ */
+struct ps_psnap_writer *ps_psnap_replace(const char *path, const struct ps_psnap_info *info, struct ps_error *err);
+
+/**
  * ps_psnap_add_region - name a region found after creation (a REGN block, before any
  * record written after this call).
  * @w:    the writer.
@@ -202,7 +215,7 @@ uint64_t ps_psnap_writer_count(const struct ps_psnap_writer *w);
  * @err: filled on failure.
  *
  * Return: 0, or -1 with @err set when any write, pwrite or close(2) failed, now
- * or earlier: the file is then incomplete.
+ * or earlier: the file is then incomplete (of ps_psnap_replace(): left out, the old one kept).
  */
 int ps_psnap_close(struct ps_psnap_writer *w, struct ps_error *err);
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "outfile.h"
 #include "psnap_priv.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -31,6 +32,7 @@ struct ps_psnap_writer {
 	int failed;	   /* sticky: @error says why */
 	int finished;	   /* END written by ps_psnap_finish() */
 	struct ps_error error;
+	struct ps_outfile *whole; /* ps_psnap_replace(): the temporary file, renamed at close */
 };
 
 /* A growable byte string, for names payloads. */
@@ -249,6 +251,7 @@ static int put_names(struct ps_psnap_writer *w, const char *kind, uint64_t first
 
 static void writer_free(struct ps_psnap_writer *w)
 {
+	free(w->whole);
 	free(w->buf);
 	free(w->path);
 	free(w);
@@ -325,14 +328,17 @@ static int start_file(struct ps_psnap_writer *w, const struct ps_psnap_info *in,
 	return rc ? -1 : 0;
 }
 
-struct ps_psnap_writer *ps_psnap_create(const char *path, const struct ps_psnap_info *info, struct ps_error *err)
+/* A writer of @path (in place, or whole when @whole: see ps_psnap_replace()). */
+static struct ps_psnap_writer *create(const char *path, const struct ps_psnap_info *info, int whole,
+				      struct ps_error *err)
 {
 	struct ps_psnap_writer *w;
 
 	if (check_info(info, err))
 		return NULL;
 	w = calloc(1, sizeof *w);
-	if (!w || !(w->path = strdup(path)) || !(w->buf = malloc(PS_PSNAP_BUFSIZE))) {
+	if (!w || !(w->path = strdup(path)) || !(w->buf = malloc(PS_PSNAP_BUFSIZE)) ||
+	    (whole && !(w->whole = malloc(sizeof *w->whole)))) {
 		ps_error_set(err, ENOMEM, "%s: out of memory", path);
 		goto fail;
 	}
@@ -341,13 +347,21 @@ struct ps_psnap_writer *ps_psnap_create(const char *path, const struct ps_psnap_
 	w->nargs = info->nargs;
 	w->nregions = (uint32_t)info->nregions;
 	w->open = SIZE_MAX;
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-	if (w->fd < 0) {
-		ps_error_set(err, errno, "%s: open: %s", path, strerror(errno));
-		goto fail;
+	if (whole) {
+		w->fd = ps_outfile_open(w->whole, path, err);
+		if (w->fd < 0)
+			goto fail;
+	} else {
+		w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+		if (w->fd < 0) {
+			ps_error_set(err, errno, "%s: open: %s", path, strerror(errno));
+			goto fail;
+		}
 	}
 	if (start_file(w, info, err)) {
 		close(w->fd);
+		if (whole)
+			ps_outfile_discard(w->whole);
 		goto fail;
 	}
 	return w;
@@ -355,6 +369,16 @@ fail:
 	if (w)
 		writer_free(w);
 	return NULL;
+}
+
+struct ps_psnap_writer *ps_psnap_create(const char *path, const struct ps_psnap_info *info, struct ps_error *err)
+{
+	return create(path, info, 0, err);
+}
+
+struct ps_psnap_writer *ps_psnap_replace(const char *path, const struct ps_psnap_info *info, struct ps_error *err)
+{
+	return create(path, info, 1, err);
 }
 
 int ps_psnap_add_region(struct ps_psnap_writer *w, const char *name, struct ps_error *err)
@@ -502,6 +526,10 @@ int ps_psnap_close(struct ps_psnap_writer *w, struct ps_error *err)
 		rc = put_block(w, PS_PSNAP_K_END, w->nregions, w->count, NULL, 0, err) || flush_buf(w, err) ? -1 : 0;
 	if (close(w->fd) < 0 && rc == 0)
 		rc = fail(w, err, errno, "close");
+	if (w->whole && rc == 0)
+		rc = ps_outfile_commit(w->whole, err);
+	else if (w->whole)
+		ps_outfile_discard(w->whole);
 	writer_free(w);
 	return rc;
 }

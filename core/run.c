@@ -33,18 +33,55 @@ static void close_pair(int p[2])
 }
 
 static volatile sig_atomic_t forward_sig; /* set by ps_run_forward(), sent by reap() */
+static volatile sig_atomic_t forward_had; /* the command had it already (the terminal's) */
 
-void ps_run_forward(int sig)
+void ps_run_forward(int sig, int delivered)
 {
+	forward_had = delivered;
 	forward_sig = sig;
 }
 
-/* Wait for the command; a signal given to ps_run_forward() meanwhile is passed on to it.
+/* Whether @pid ignores or blocks @sig (/proc/PID/status): passed on, it would do nothing. */
+static int deaf_to(pid_t pid, int sig)
+{
+	char path[64], line[256];
+	unsigned long long mask, any = 0;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	while (fgets(line, sizeof line, f))
+		if ((sscanf(line, "SigIgn: %llx", &mask) == 1 || sscanf(line, "SigBlk: %llx", &mask) == 1))
+			any |= mask;
+	fclose(f);
+	return (int)(any >> (sig - 1) & 1);
+}
+
+/* Pass signal @sig on to @pid (unless it @had it already), or end it (SIGKILL) where that
+   would do nothing: a second signal, or one @pid ignores or blocks. Sets *@deadline for a
+   command that outlives it. */
+static void pass_on(pid_t pid, int sig, int had, struct ps_run_result *res, struct timespec *deadline)
+{
+	if (res->passed || deaf_to(pid, sig)) {
+		kill(pid, SIGKILL);
+		res->killed = 1;
+	} else if (!had) {
+		kill(pid, sig);
+	}
+	res->passed = sig;
+	clock_gettime(CLOCK_MONOTONIC, deadline);
+	deadline->tv_sec += PS_RUN_GRACE_S;
+}
+
+/* Wait for the command; a signal given to ps_run_forward() meanwhile is passed on to it
+   (pass_on), and a command still running PS_RUN_GRACE_S seconds after it is killed.
    SIGINT, SIGTERM and SIGHUP are unblocked only inside ppoll() on a pidfd of the command, so
    one that arrives just before the wait is not missed. */
-static pid_t reap(pid_t pid, int *status)
+static pid_t reap(pid_t pid, int *status, struct ps_run_result *res)
 {
 	int pfd = (int)syscall(SYS_pidfd_open, pid, 0), e;
+	struct timespec deadline = {0, 0};
 	sigset_t blk, old;
 	pid_t r;
 
@@ -58,7 +95,7 @@ static pid_t reap(pid_t pid, int *status)
 		int sig = forward_sig;
 		if (sig) {
 			forward_sig = 0;
-			kill(pid, sig);
+			pass_on(pid, sig, forward_had, res, &deadline);
 		}
 		r = waitpid(pid, status, pfd >= 0 ? WNOHANG : 0);
 		if (r < 0 && errno == EINTR)
@@ -66,7 +103,19 @@ static pid_t reap(pid_t pid, int *status)
 		if (r != 0)
 			break;
 		struct pollfd p = {.fd = pfd, .events = POLLIN};
-		ppoll(&p, 1, NULL, &old);
+		struct timespec now, left;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		left.tv_sec = deadline.tv_sec - now.tv_sec;
+		left.tv_nsec = deadline.tv_nsec - now.tv_nsec;
+		if (left.tv_nsec < 0) {
+			left.tv_sec--;
+			left.tv_nsec += 1000000000L;
+		}
+		if (res->passed && !res->killed && left.tv_sec < 0) {
+			kill(pid, SIGKILL); /* it outlived the signal passed on */
+			res->killed = 1;
+		}
+		ppoll(&p, 1, res->passed && !res->killed ? &left : NULL, &old);
 	}
 	e = errno;
 	sigprocmask(SIG_SETMASK, &old, NULL);
@@ -116,11 +165,11 @@ int ps_run(char *const argv[], const struct ps_event *ev, int n, struct ps_run_r
 	close(gate[0]);
 	close(report[1]);
 	gate[0] = report[1] = -1;
-	if (ps_group_open(&g, ev, n, pid, -1, PS_GROUP_INHERIT | PS_GROUP_ENABLE_ON_EXEC, err)) {
+	if (n > 0 && ps_group_open(&g, ev, n, pid, -1, PS_GROUP_INHERIT | PS_GROUP_ENABLE_ON_EXEC, err)) {
 		close_pair(gate);
 		close_pair(report);
 		kill(pid, SIGKILL);
-		reap(pid, &status);
+		reap(pid, &status, res);
 		return -1;
 	}
 	memcpy(res->ev, g.ev, sizeof res->ev);
@@ -131,7 +180,7 @@ int ps_run(char *const argv[], const struct ps_event *ev, int n, struct ps_run_r
 		close_pair(gate);
 		close_pair(report);
 		kill(pid, SIGKILL);
-		reap(pid, &status);
+		reap(pid, &status, res);
 		return ps_error_set(err, e, "starting '%s': %s", argv[0], strerror(e));
 	}
 	close(gate[1]);
@@ -140,7 +189,7 @@ int ps_run(char *const argv[], const struct ps_event *ev, int n, struct ps_run_r
 		got = read(report[0], &child_errno, sizeof child_errno);
 	while (got < 0 && errno == EINTR);
 	close(report[0]);
-	if (reap(pid, &status) < 0) {
+	if (reap(pid, &status, res) < 0) {
 		int e = errno;
 		ps_group_close(&g);
 		return ps_error_set(err, e, "waitpid: %s", strerror(e));
@@ -150,7 +199,7 @@ int ps_run(char *const argv[], const struct ps_event *ev, int n, struct ps_run_r
 		ps_group_close(&g);
 		return ps_error_set(err, child_errno, "cannot run '%s': %s", argv[0], strerror(child_errno));
 	}
-	if (ps_group_read(&g, &res->reading, err)) {
+	if (n > 0 && ps_group_read(&g, &res->reading, err)) {
 		ps_group_close(&g);
 		return -1;
 	}

@@ -51,7 +51,7 @@ int ps_session_save(const struct ps_session *s, const char *path, const struct p
 	h.info.regions = regions;
 	h.info.nmeta = nmeta + 1;
 	h.info.meta = all;
-	w = ps_psnap_create(path, &h.info, err);
+	w = ps_psnap_replace(path, &h.info, err); /* whole: a failed save keeps the old file */
 	free(all);
 	if (!w)
 		return -1;

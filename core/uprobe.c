@@ -129,6 +129,50 @@ static int open_counters(struct ps_uprobe *u, const struct ps_uprobe_opts *o, st
 	return leader;
 }
 
+/* Why event @a (as the catcher opens it, errno @e) cannot be a uprobe's counter. */
+static const char *unreadable(struct perf_event_attr a, int e, char *buf, size_t n)
+{
+	int fd;
+
+	if (e == EINVAL && (a.exclude_kernel || a.exclude_hv)) {
+		a.exclude_kernel = a.exclude_hv = 0; /* would it open counting the kernel too? */
+		fd = (int)perf_open(&a, 0, -1);
+		if (fd >= 0) {
+			close(fd);
+			return "its PMU cannot count user space alone, and the uprobe catcher counts user space only";
+		}
+	}
+	snprintf(buf, n, "perf_event_open per thread: %s%s", strerror(e),
+		 e == EACCES || e == EPERM ? "; uprobes need root or CAP_PERFMON" : "");
+	return buf;
+}
+
+int ps_uprobe_check_events(const struct ps_event *ev, int nev, struct ps_error *err)
+{
+	int fds[PS_MAX_EVENTS], nfd = 0, rc = 0;
+	char why[160];
+
+	for (int k = 0; k < nev && k < PS_MAX_EVENTS && rc == 0; k++) {
+		struct perf_event_attr a = ev[k].attr;
+
+		common_attr(&a);
+		a.disabled = k == 0;
+		a.sample_period = 0;
+		a.sample_type = 0;
+		int fd = (int)perf_open(&a, 0, nfd ? fds[0] : -1);
+		if (fd < 0) {
+			int e = errno;
+			rc = ps_error_set(err, e, "%s cannot be read at a uprobe (%s)", ev[k].name,
+					  unreadable(a, e, why, sizeof why));
+		} else {
+			fds[nfd++] = fd;
+		}
+	}
+	while (nfd > 0)
+		close(fds[--nfd]);
+	return rc;
+}
+
 static int open_probe(struct ps_uprobe *u, const struct ps_uprobe_opts *o, int site, int kind, int leader,
 		      struct ps_error *err)
 {

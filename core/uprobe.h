@@ -150,6 +150,18 @@ int ps_uprobe_available(char *why, size_t n);
  */
 int ps_uprobe_open(struct ps_uprobe **u, pid_t tid, const struct ps_uprobe_opts *o, struct ps_error *err);
 
+/**
+ * ps_uprobe_check_events() - whether ps_uprobe_open() can open @ev as its counter group: a
+ * trial open of the group on the calling thread, with the attributes the catcher uses (per
+ * thread, user space only, no sampling of its own), closed at once. For a caller that must
+ * choose the catcher before the program starts.
+ * @ev, @nev: the counters, as for struct ps_uprobe_opts (0 events: nothing to check).
+ * @err:      filled on failure: "msr/tsc/ cannot be read at a uprobe (...)", naming the first
+ *            event that does not open and why.
+ * Return: 0, or -1.
+ */
+int ps_uprobe_check_events(const struct ps_event *ev, int nev, struct ps_error *err);
+
 /* Start (@on = 1) or stop counting and probing, every group at once. 0, or -1 with @err. */
 int ps_uprobe_enable(struct ps_uprobe *u, int on, struct ps_error *err);
 

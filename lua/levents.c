@@ -6,6 +6,7 @@
 #include "lhelp.h"
 #include "regionspec.h"
 #include "tracepoint.h"
+#include "uprobe.h"
 
 static const char *source_name(enum ps_event_source s)
 {
@@ -205,7 +206,22 @@ static int l_region_spec(lua_State *L)
 	return 1;
 }
 
+/* core.uprobe_check(events) -> true | nil, "msr/tsc/ cannot be read at a uprobe (why)", errno:
+   a trial open of the group as the uprobe catcher opens it (ps_uprobe_check_events) */
+static int l_uprobe_check(lua_State *L)
+{
+	struct ps_event ev[PS_MAX_EVENTS];
+	struct ps_error err;
+	int n = lua_istable(L, 1) && luaL_len(L, 1) == 0 ? 0 : ps_l_check_events(L, 1, ev, PS_MAX_EVENTS);
+
+	if (ps_uprobe_check_events(ev, n, &err))
+		return ps_l_fail(L, &err);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
 static const luaL_Reg funcs[] = {{"resolve", l_resolve},
+				 {"uprobe_check", l_uprobe_check},
 				 {"events", l_events},
 				 {"suggest", l_suggest},
 				 {"pmu_present", l_pmu_present},

@@ -56,7 +56,8 @@ struct ps_sdt_spec;
 /* Push an SDT region spec's probes as {{provider =, name =}, ...} (lua/lsdt.c). */
 void ps_l_push_sdt_spec(lua_State *L, const struct ps_sdt_spec *sp);
 
-void ps_l_open_signal(lua_State *L); /* core.defer_signals, core.signal (lua/lsignal.c) */
+void ps_l_open_signal(lua_State *L);  /* core.defer_signals, core.signal (lua/lsignal.c) */
+void ps_l_open_outfile(lua_State *L); /* core.outfile (lua/loutfile.c) */
 
 /* Called (if set) from the handlers of SIGINT, SIGTERM and SIGHUP: stops a C loop such as a
    traced run. @from_tty: the terminal sent it (to its whole process group). */

@@ -19,12 +19,12 @@ void ps_l_push_signame(lua_State *L, int n)
 /* The terminal sends its keys' signals to the command itself (same process group). */
 static void forward(int sig, int from_tty)
 {
-	if (!from_tty)
-		ps_run_forward(sig);
+	ps_run_forward(sig, from_tty);
 }
 
-/* core.run(argv, events) -> a reading (see group:read) plus exited, code, signo, signal, wall_ns
-   | nil, msg, errno */
+/* core.run(argv, events) -> a reading (see group:read) plus exited, code, signo, signal, wall_ns,
+   passed (the signal perfsh passed on), killed (perfsh killed it: it ignored that or outlived
+   it) | nil, msg, errno. events {}: run it, counting nothing. */
 static int l_run(lua_State *L)
 {
 	struct ps_event ev[PS_MAX_EVENTS];
@@ -36,7 +36,8 @@ static int l_run(lua_State *L)
 	luaL_checktype(L, 1, LUA_TTABLE);
 	argc = (int)luaL_len(L, 1);
 	luaL_argcheck(L, argc >= 1, 1, "no command given");
-	n = ps_l_check_events(L, 2, ev, PS_MAX_EVENTS);
+	/* no events ({}): only run it, passing signals on */
+	n = lua_istable(L, 2) && luaL_len(L, 2) == 0 ? 0 : ps_l_check_events(L, 2, ev, PS_MAX_EVENTS);
 	argv = lua_newuserdatauv(L, sizeof(char *) * (size_t)(argc + 1), 0); /* freed by the GC */
 	for (int i = 0; i < argc; i++) {
 		lua_geti(L, 1, i + 1);
@@ -59,6 +60,12 @@ static int l_run(lua_State *L)
 	lua_setfield(L, -2, "signo");
 	lua_pushinteger(L, (lua_Integer)res.wall_ns);
 	lua_setfield(L, -2, "wall_ns");
+	if (res.passed) {
+		ps_l_push_signame(L, res.passed);
+		lua_setfield(L, -2, "passed");
+	}
+	lua_pushboolean(L, res.killed);
+	lua_setfield(L, -2, "killed");
 	ps_l_push_notes(L, res.ev, n);
 	lua_setfield(L, -2, "notes");
 	if (res.signo) {

@@ -54,18 +54,24 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 }
 
 /* core.defer_signals(): from now on SIGINT, SIGTERM and SIGHUP only end the current run
-   (t:run returns "interrupted", core.run forwards them to the command); core.signal() tells. */
+   (t:run returns "interrupted", core.run passes them on to the command); core.signal() tells.
+   Whatever perfsh inherited (ignored, blocked: a script's "cmd &", nohup), they are caught. */
 static int l_defer_signals(lua_State *L)
 {
 	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
 	struct sigaction sa;
+	sigset_t set;
 
 	memset(&sa, 0, sizeof sa);
 	sa.sa_sigaction = on_signal;
 	sa.sa_flags = SA_SIGINFO; /* no SA_RESTART: a blocking wait returns EINTR */
 	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
 		sigaction(sigs[i], &sa, NULL);
+		sigaddset(&set, sigs[i]);
+	}
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
 	deferred = 1;
 	(void)L;
 	return 0;

@@ -279,6 +279,19 @@ static int call_lib(lua_State *L, const char *module, const char *fn, const char
 	return rc;
 }
 
+/* SIGINT, SIGTERM and SIGHUP reach perfsh even when its launcher blocked them; the handlers
+   are perfsh's (ps_host_docall, core.defer_signals), whatever it inherited. */
+static void unblock_stop_signals(void)
+{
+	sigset_t stop;
+
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGHUP);
+	sigprocmask(SIG_UNBLOCK, &stop, NULL);
+}
+
 int main(int argc, char **argv)
 {
 	lua_State *L = luaL_newstate();
@@ -289,6 +302,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "perfsh: cannot create the Lua state: out of memory\n");
 		return 1;
 	}
+	unblock_stop_signals();
 	luaL_openlibs(L);
 	find_dirs();
 	setup_paths(L);

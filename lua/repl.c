@@ -141,6 +141,53 @@ static int incomplete(lua_State *L, int status)
 	return 0;
 }
 
+/* Push function @fn of perfsh.replenv; 0 (nothing pushed) if it cannot be loaded. */
+static int push_replenv(lua_State *L, const char *fn)
+{
+	lua_getglobal(L, "require");
+	lua_pushliteral(L, "perfsh.replenv");
+	if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+		lua_pop(L, 1);
+		return 0;
+	}
+	lua_getfield(L, -1, fn);
+	lua_remove(L, -2);
+	return 1;
+}
+
+/* The chunk on top of the stack runs in the REPL's environment (perfsh.replenv.env()): the
+   names its earlier chunks kept, then the globals. */
+static void use_env(lua_State *L)
+{
+	if (!push_replenv(L, "env"))
+		return;
+	if (lua_pcall(L, 0, 1, 0) != LUA_OK || !lua_setupvalue(L, -2, 1))
+		lua_pop(L, 1);
+}
+
+/* The code at -2 compiled to the function at -1: where it declares top-level locals, that
+   function becomes the one of perfsh.replenv.rewrite(code), which keeps them in the REPL's
+   environment for the next lines (`local t = perfsh.spawn{...}`, then `t:run()`). */
+static void keep_locals(lua_State *L)
+{
+	size_t len;
+	const char *code;
+
+	if (!push_replenv(L, "rewrite"))
+		return;
+	lua_pushvalue(L, -3);
+	if (lua_pcall(L, 1, 1, 0) != LUA_OK || lua_type(L, -1) != LUA_TSTRING) {
+		lua_pop(L, 1);
+		return;
+	}
+	code = lua_tolstring(L, -1, &len);
+	if (luaL_loadbuffer(L, code, len, "=stdin") == LUA_OK)
+		lua_replace(L, -3);
+	else
+		lua_pop(L, 1); /* cannot happen; the chunk as typed stays */
+	lua_pop(L, 1);
+}
+
 /* Compile the input, as an expression first ("return " .. line), then as statements,
    reading more lines while the chunk is unfinished. Leaves the function on the stack. */
 static int load_input(lua_State *L, int tty, const char *first)
@@ -168,6 +215,8 @@ static int load_input(lua_State *L, int tty, const char *first)
 		lua_remove(L, -2);
 		free(more);
 	}
+	if (status == LUA_OK)
+		keep_locals(L);
 	if (tty && status == LUA_OK)
 		add_history(lua_tostring(L, -2));
 	lua_remove(L, -2);
@@ -264,8 +313,10 @@ int ps_host_repl(lua_State *L)
 		}
 		status = load_input(L, tty, line);
 		free(line);
-		if (status == LUA_OK)
+		if (status == LUA_OK) {
+			use_env(L);
 			status = ps_host_docall(L, 0, LUA_MULTRET);
+		}
 		if (status == LUA_OK)
 			print_results(L, lua_gettop(L) - top);
 		else

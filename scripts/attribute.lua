@@ -36,7 +36,7 @@ local function main(opts, cmd)
   local t = cli.start("attribute", cmd, nil, {events = events, backend = cli.backend("attribute", opts.backend)})
   if t.note then io.stderr:write("perfsh attribute: note: ", t.note, "\n") end
   local r = cli.arm("attribute", t, opts.func, {func = opts.func, args = names, inline = false})
-  local status = t:run()
+  local status = t:run() -- nil: stopped by a signal (cli.finish says so)
   local sok, res = pcall(perfsh.attribute, r:list(), names, event, {const = not opts.no_const})
   t:close()
   if not sok then error("perfsh attribute: " .. cli.reason(res), 0) end
@@ -50,7 +50,7 @@ local function main(opts, cmd)
     if not opts.no_const then print(("  %-12s %16.4f per call"):format("const", res.const)) end
     print(("  fit: rms residual %.4g, condition number %.3g, rank %d"):format(res.rms, res.cond, res.rank))
   end
-  return cli.status(status.exited, status.code, status.signo)
+  return cli.finish("attribute", true, nil, status)
 end
 
 cli.run(def, main)

@@ -20,7 +20,7 @@ another engine, a target that failed).]],
       .. "@cache, @branch or @tlb put in a preset set", count = "*"},
     {"--engine", "E", "callgrind (valgrind: exact, repeatable counts) or counters (perf events); default: "
       .. "counters where the machine has a hardware PMU, else callgrind"},
-    {"--runs", "N", "runs to take the median of (default: 5; 1 with callgrind)"},
+    {"--runs", "N", "runs to take the median of (default: 5; 1 with callgrind)", number = "count"},
     {"--save-baseline", "F", "write the baseline to F", target = "save"},
     {"--baseline", "F", "compare with the baseline in F"},
     {"--limit", "EV=X%", "fail when EV grows by more than X% (relative), or with EV=N by more than N "

@@ -20,7 +20,7 @@ local def = {
     {"-r --region", "R", "a function (or line range) to measure; may be repeated", count = "*", target = "regions"},
     {"-e --events", "LIST", "events (default: Ir with callgrind, perfsh stat's otherwise); @ipc, @cache, ... "
       .. "put in a preset set; with callgrind D1mr,DLmr turn on the cache simulator", count = "*"},
-    {"--runs", "N", "runs per side to take the median of (default: 5; 1 with callgrind)"},
+    {"--runs", "N", "runs per side to take the median of (default: 5; 1 with callgrind)", number = "count"},
     {"--engine", "E", "counters (perf events, default) or callgrind (valgrind: exact counts, cache and "
       .. "branch simulation)"},
     {"--backend", "B", "how hits are caught: ptrace, uprobe or auto (as perfsh stat)"},

@@ -13,7 +13,8 @@ Counts COMMAND and every thread and child it starts, from its exec to its exit, 
 wherever they fire). Where the kernel refuses that, perfsh retries as perf does and says so in a
 note: a PMU that cannot count user space alone (msr) counts kernel and user. Exits with COMMAND's
 status (128 + the signal if a signal killed it; stderr then names the signal). SIGTERM, SIGHUP and
-SIGINT sent to perfsh are passed on to COMMAND, and what was counted is printed.]],
+SIGINT sent to perfsh are passed on to COMMAND (killed if it ignores the signal, runs 2 s past it,
+or a second one comes), what was counted is printed, and perfsh exits with 128 + the signal.]],
   example = "perfsh count -e task-clock,page-faults examples/sum",
   options = {
     {"-e --events", "LIST", "events to count (default: {pmu} where the machine has a hardware PMU, {none} "
@@ -24,8 +25,8 @@ SIGINT sent to perfsh are passed on to COMMAND, and what was counted is printed.
 
 local function main(opts, cmd)
   -- SIGINT, SIGTERM, SIGHUP are passed on to the command (the terminal's keys reach it
-  -- directly) and perfsh reports how it ended
-  cli.core.defer_signals()
+  -- directly; cli.run), which is killed if it ignores them or outlives them by 2 s; perfsh
+  -- reports how it ended and exits 128 + the signal
   if #cmd == 0 then error("perfsh count: no command given (perfsh count --help)", 0) end
   local events = opts.events and cli.events("count", opts.events) or perfsh.default_events("command")
   cli.check_events("count", events)
@@ -34,6 +35,10 @@ local function main(opts, cmd)
   local ok, r = pcall(perfsh.run, spec)
   if not ok then error("perfsh count: " .. cli.reason(r), 0) end
   for _, note in ipairs(r.notes) do io.stderr:write("perfsh count: note: ", note, "\n") end
+  if r.killed then
+    io.stderr:write(("perfsh count: %s: the command did not end on it (ignored, blocked or outlived); perfsh "
+      .. "killed it\n"):format(r.passed or "signal"))
+  end
   local scaling = r.ratio < 1 and ("%.1f%%"):format(100 * r.ratio) or "100%"
   if opts.csv then
     print("event,value,scaling")

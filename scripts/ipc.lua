@@ -29,7 +29,7 @@ local function main(opts, cmd)
   local t = cli.start("ipc", cmd, nil, {events = {"instructions", "cycles"}, backend = backend})
   if t.note then io.stderr:write("perfsh ipc: note: ", t.note, "\n") end
   for _, r in ipairs(opts.regions) do cli.arm("ipc", t, r, cli.region_spec(r, "ipc")) end
-  local status = t:run()
+  local status = t:run() -- nil: stopped by a signal (cli.finish says so)
   if opts.csv then print("region,hits,ipc,min,p50,p90,p99,max") end
   for _, r in ipairs(t.regions) do
     local per = {}
@@ -47,7 +47,7 @@ local function main(opts, cmd)
     end
   end
   t:close()
-  return cli.status(status.exited, status.code, status.signo)
+  return cli.finish("ipc", true, nil, status)
 end
 
 cli.run(def, main)

@@ -18,14 +18,14 @@ kind's time it takes). Slow hits of the first region are logged as they happen, 
   options = {
     {"-r --region", "R", "marker:NAME; the first is broken down, the others are costed inside it", count = "*",
       target = "regions"},
-    {"--field", "K", "the field (0 to 3) whose value is the kind of a hit (default 0)"},
+    {"--field", "K", "the field (0 to 3) whose value is the kind of a hit (default 0)", number = "field"},
     {"--kind", "V=LABEL", "call the kind of value V LABEL (e.g. --kind 1=listen); may be repeated", count = "*",
       target = "labels"},
-    {"--threshold-us", "X", "slow: on-CPU time above X microseconds", target = "threshold"},
+    {"--threshold-us", "X", "slow: on-CPU time above X microseconds", target = "threshold", number = "us"},
     {"--quantile", "Q", "slow: above F times the running Q-quantile of the earlier hits (after --warmup hits; "
-      .. "default Q 0.99, F 2, warm-up 50)"},
-    {"--factor", "F", "the F of --quantile"},
-    {"--warmup", "N", "the hits before --quantile judges"},
+      .. "default Q 0.99, F 2, warm-up 50)", number = "quantile"},
+    {"--factor", "F", "the F of --quantile", number = "positive"},
+    {"--warmup", "N", "the hits before --quantile judges", number = "count0"},
     {"--log", "FILE", "write the slow-hit lines to FILE instead of stdout"},
     {"-e --events", "LIST", "counters (default: {pmu} with a hardware PMU, else {none}); @ipc, @cache, @branch or "
       .. "@tlb put in a preset set; may be repeated", count = "*"},
@@ -179,8 +179,7 @@ local function main(opts, cmd)
     end
     cli.region_spec(r, NAME)
   end
-  local k = math.tointeger(tonumber(opts.field or "0"))
-  if not k or k < 0 or k > 3 then fail("--field takes a field from 0 to 3, not '%s'", opts.field) end
+  local k = opts.field or 0 -- 0 to 3: checked by cli.parse
   local names = labels(opts.labels)
   local function name_of(v)
     return names[v] and ("%s(%d)"):format(names[v], v) or tostring(v)
@@ -220,7 +219,7 @@ local function main(opts, cmd)
   print_nested(out, outer, inners, groups, name_of)
   local thr = opts.threshold and ("on-CPU time above %sus"):format(opts.threshold)
     or ("above %s x the running p%g, after %d hits"):format(opts.factor or 2, (opts.quantile or 0.99) * 100,
-      math.tointeger(opts.warmup and tonumber(opts.warmup)) or 50)
+      opts.warmup or 50)
   out:write(("\nslow %s hits (%s): %d logged%s\n"):format(outer.name, thr, #logger.lines,
     #logger.lines == 0 and "" or opts.log and " to " .. opts.log or " above"))
   t:close()

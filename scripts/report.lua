@@ -8,6 +8,7 @@ local topo = require "perfsh.topology"
 
 local def = {
   operands = true,
+  stop_on_signal = true, -- nothing runs: SIGINT, SIGTERM, SIGHUP stop it at once
   description = [[
 Prints the tables perfsh stat prints, from hits saved with perfsh stat --save FILE (or t:save(FILE)
 in a script). A cut or damaged file gives its intact records, with one line on stderr saying what
@@ -68,10 +69,9 @@ local function main(opts, rest)
     return 0
   end
   if opts.trace then
-    local out, why = io.open(opts.trace, "w")
-    if not out then error("perfsh report: cannot write the trace: " .. why, 0) end
+    local out = cli.output("report", "--trace", opts.trace, true)
     export.trace(out, hits, events, names, tonumber(f.meta.pid))
-    out:close()
+    if not cli.commit("report", out) then return 1 end
   end
   report.regions(io.stdout, regions, {
     csv = opts.csv, every_call = opts.every_call, per_thread = opts.per_thread, events = events,

@@ -36,16 +36,16 @@ unmodified binary, per thread, and prints one aggregated table per region.]],
       .. "the preset sets and what they count here); "
       .. "--list sdt BINARY lists the SDT probes (<sys/sdt.h>) of BINARY"},
     "Target",
-    {"-p --pid", "PID", "attach to a running process instead of starting COMMAND"},
+    {"-p --pid", "PID", "attach to a running process instead of starting COMMAND", number = "pid"},
     {"--seconds", "S", "stop after S seconds (detaching from an attached process), even while the program is "
-      .. "blocked in a system call"},
+      .. "blocked in a system call", number = "seconds"},
     {"--follow-fork", nil, "trace forked children too (default: they run untraced)"},
     cli.backend_option,
     {"--ring-pages", "N", "the uprobe catcher's ring per thread, in pages (a power of two; default 256): records "
-      .. "a full ring drops are counted and reported"},
+      .. "a full ring drops are counted and reported", number = "pow2"},
     "Sampling (function regions; every call is still counted, estimated totals are printed)",
-    {"--sample", "P", "record each call with probability P"},
-    {"--every", "N", "record every Nth call"},
+    {"--sample", "P", "record each call with probability P", number = "probability"},
+    {"--every", "N", "record every Nth call", number = "count"},
     "Output",
     {"--csv", nil, "region,event,hits,total,mean,min,p50,p99,max,scaling rows (time_ns is the event name of the "
       .. "time column)"},
@@ -72,19 +72,14 @@ perfsh stop the run: what was measured is printed and saved, an attached process
 unharmed, a started COMMAND is killed; perfsh then exits with 128 + that signal.]],
 }
 
--- An -o file, opened now (before anything runs), or stdout.
+-- An -o file, opened now (before anything runs; renamed into place at the end: cli.output), or
+-- stdout.
 local function output(file)
-  if not file then return io.stdout end
-  local out, why = io.open(file, "w")
-  if not out then
-    error(("perfsh stat: -o: cannot write %s; give a file in a directory you can write"):format(why), 0)
-  end
-  return out
+  return cli.output("stat", "-o", file, true) or io.stdout
 end
 
 local function main(opts, cmd)
-  -- SIGINT, SIGTERM, SIGHUP end the run, not perfsh: the report and the files are written
-  core.defer_signals()
+  -- SIGINT, SIGTERM, SIGHUP end the run, not perfsh (cli.run): the report and the files are written
   local engine = cli.engine("stat", opts.engine, "counters")
   if opts.list and engine == "counters" then
     if cmd[1] == "sdt" then return perfsh.print_sdt(cmd[2]) end
@@ -105,20 +100,17 @@ local function main(opts, cmd)
   for _, g in ipairs(groups) do for _, e in ipairs(g) do all[#all + 1] = e end end
   cli.check_events("stat", all)
   for _, note in ipairs(perfsh.event_notes(all)) do io.stderr:write("perfsh stat: note: ", note, "\n") end
-  local seconds = opts.seconds and cli.number("stat", "--seconds", opts.seconds, "a time in seconds above 0 (e.g. "
-    .. "--seconds 2.5)", function(n) return n > 0 and n < math.huge end)
-  local sample = opts.sample and cli.number("stat", "--sample", opts.sample, "a probability above 0 and at most 1 "
-    .. "(e.g. --sample 0.01)", function(n) return n > 0 and n <= 1 end)
-  if opts.save then cli.writable("stat", "--save", opts.save) end
-  if opts.trace then cli.writable("stat", "--trace", opts.trace) end
+  local seconds, sample = opts.seconds, opts.sample -- numbers checked by cli.parse
+  -- --save goes to perfsh.spawn's spill (or t:save), each written whole: only checked here
+  if opts.save then cli.output("stat", "--save", opts.save):abort() end
+  local trace = cli.output("stat", "--trace", opts.trace, true)
   local out = output(opts.output)
   -- what only the ptrace catcher does: sampling, several groups; what only the uprobe
   -- catcher does: SDT regions (so they take it unless --backend ptrace says otherwise)
   local need = (#groups > 0 and "several counter groups") or ((sample or opts.every) and "sampling") or nil
   local backend = cli.regions_backend("stat", opts.backend, opts.regions, need, opts.pid ~= nil)
 
-  local ring_pages = opts.ring_pages and cli.number("stat", "--ring-pages", opts.ring_pages, "a power of two (e.g. "
-    .. "--ring-pages 1024)", function(n) return math.tointeger(n) and n >= 1 and n & (n - 1) == 0 end)
+  local ring_pages = opts.ring_pages
   local function start(how, fallback)
     local t = cli.start("stat", cmd, opts.pid, {events = events, groups = groups, follow_fork = opts.follow_fork,
       spill = not opts.pid and opts.save or nil, backend = how, ring_pages = not fallback and ring_pages or nil},
@@ -132,9 +124,7 @@ local function main(opts, cmd)
     if sample then
       spec.sample = {p = sample}
     elseif opts.every then
-      local n = math.tointeger(tonumber(opts.every))
-      if not n or n < 1 then error(("perfsh stat: --every needs a positive count, not '%s'"):format(opts.every), 0) end
-      spec.sample = {every = n}
+      spec.sample = {every = opts.every}
     end
     return spec
   end
@@ -190,17 +180,12 @@ local function main(opts, cmd)
     local sok, why = pcall(t.save, t, opts.save)
     if not sok then io.stderr:write("perfsh stat: ", cli.reason(why), "\n") end
   end
-  if opts.trace then
-    local f, why = io.open(opts.trace, "w")
-    if not f then
-      io.stderr:write("perfsh stat: cannot write the trace: ", why, "\n")
-    else
-      local hits, names = {}, {}
-      for _, r in ipairs(t.regions) do names[r.id] = r.name end
-      for h in t:hits() do hits[#hits + 1] = h end
-      export.trace(f, hits, info.events, names, info.pid)
-      f:close()
-    end
+  if trace then
+    local hits, names = {}, {}
+    for _, r in ipairs(t.regions) do names[r.id] = r.name end
+    for h in t:hits() do hits[#hits + 1] = h end
+    export.trace(trace, hits, info.events, names, info.pid)
+    cli.commit("stat", trace)
   end
   -- the report
   local what = table.concat(t.argv, " ")
@@ -228,7 +213,7 @@ local function main(opts, cmd)
   if not opts.csv and opts.per_cpu then
     for _, r in ipairs(t.regions) do topo.print_breakdown(out, r, info.events) end
   end
-  if out ~= io.stdout then out:close() end
+  if out ~= io.stdout then cli.commit("stat", out) end
   t:close()
   if not rok then return 1 end
   if not status then return signo and 128 + signo or 0 end

@@ -14,18 +14,18 @@ median of the hits before it, so the line says what made the hit slow.]],
   example = "perfsh tail -r iteration --threshold-us 5000 examples/slow 1500",
   options = {
     {"-r --region", "R", "a function or a line range, as for perfsh stat", hidden = "-f --function"},
-    {"--threshold-us", "X", "slow: on-CPU time above X microseconds", target = "threshold"},
+    {"--threshold-us", "X", "slow: on-CPU time above X microseconds", target = "threshold", number = "us"},
     {"--quantile", "Q", "slow: above F times the running Q-quantile of the earlier hits (after --warmup hits; "
-      .. "default Q 0.99, F 2, warm-up 50)"},
-    {"--factor", "F", "the F of --quantile"},
-    {"--warmup", "N", "the hits before --quantile judges"},
+      .. "default Q 0.99, F 2, warm-up 50)", number = "quantile"},
+    {"--factor", "F", "the F of --quantile", number = "positive"},
+    {"--warmup", "N", "the hits before --quantile judges", number = "count0"},
     {"-e --events", "LIST", "counters to log (default: {pmu} with a hardware PMU, else {none}); @ipc, @cache, "
       .. "@branch or @tlb put in a preset set; may be repeated", count = "*"},
-    {"--sample", "P", "look at a random fraction P of the hits only"},
-    {"--every", "N", "look at every Nth hit only"},
+    {"--sample", "P", "look at a random fraction P of the hits only", number = "probability"},
+    {"--every", "N", "look at every Nth hit only", number = "count"},
     {"--log", "FILE", "write the lines to FILE instead of stdout"},
-    {"-p --pid", "PID", "attach to a running process"},
-    {"--seconds", "S", "stop after S seconds"},
+    {"-p --pid", "PID", "attach to a running process", number = "pid"},
+    {"--seconds", "S", "stop after S seconds", number = "seconds"},
     cli.backend_option,
   },
   epilog = "perfsh exits with CMD's status (128 + signal when a signal killed it).",
@@ -34,11 +34,6 @@ median of the hits before it, so the line says what made the hit slow.]],
 local function main(opts, cmd)
   if not opts.region then error("perfsh tail: no region given; name one with -r FUNCTION", 0) end
   if not opts.pid and #cmd == 0 then error("perfsh tail: no command given (or -p PID to attach)", 0) end
-  local function num(name, v)
-    local n = tonumber(v)
-    if not n then error(("perfsh tail: %s needs a number, not '%s'"):format(name, v), 0) end
-    return n
-  end
   local slow = cli.slow_options("tail", opts)
   local events = opts.events and cli.events("tail", opts.events) or perfsh.default_events("tail")
   cli.check_events("tail", events)
@@ -47,8 +42,8 @@ local function main(opts, cmd)
     and "sampling") or (rspec.range and "region " .. opts.region) or nil, opts.pid ~= nil)
   local t = cli.start("tail", cmd, opts.pid, {events = events, backend = backend}, {opts.region})
   if t.note then io.stderr:write("perfsh tail: note: ", t.note, "\n") end
-  if opts.sample then rspec.sample = {p = num("--sample", opts.sample)} end
-  if opts.every then rspec.sample = {every = math.tointeger(num("--every", opts.every))} end
+  if opts.sample then rspec.sample = {p = opts.sample} end
+  if opts.every then rspec.sample = {every = opts.every} end
   local r = cli.arm("tail", t, opts.region, rspec)
   local sok, logger = pcall(r.on_slow, r, slow)
   if not sok then
@@ -58,7 +53,7 @@ local function main(opts, cmd)
   local status
   local runok, why = pcall(function()
     if opts.seconds then
-      local st = t:run{seconds = num("--seconds", opts.seconds)}
+      local st = t:run{seconds = opts.seconds}
       if not st and opts.pid then t:detach() end
       status = st
     else

@@ -107,15 +107,25 @@ describe(".psnap files", function()
     os.remove(spill)
   end)
 
-  it("read back the file of a perfsh killed by SIGKILL while saving", function()
+  it("read back the file of a perfsh killed by SIGKILL while saving (left under its temporary name)", function()
     local spill = os.tmpname() .. ".psnap"
     local p = io.popen(P .. " stat -e task-clock -r spin --save " .. spill
       .. " examples/loop 1 100000000 >/dev/null 2>&1 & echo $!")
     local pid = p:read("l")
     p:close()
-    local size = 0
+    -- --save is written whole: until it is renamed at the end, the records go to .NAME.XXXXXX beside it
+    local d, base = spill:match("^(.*)/([^/]+)$")
+    local function written()
+      local ls = io.popen("ls -A " .. d)
+      for n in ls:lines() do
+        if n:sub(1, #base + 2) == "." .. base .. "." then ls:close() return d .. "/" .. n end
+      end
+      ls:close()
+    end
+    local size, temp = 0, nil
     for _ = 1, 800 do -- a block of records (up to 1 MiB) on disk; 40 s at most
-      local f = io.open(spill, "rb")
+      temp = written()
+      local f = temp and io.open(temp, "rb")
       size = f and f:seek("end") or 0
       if f then f:close() end
       if size > (1 << 20) then break end
@@ -123,6 +133,9 @@ describe(".psnap files", function()
     end
     os.execute("kill -KILL " .. pid)
     assert.is_true(size > (1 << 20), "the file never grew")
+    assert.is_nil(io.open(spill), "a run killed before its end put the file in place")
+    os.execute("sleep 0.2")
+    os.rename(temp, spill)
     local out, err, rc = support.sh(P .. " report --csv " .. spill)
     assert.are.equal(0, rc, err)
     local kept = tonumber(err:match("; (%d+) records kept\n$"))

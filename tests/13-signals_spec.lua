@@ -6,7 +6,7 @@ local support = dofile("tests/support.lua")
 local P = support.perfsh:match("^/") and support.perfsh or support.abspath((support.perfsh:gsub("^%./", "")))
 local q = support.q
 
-local dir, napper
+local dir, napper, deaf
 
 -- sh prelude: waitfor 'CONDITION' polls it every 0.1 s for at most 20 s.
 local WAITFOR = [[
@@ -50,6 +50,9 @@ setup(function()
   assert(os.execute("mkdir -p " .. q(dir)))
   napper = dir .. "/napper"
   local _, err, rc = support.sh(("cc -O2 -g -o %s tests/fixtures/napper.c"):format(q(napper)))
+  assert(rc == 0, err)
+  deaf = dir .. "/deaf"
+  _, err, rc = support.sh(("cc -O2 -o %s tests/fixtures/deaf.c"):format(q(deaf)))
   assert(rc == 0, err)
 end)
 
@@ -199,6 +202,79 @@ describe("perfsh count", function()
     assert.truthy(read(dir .. "/c.out"):find("^event,value,scaling\ntask%-clock,%d+,"))
     assert.truthy(read(dir .. "/c.err"):find("killed by SIGTERM", 1, true))
   end)
+end)
+
+describe("every recipe started with SIGINT, SIGTERM and SIGHUP ignored and blocked", function()
+  -- deaf leaves the three ignored and blocked, as a script's "perfsh count ... &" leaves SIGINT
+  -- ignored; each recipe must still end promptly on each of them, with what it measured printed,
+  -- 128 + the signal, and the program it started gone.
+  local function stop(sig, recipe)
+    local mark = dir .. "/mark-deaf"
+    local out, err, rc = shscript(([=[
+      rm -f %s
+      %s %s %s > %s/d.out 2> %s/d.err & S=$!
+      waitfor '[ -e %s ]' || echo 'no mark'
+      sleep 0.3
+      C=$(pgrep -P $S | head -n 1)
+      s=$(date +%%s%%N)
+      kill -%s $S
+      ( sleep 15; kill -KILL $S 2>/dev/null ) & W=$!
+      wait $S; echo "perfsh=$?"
+      echo "ms=$((($(date +%%s%%N) - s) / 1000000))"
+      kill $W 2>/dev/null
+      waitfor '[ ! -e /proc/$C ] || grep -q "^State:.*Z" /proc/$C/status' || echo "left running"
+      rm -f %s
+    ]=]):format(q(mark), q(deaf), P, recipe:gsub("MARK", mark), q(dir), q(dir), mark, sig, q(mark)))
+    assert.are.equal(0, rc, err)
+    local code = ({INT = 130, TERM = 143, HUP = 129})[sig]
+    local derr = read(dir .. "/d.err")
+    assert.truthy(out:find("perfsh=" .. code, 1, true), out .. derr)
+    assert.is_nil(out:find("left running", 1, true), out)
+    assert.is_nil(out:find("no mark", 1, true), out .. derr)
+    local ms = tonumber(out:match("ms=(%d+)"))
+    assert.truthy(ms < 5000, out)
+    return read(dir .. "/d.out"), derr
+  end
+  local nap = q(napper) .. " 2 -1 MARK"
+
+  for _, sig in ipairs{"INT", "TERM", "HUP"} do
+    it("stat ends on SIG" .. sig .. " and prints its hits", function()
+      local out, err = stop(sig, "stat -r nap " .. nap)
+      assert.truthy(out:find("stopped by SIG" .. sig, 1, true), out)
+      local hits = tonumber(out:match("region nap %(func, (%d+) hits?"))
+      assert.truthy(hits and hits > 0, out)
+      assert.truthy(err:find("perfsh stat: SIG" .. sig .. ": stopped", 1, true), err)
+    end)
+
+    it("tail ends on SIG" .. sig .. " and prints its count", function()
+      local out, err = stop(sig, "tail -r nap --threshold-us 0 " .. nap)
+      local hits, logged = err:match("perfsh tail: nap: (%d+) hits, (%d+) logged as slow")
+      assert.truthy(hits and tonumber(hits) > 0, err)
+      assert.are.equal(tonumber(logged), #support.lines(out))
+      assert.truthy(err:find("perfsh tail: SIG" .. sig .. ": stopped", 1, true), err)
+    end)
+
+    it("attribute ends on SIG" .. sig .. " and prints the fit of the calls so far", function()
+      local out, err = stop(sig, "attribute -r nap --args I -e task-clock " .. nap)
+      local calls = tonumber(out:match("task%-clock over (%d+) calls of nap"))
+      assert.truthy(calls and calls > 0, out .. err)
+      assert.truthy(err:find("perfsh attribute: SIG" .. sig .. ": stopped", 1, true), err)
+    end)
+
+    it("check ends on SIG" .. sig .. ", comparing nothing and writing no baseline", function()
+      local base = dir .. "/deaf.json"
+      local _, err = stop(sig, ("check -r nap --engine counters --runs 3 --save-baseline %s "):format(q(base)) .. nap)
+      assert.truthy(err:find("perfsh check: SIG" .. sig .. ": stopped before the runs were done", 1, true), err)
+      assert.is_nil(io.open(base))
+    end)
+
+    it("count ends on SIG" .. sig .. " when its command ignores it, killing the command", function()
+      local out, err = stop(sig, ([[count --csv -e task-clock sh -c "trap '' INT TERM HUP; exec %s"]]):format(nap))
+      assert.truthy(out:match("^event,value,scaling\ntask%-clock,%d+,"), out .. err)
+      assert.truthy(err:find("perfsh count: SIG" .. sig .. ": the command did not end on it", 1, true), err)
+      assert.truthy(err:find("killed by SIGKILL", 1, true), err)
+    end)
+  end
 end)
 
 describe("a target killed by a signal", function()

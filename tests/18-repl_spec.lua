@@ -90,6 +90,68 @@ describe("Tab completion", function()
   end)
 end)
 
+describe("top-level locals (perfsh.replenv)", function()
+  local replenv = require "perfsh.replenv"
+  local rows = {
+    {"local x = 1", {"x"}},
+    {"local a, b <const>, c <close> = 1, 2, nil", {"a", "b"}},
+    {"local function f(n) local y = n return y end", {"f"}},
+    {"do local z = 1 end", {}},
+    {"for i = 1, 2 do local w = i end local v", {"v"}},
+    {"while false do local w end if x then local q = 1 elseif y then local q2 else local q3 end local after = 1",
+      {"after"}},
+    {'local s = "local not_this" -- local nor_this', {"s"}},
+    {"local t = {[ [[local k]] ] = function() local inner end} --[==[ local c ]==] local u", {"t", "u"}},
+    {"repeat local r = 1 until r local w2", {"w2"}},
+    {"local x = 1; local x = 2", {"x"}},
+    {"x = 1 function g() local h end", {}},
+  }
+  for _, row in ipairs(rows) do
+    it(("finds %s in %s"):format(#row[2] > 0 and table.concat(row[2], ", ") or "none", row[1]), function()
+      assert.are.same(row[2], (replenv.top_locals(row[1])))
+    end)
+  end
+
+  -- Run @chunks one after the other as the REPL does: rewritten, in the REPL's environment.
+  local function run(chunks)
+    local out = {}
+    for i, code in ipairs(chunks) do
+      local fn = assert(load(replenv.rewrite(code) or code, "=stdin", "t", replenv.env()))
+      out[i] = table.pack(fn())
+    end
+    return out
+  end
+
+  it("keep their values for the next chunks, before a return too, without touching the globals", function()
+    local out = run{"local kept_a, kept_b = 40, 2",
+      "local function kept_f(n) return n <= 1 and 1 or n * kept_f(n - 1) end",
+      "local kept_c = kept_a + kept_b return kept_c", "return kept_a + kept_b, kept_f(5), kept_c"}
+    assert.are.same({42, 120, 42, n = 3}, out[4])
+    assert.are.same({42, n = 1}, out[3])
+    assert.is_nil(rawget(_G, "kept_a"))
+    run{"local kept_a"}
+    assert.is_nil(run{"return kept_a"}[1][1])
+  end)
+
+  it("close a <close> local at the end of its chunk, as Lua does, and do not keep it", function()
+    local closed = false
+    _G.repl_closer = function() return setmetatable({}, {__close = function() closed = true end}) end
+    run{"local kept_close <close> = repl_closer()"}
+    _G.repl_closer = nil
+    assert.is_true(closed)
+    assert.is_nil(run{"return kept_close"}[1][1])
+  end)
+
+  it("leave assignments to globals in _G, and a local named like a global shadows it at the prompt only", function()
+    run{"repl_global = 7", "local print = 5"}
+    assert.are.equal(7, rawget(_G, "repl_global"))
+    _G.repl_global = nil
+    assert.are.equal("function", type(_G.print))
+    assert.are.equal(5, run{"return print"}[1][1])
+    run{"local print = nil"}
+  end)
+end)
+
 describe("help", function()
   it(":help TOPIC gives the summary and an example", function()
     assert.are.equal("perfsh.spawn: start a program traced, stopped before its first instruction\n"
@@ -171,7 +233,9 @@ describe("the REPL on a terminal", function()
 end)
 
 describe("a tmux-driven session", function()
-  it("spawns sum, completes su<Tab> to sum, arms it, runs it and prints its stats", function(pending)
+  -- A perfsh REPL in a tmux pane: fn(keys, wait_for) types and reads its screen; the server
+  -- is killed whatever happens.
+  local function session(pending, fn)
     if not support.need_command(pending, "tmux") then return end
     local sock = "perfsh-test-" .. tostring(os.time()) .. "-" .. tostring(math.random(1e6))
     local tm = "tmux -L " .. q(sock) .. " -f /dev/null "
@@ -189,7 +253,7 @@ describe("a tmux-driven session", function()
     end
     local function keys(...)
       local args = {}
-      for i, k in ipairs{...} do args[i] = (k == "Tab" or k == "Enter") and k or q(k) end
+      for i, k in ipairs{...} do args[i] = (k == "Tab" or k == "Enter" or k == "C-u") and k or q(k) end
       support.sh(tm .. "send-keys " .. table.concat(args, " "))
     end
     local ok, err = pcall(function()
@@ -197,6 +261,15 @@ describe("a tmux-driven session", function()
         q("env PERFSH_HISTORY=" .. hist .. " " .. P))
       assert.are.equal(0, rc, e)
       assert.truthy(wait_for("perfsh> "), "no prompt")
+      fn(keys, wait_for)
+    end)
+    support.sh(tm .. "kill-server")
+    os.remove(hist)
+    assert(ok, err)
+  end
+
+  it("spawns sum, completes su<Tab> to sum, arms it, runs it and prints its stats", function(pending)
+    session(pending, function(keys, wait_for)
       keys('t = perfsh.spawn{"examples/sum", stdout = "/dev/null"}', "Enter")
       wait_for("perfsh> [^\n]*\nperfsh> ")
       keys('r = t:region{func = "su', "Tab")
@@ -209,8 +282,31 @@ describe("a tmux-driven session", function()
       s = wait_for("sum = [%d%.e+]+\n}\nperfsh> ")
       assert.truthy(s:find("r:stats().time_ns\n{\n  count = 1,", 1, true), s)
     end)
-    support.sh(tm .. "kill-server")
-    os.remove(hist)
-    assert(ok, err)
+  end)
+
+  it("takes step 9 of the README tutorial typed line by line: its locals live on to the next line", function(pending)
+    local f = assert(io.open("README.md"))
+    local code = f:read("a"):match("## Tutorial.-```lua\n(.-)```")
+    f:close()
+    assert.truthy(code and code:find("local t = perfsh.spawn", 1, true), "no step 9 in README.md")
+    session(pending, function(keys, wait_for)
+      for line in code:gmatch("[^\n]+") do
+        line = line:gsub("^%s+", ""):gsub("%s*%-%-.*$", "")
+        if line:find("^print") then
+          -- a kept local completes too: t's program is known (iteration)
+          keys('t:region{func = "itera', "Tab")
+          local s = wait_for('func = "iteration')
+          assert.truthy(s:find('t:region{func = "iteration', 1, true), s)
+          keys("C-u")
+        end
+        if line ~= "" then keys(line, "Enter") end
+        if line:find("t:run()", 1, true) then wait_for("code = 0,") end
+      end
+      local s = wait_for("\n[%d.]+%s+[%d.]+\nperfsh>")
+      local p50, p99 = s:match("\n([%d.]+)%s+([%d.]+)\nperfsh>")
+      assert.truthy(p50, s)
+      assert.is_true(tonumber(p50) > 0 and tonumber(p99) >= tonumber(p50), s)
+      assert.is_nil(s:find("attempt to index a nil value", 1, true), s)
+    end)
   end)
 end)

@@ -127,6 +127,76 @@ describe("option errors", function()
   end
 end)
 
+describe("numeric options", function()
+  -- every numeric option of every recipe, each with values it must refuse: one line naming the
+  -- option, what it needs and the value, exit 2, before anything runs (stdout stays empty)
+  local bad = {
+    seconds = {"-1", "0", "nan", "inf", "abc", "1e999"},
+    us = {"-5", "nan", "-inf", "5us"},
+    positive = {"0", "-2", "nan", "x"},
+    probability = {"0", "1.5", "-0.1", "nan"},
+    quantile = {"0", "1", "-0.5", "nan"},
+    count = {"0", "-3", "2.5", "nan", "ten"},
+    count0 = {"-1", "0.5", "nan"},
+    pow2 = {"3", "0", "-4", "1.5"},
+    pid = {"0", "-7", "1.5", "abc"},
+    field = {"-1", "4", "1.5"},
+  }
+  local options = {
+    {"stat -r sum", "--seconds", "seconds"}, {"stat -r sum", "--sample", "probability"},
+    {"stat -r sum", "--every", "count"}, {"stat -r sum", "--ring-pages", "pow2"}, {"stat -r sum", "-p", "pid"},
+    {"tail -r sum", "--threshold-us", "us"}, {"tail -r sum", "--quantile", "quantile"},
+    {"tail -r sum", "--factor", "positive"}, {"tail -r sum", "--warmup", "count0"},
+    {"tail -r sum", "--sample", "probability"}, {"tail -r sum", "--every", "count"},
+    {"tail -r sum", "-p", "pid"}, {"tail -r sum", "--seconds", "seconds"},
+    {"kinds -r marker:iter", "--field", "field"}, {"kinds -r marker:iter", "--threshold-us", "us"},
+    {"kinds -r marker:iter", "--quantile", "quantile"}, {"kinds -r marker:iter", "--factor", "positive"},
+    {"kinds -r marker:iter", "--warmup", "count0"},
+    {"check -r sum --save-baseline /nonexistent/x.json", "--runs", "count"},
+    {"compare -r sum -r main", "--runs", "count"},
+  }
+  for _, o in ipairs(options) do
+    local recipe, flag, kind = o[1], o[2], o[3]
+    it(("%s %s refuses %s"):format(recipe:match("^%S+"), flag, table.concat(bad[kind], ", ")), function()
+      local what = cli.numbers[kind][1]
+      for _, v in ipairs(bad[kind]) do
+        local out, err, rc = support.sh(("%s %s %s %s %s"):format(P, recipe, flag, q(v),
+          flag == "-p" and "" or "examples/sum"))
+        assert.are.equal(2, rc, flag .. " " .. v .. ": " .. err)
+        assert.are.equal("", out)
+        local line = ("perfsh %s: %s needs %s"):format(recipe:match("^%S+"), flag, what)
+        assert.are.equal(line, err:sub(1, #line), err)
+        local tail = ", not '" .. v .. "'\n"
+        assert.are.equal(tail, err:sub(-#tail), err)
+      end
+    end)
+  end
+
+  it("tail --threshold-us -5 is refused in one line (it once logged every hit)", function()
+    local out, err, rc = support.sh(P .. " tail -r iteration --threshold-us -5 examples/slow 3")
+    assert.are.same({2, "", "perfsh tail: --threshold-us needs a time in microseconds, 0 or more (e.g. "
+      .. "--threshold-us 500), not '-5'\n"}, {rc, out, err})
+  end)
+
+  it("takes good values as numbers", function()
+    local opts = cli.parse({name = "x", usage = {"perfsh x"}, options = {{"--s", "S", "", number = "seconds"},
+      {"--n", "N", "", number = "count", count = "*"}}}, {"--s", "0.25", "--n", "3", "--n", "1e2", "cmd"})
+    assert.are.same({s = 0.25, n = {3, 100}}, opts)
+    assert.are.equal("integer", math.type(opts.n[2]))
+  end)
+end)
+
+describe("-p PID", function()
+  it("with a command after it is refused in one line, nothing attached or started", function()
+    for _, recipe in ipairs{"stat -r sum", "tail -r sum"} do
+      local out, err, rc = support.sh(("%s %s -p %d examples/sum"):format(P, recipe, 1))
+      local name = recipe:match("^%S+")
+      assert.are.same({2, "", ("perfsh %s: -p 1 attaches to a running process and 'examples/sum' is a command to "
+        .. "start; give one, not both\n"):format(name)}, {rc, out, err})
+    end
+  end)
+end)
+
 describe("cli.parse()", function()
   local def = {name = "demo", usage = {"perfsh demo [options] CMD..."}, options = {
     {"-r --region", "R", "a region", count = "*", target = "regions", hidden = "-f --function"},

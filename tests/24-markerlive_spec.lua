@@ -319,7 +319,7 @@ describe("perfsh kinds", function()
   it("refuses a region that is not a marker, and a bad --field or --kind, in one line", function()
     for args, msg in pairs{
       ["-r sum"] = "perfsh kinds: region 'sum': the kinds come from a marker's fields; give marker:NAME regions\n",
-      ["-r marker:iter --field 4"] = "perfsh kinds: --field takes a field from 0 to 3, not '4'\n",
+      ["-r marker:iter --field 4"] = "perfsh kinds: --field needs a field from 0 to 3, not '4'\n",
       ["-r marker:iter --kind listen"] = "perfsh kinds: --kind listen: give VALUE=LABEL, e.g. --kind 1=listen\n",
     } do
       local out, err, rc = support.sh(("%s kinds %s examples/epoll_server 1 1"):format(P, args))

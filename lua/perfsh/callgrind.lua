@@ -171,11 +171,16 @@ function M.measure(name, cmd, func, events, quiet)
   local args = {"valgrind", "-q", "--tool=callgrind", "--callgrind-out-file=" .. out, "--dump-instr=no",
     "--collect-atstart=no", "--toggle-collect=" .. (func:find("::", 1, true) and (func .. "*") or func)}
   for _, f in ipairs(M.sim_flags(events)) do args[#args + 1] = f end
-  local words = {}
-  for i, a in ipairs(args) do words[i] = quote(a) end
-  for _, a in ipairs(cmd) do words[#words + 1] = quote(a) end
+  -- through core.run, which passes SIGINT, SIGTERM and SIGHUP on to valgrind (os.execute would
+  -- ignore SIGINT while it waits)
+  local argv = {"sh", "-c", quiet and 'exec "$@" >/dev/null' or 'exec "$@"', "sh"}
+  table.move(args, 1, #args, #argv + 1, argv)
+  table.move(cmd, 1, #cmd, #argv + 1, argv)
   io.stdout:flush()
-  local ok, how, code = os.execute(table.concat(words, " ") .. (quiet and " >/dev/null" or ""))
+  local run, why = require("perfsh.core").run(argv, {})
+  if not run then error(("perfsh %s: %s"):format(name, why), 0) end
+  local how, code = run.exited and "exit" or "signal", run.exited and run.code or run.signo
+  local ok = run.exited and run.code == 0
   local f = io.open(out)
   local text = f and f:read("a") or ""
   if f then f:close() end
@@ -213,7 +218,8 @@ local unsupported = {pid = "-p", every_call = "--every-call", per_thread = "--pe
   backend = "--backend", ring_pages = "--ring-pages"}
 
 --- perfsh stat --engine callgrind: opts as scripts/stat.lua parsed and checked them (regions
--- and a command given), cmd the command, output(file) the report's file (-o; nil: stdout).
+-- and a command given), cmd the command, output(file) the report's file (-o, committed here:
+-- cli.output; nil: stdout).
 function M.stat(opts, cmd, output)
   for key, flag in pairs(unsupported) do
     if opts[key] then
@@ -247,7 +253,7 @@ function M.stat(opts, cmd, output)
     out:write("callgrind: every instruction of the region and of what it calls, one valgrind run per region;\n"
       .. "min, p50, p99 and max are known for one hit only (callgrind sums the calls).\n")
   end
-  if out ~= io.stdout then out:close() end
+  if out ~= io.stdout then require("perfsh.cli").commit("stat", out) end
   return status
 end
 

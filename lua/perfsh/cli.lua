@@ -47,14 +47,44 @@ local function reflow(text)
   return table.concat(out, "\n")
 end
 
+--- The kinds of number an option may take (number = KIND in its row of cli.parser): what
+-- the value must be, the test, and an example. cli.parse checks and converts every one.
+local function finite(n) return n > -math.huge and n < math.huge end
+local function whole(n) return math.tointeger(n) ~= nil end
+cli.numbers = {
+  seconds = {"a time in seconds above 0", function(n) return finite(n) and n > 0 end, "2.5"},
+  us = {"a time in microseconds, 0 or more", function(n) return finite(n) and n >= 0 end, "500"},
+  positive = {"a number above 0", function(n) return finite(n) and n > 0 end, "2"},
+  probability = {"a probability above 0 and at most 1", function(n) return n > 0 and n <= 1 end, "0.01"},
+  quantile = {"a quantile above 0 and below 1", function(n) return n > 0 and n < 1 end, "0.99"},
+  count = {"a positive count", function(n) return whole(n) and n >= 1 end},
+  count0 = {"a count of 0 or more", function(n) return whole(n) and n >= 0 end},
+  pow2 = {"a power of two", function(n) return whole(n) and n >= 1 and n & (n - 1) == 0 end, "1024"},
+  pid = {"a process id", function(n) return whole(n) and n >= 1 and n < 2 ^ 31 end},
+  field = {"a field from 0 to 3", function(n) return whole(n) and n >= 0 and n <= 3 end},
+}
+
+-- @value of option @flag as a number of @kind (cli.numbers), or one line saying what it needs.
+local function number_of(name, flag, kind, value)
+  local k = assert(cli.numbers[kind], kind)
+  local n = tonumber(value)
+  if not n or n ~= n or not k[2](n) then
+    error(("perfsh %s: %s needs %s%s, not '%s'"):format(name, flag, k[1], k[3] and (" (e.g. %s %s)"):format(flag,
+      k[3]) or "", value), 0)
+  end
+  return math.tointeger(n) or n
+end
+
 --- A recipe's option parser (lua-argparse) from a table:
 --   {name = "stat", usage = {forms}, description = "...", example = "perfsh stat ..." (or a list),
 --    epilog = "...",
 --    options = {"Regions", {"-r --region", "R", "help", count = "*", target = "regions",
---               hidden = "-f --function"}, {"--csv", nil, "help"}, ...}}
+--               hidden = "-f --function"}, {"--seconds", "S", "help", number = "seconds"},
+--               {"--csv", nil, "help"}, ...}}
 -- A string in options starts a section of the help; an option with an argument name takes a
--- value, one without is a flag. Returns the parser and, for each name that takes a value, the
--- option's first long name.
+-- value, one without is a flag; number = KIND (cli.numbers) makes its value a number of that
+-- kind. Returns the parser, for each name that takes a value the option's first long name, and
+-- {{key, flag, kind}, ...} of the numeric options (key: where argparse puts the value).
 function cli.parser(def)
   local argparse = require "argparse"
   local usage = {}
@@ -66,7 +96,7 @@ function cli.parser(def)
   local epilog = #examples > 0 and ("Example:\n  " .. table.concat(examples, "\n  ")) or nil
   if def.epilog then epilog = epilog and (epilog .. "\n\n" .. def.epilog) or def.epilog end
   if epilog then p:epilog(reflow(epilog)) end
-  local takes, section, members = {}, "Options", {}
+  local takes, numbers, section, members = {}, {}, "Options", {}
   local function close()
     if #members > 0 then p:group(section, table.unpack(members)) end
     members = {}
@@ -89,6 +119,10 @@ function cli.parser(def)
         local long
         for _, n in ipairs(names) do long = long or (n:match("^%-%-") and n) end
         for _, n in ipairs(names) do takes[n] = long end
+        if o.number then
+          local key = o.target or (long or names[1]):gsub("^%-+", ""):gsub("%-", "_")
+          numbers[#numbers + 1] = {key, names[1], o.number}
+        end
       else
         e = p:flag(o[1], o[3])
       end
@@ -99,7 +133,7 @@ function cli.parser(def)
     end
   end
   close()
-  return p, takes
+  return p, takes, numbers
 end
 
 -- argv split where the options end: at "--" (dropped) or at the first word that is not an
@@ -157,7 +191,7 @@ end
 -- Returns opts (argparse's result: names with "-" as "_", or the option's target), rest.
 function cli.parse(def, argv, ...)
   if type(def) == "string" then return cli.parse(cli.from_spec(def, argv, ...)) end
-  local p, takes = cli.parser(def)
+  local p, takes, numbers = cli.parser(def)
   local head, rest
   if def.operands then
     p:argument("operands"):args("*"):hidden(true)
@@ -174,6 +208,19 @@ function cli.parse(def, argv, ...)
   opts.help = nil
   if def.operands then
     rest, opts.operands = opts.operands, nil
+  end
+  for _, o in ipairs(numbers) do
+    local key, flag, kind = o[1], o[2], o[3]
+    local v = opts[key]
+    if type(v) == "table" then
+      for i, x in ipairs(v) do v[i] = number_of(def.name, flag, kind, x) end
+    elseif v ~= nil then
+      opts[key] = number_of(def.name, flag, kind, v)
+    end
+    if kind == "pid" and v ~= nil and rest and #rest > 0 then
+      error(("perfsh %s: %s %s attaches to a running process and '%s' is a command to start; give one, not both")
+        :format(def.name, flag, v, table.concat(rest, " ")), 0)
+    end
   end
   return cli.clean(opts), rest
 end
@@ -214,10 +261,24 @@ function cli.run(def, main)
       if type(o) == "table" then o[3] = fill(o[3]) end
     end
   end
+  -- SIGINT, SIGTERM and SIGHUP, whatever perfsh inherited: a recipe that runs a target only
+  -- has its runs end (t:run pauses, core.run passes them on), reports what was measured and
+  -- exits 128 + the signal (cli.main); one that does not (def.stop_on_signal) stops at once
+  if not def.stop_on_signal then cli.core.defer_signals() end
   cli.main(function(argv)
     local opts, cmd = cli.parse(def, argv)
     return main(opts, cmd)
-  end, arg)
+  end, arg, def.name)
+end
+
+--- The signal (SIGINT, SIGTERM, SIGHUP) that stopped the recipe's runs, and its number, or
+-- nil; with @name, also one line on stderr: "perfsh NAME: SIGINT: stopped (what)".
+function cli.stopped(name, what)
+  local signame, signo = cli.core.signal()
+  if signame and name then
+    io.stderr:write(("perfsh %s: %s: stopped%s\n"):format(name, signame, what and (" (" .. what .. ")") or ""))
+  end
+  return signame, signo
 end
 
 --- The --backend option of the recipes that catch region hits (a row of cli.parser's options).
@@ -331,26 +392,27 @@ function cli.check_events(name, events)
   end
 end
 
---- The value of a numeric option when ok(n) holds, else one line saying what it needs.
-function cli.number(name, flag, value, what, ok)
-  local n = tonumber(value)
-  if not n or n ~= n or not ok(n) then
-    error(("perfsh %s: %s needs %s, not '%s'"):format(name, flag, what, value), 0)
+--- An output file of option @flag (-o, --save, --log, ...), reserved before anything runs
+-- (perfsh.outfile): it is written to a temporary file beside @path, which o:commit() renames
+-- over @path at the end, so a run that fails leaves the old file as it was. With @open, o is
+-- also open for writing (o:write). nil for no @path; one line when it cannot be written.
+function cli.output(name, flag, path, open)
+  if not path then return nil end
+  local outfile = require "perfsh.outfile"
+  local o, why = (open and outfile.open or outfile.reserve)(path)
+  if not o then
+    error(("perfsh %s: %s: %s; give a file in a directory you can write"):format(name, flag, why), 0)
   end
-  return n
+  return o
 end
 
---- Fail now, before anything runs, when @path cannot be written (a file of option @flag).
-function cli.writable(name, flag, path)
-  local existed = io.open(path, "r")
-  if existed then existed:close() end
-  local f, why = io.open(path, "a")
-  if not f then
-    error(("perfsh %s: %s: cannot write %s; give a file in a directory you can write"):format(name, flag,
-      cli.reason(why)), 0)
-  end
-  f:close()
-  if not existed then os.remove(path) end
+--- Put output file @o (cli.output) in place; a failure is one line on stderr. Returns whether
+-- it was written.
+function cli.commit(name, o)
+  if not o then return true end
+  local ok, why = o:commit()
+  if not ok then io.stderr:write("perfsh ", name, ": ", why, "\n") end
+  return ok
 end
 
 --- A region named on a command line (parsed by core/regionspec.c): FILE:L1-L2, FILE:L1-FILE:L2
@@ -421,32 +483,32 @@ function cli.split(values)
 end
 
 --- The end of a recipe that ran a target: a run that failed (@runok false, @why) is one line on
--- stderr and exit 1; a run paused or stopped, 0; else the target's status (cli.status).
+-- stderr and exit 1; a run paused, 0 (stopped by a signal: one line, and cli.main exits 128 +
+-- the signal); else the target's status (cli.status).
 function cli.finish(name, runok, why, status)
   if not runok then
     io.stderr:write("perfsh ", name, ": ", cli.reason(why), "\n")
     return 1
   end
-  if not status then return 0 end
+  if not status then
+    cli.stopped(name, "what was measured is above")
+    return 0
+  end
   return cli.status(status.exited, status.code, status.signo)
 end
 
 --- The options of r:on_slow from a recipe's --threshold-us (opts.threshold), --quantile,
--- --factor, --warmup and --log; a bad number ends the recipe with one line.
+-- --factor, --warmup and --log (numbers checked by cli.parse: number = "us", "quantile", ...).
 function cli.slow_options(name, opts)
-  local function num(flag, v)
-    local n = tonumber(v)
-    if not n then error(("perfsh %s: %s needs a number, not '%s'"):format(name, flag, v), 0) end
-    return n
-  end
   if opts.threshold and opts.quantile then
     error(("perfsh %s: give --threshold-us or --quantile, not both"):format(name), 0)
   end
+  if opts.log then cli.output(name, "--log", opts.log):abort() end -- on_slow writes it whole
   return {
-    threshold_us = opts.threshold and num("--threshold-us", opts.threshold),
-    quantile = not opts.threshold and (opts.quantile and num("--quantile", opts.quantile) or 0.99) or nil,
-    factor = opts.factor and num("--factor", opts.factor) or (opts.threshold and 1 or 2),
-    warmup = opts.warmup and math.tointeger(num("--warmup", opts.warmup)) or nil,
+    threshold_us = opts.threshold,
+    quantile = not opts.threshold and (opts.quantile or 0.99) or nil,
+    factor = opts.factor or (opts.threshold and 1 or 2),
+    warmup = opts.warmup,
     log = opts.log,
   }
 end
@@ -497,17 +559,26 @@ function cli.report_death(name, t, status)
     #inside > 0 and (" in region " .. table.concat(inside, ", ")) or " outside every region"))
 end
 
---- Run main(argv) of a recipe; errors print one line (no traceback) and exit 2.
-function cli.main(fn, argv)
+--- Run main(argv) of recipe @name; errors print one line (no traceback) and exit 2. After
+-- SIGINT, SIGTERM or SIGHUP (cli.run) the exit status is 128 + the signal.
+function cli.main(fn, argv, name)
   local ok, result = xpcall(fn, function(e)
     if type(e) == "string" and e:match("^perfsh ") then return e end
+    if cli.core.signal() then return false end -- stopped by a signal where it was (cli.run)
     return debug.traceback(e, 2)
   end, argv)
+  local _, signo = cli.core.signal()
   if not ok then
-    io.stderr:write(tostring(result), "\n")
-    os.exit(2, true) -- closing the state closes the tracees: an attached process is detached
+    require("perfsh.outfile").abort_all() -- the old output files stay as they were
+    if result then
+      io.stderr:write(tostring(result), "\n")
+    else
+      cli.stopped(name or "perfsh")
+    end
+    -- closing the state closes the tracees: an attached process is detached
+    os.exit(signo and 128 + signo or 2, true)
   end
-  os.exit(result or 0, true)
+  os.exit(signo and 128 + signo or result or 0, true)
 end
 
 -- cli.perfsh, cli.core, cli.defaults: the modules every recipe uses, required when first used

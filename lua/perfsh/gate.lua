@@ -22,6 +22,13 @@ function M.median(xs)
   return (s[n // 2] + s[n // 2 + 1]) / 2
 end
 
+-- A signal (SIGINT, SIGTERM, SIGHUP) stopped the runs: nothing is compared (cli.main exits 128 + it).
+local function check_stopped(name)
+  local signame = cli.stopped()
+  if signame then error(("perfsh %s: %s: stopped before the runs were done; nothing is compared"):format(name,
+    signame), 0) end
+end
+
 -- One run with the counters engine: {region = {hits, totals = {event = n}}}.
 local function run_counters(name, cmd, regions, events, backend, fields)
   local spec = {events = events, stdout = "/dev/null", backend = backend}
@@ -31,6 +38,10 @@ local function run_counters(name, cmd, regions, events, backend, fields)
   local rs = {}
   for i, r in ipairs(regions) do rs[i] = cli.arm(name, t, r, cli.region_spec(r, name)) end
   local status = t:run()
+  if not status then
+    t:close()
+    check_stopped(name)
+  end
   local res = {}
   for i, r in ipairs(regions) do
     local st = rs[i]:stats()
@@ -51,6 +62,7 @@ local function run_callgrind(name, cmd, regions, events)
   local res = {}
   for _, r in ipairs(regions) do
     local m = callgrind.measure(name, cmd, r, events, true)
+    check_stopped(name)
     if m.status ~= 0 then
       error(("perfsh %s: %s failed under callgrind (exit %d); measuring needs a run that succeeds")
         :format(name, table.concat(cmd, " "), m.status), 0)
@@ -127,8 +139,8 @@ local function xml(s)
 end
 
 function M.write_junit(file, what, rows)
-  local f, why = io.open(file, "w")
-  if not f then error(("perfsh check: --junit: cannot write %s"):format(why), 0) end
+  local f, why = require("perfsh.outfile").open(file) -- renamed into place by f:commit()
+  if not f then error(("perfsh check: --junit: %s"):format(why), 0) end
   local fails = 0
   for _, row in ipairs(rows) do if row.fail then fails = fails + 1 end end
   f:write('<?xml version="1.0" encoding="UTF-8"?>\n')
@@ -143,7 +155,8 @@ function M.write_junit(file, what, rows)
     f:write("    </testcase>\n")
   end
   f:write("  </testsuite>\n</testsuites>\n")
-  f:close()
+  local ok, werr = f:commit()
+  if not ok then error(("perfsh check: --junit: %s"):format(werr), 0) end
 end
 
 local function pct(x)
@@ -290,11 +303,12 @@ function M.check(spec)
     region_names = regions, baseline = base, baseline_file = spec.baseline, rows = {}, fails = 0, pass = true}
   if spec.save_baseline then
     local doc = {perfsh_check = 1, engine = engine, events = events, runs = runs, command = cmd, regions = now}
-    local f, why = io.open(spec.save_baseline, "w")
-    if not f then error(("perfsh check: --save-baseline: cannot write %s"):format(why), 0) end
+    local f, why = require("perfsh.outfile").open(spec.save_baseline) -- renamed into place by f:commit()
+    if not f then error(("perfsh check: --save-baseline: %s"):format(why), 0) end
     f:write(json.encode(doc, {indent = true, keyorder = {"perfsh_check", "engine", "events", "runs", "command",
       "regions", "hits", "median", "min", "max", "noise"}}), "\n")
-    f:close()
+    local ok, werr = f:commit()
+    if not ok then error(("perfsh check: --save-baseline: %s"):format(werr), 0) end
     res.saved = spec.save_baseline
     return res
   end

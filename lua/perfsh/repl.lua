@@ -79,11 +79,20 @@ end
 
 local cache = {}
 
--- What core.symbols or core.source_files give for every tracee among the globals.
+-- The values of the REPL's names: its kept locals (perfsh.replenv), then the globals.
+local function values()
+  local out = {}
+  for _, t in ipairs{require("perfsh.replenv").env(), _G} do
+    for _, v in pairs(t) do out[#out + 1] = v end
+  end
+  return ipairs(out)
+end
+
+-- What core.symbols or core.source_files give for every tracee among the REPL's names.
 local function of_targets(what)
   local core = require "perfsh.core"
   local out = {}
-  for _, v in pairs(_G) do
+  for _, v in values() do
     local mt = type(v) == "table" and getmetatable(v)
     if mt and rawget(mt, "__name") == "perfsh.tracee" then
       local path = program_of(v)
@@ -101,7 +110,7 @@ local event_names
 -- that word starts (perfsh.complete does the work; this gives it the REPL's names).
 function repl.complete(line, cursor)
   local env = {
-    globals = _G,
+    globals = require("perfsh.replenv").env(),
     events = function()
       if not event_names then
         event_names = {}

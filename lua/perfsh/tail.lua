@@ -3,6 +3,8 @@
 --   r:on_slow{quantile = 0.99, factor = 2}          hits above factor x the running quantile
 --                                                   of the hits before them, after warm-up
 --   log = "slow.log" | io.stderr | function(line, hit) ... end
+--                                                   (a file is written under a temporary name,
+--                                                   renamed at the program's end or t:close())
 --   decide = function(hit, ctx) return true end     a last word per hit (ctx: threshold_ns,
 --                                                   median_ns, medians = {event = median})
 --   suffix = function(hit) return "kind=listen" end  more words at the end of each line
@@ -28,8 +30,9 @@ function tail.new(region, events, opts)
   local out = opts.log or io.stdout
   local close
   if type(out) == "string" then
-    local f, why = io.open(out, "w")
-    if not f then error("on_slow: cannot write the log: " .. tostring(why), 3) end
+    -- written whole: renamed into place when the logger finishes (perfsh.outfile)
+    local f, why = require("perfsh.outfile").open(out)
+    if not f then error("on_slow: " .. tostring(why), 3) end
     out, close = f, true
   end
   local self = setmetatable({
@@ -87,8 +90,13 @@ function Logger:feed(h)
   self.seen = self.seen + 1
 end
 
+--- The end of the log (the program's end, or t:close()): a log file is put in place.
 function Logger:finish()
-  if self.close_out then self.out:close() self.close_out = false end
+  if self.close_out then
+    self.close_out = false
+    local ok, why = self.out:commit()
+    if not ok then io.stderr:write("perfsh: on_slow: ", why, "\n") end
+  end
 end
 
 return tail

@@ -14,6 +14,7 @@ Tracee.__name = "perfsh.tracee"
 local Region = require "perfsh.region"
 local snapfile = require "perfsh.snapfile"
 local defaults = require "perfsh.defaults"
+local outfile = require "perfsh.outfile"
 
 local function fail(msg, level)
   error(msg, (level or 1) + 1)
@@ -43,12 +44,18 @@ local function wrap(ud, argv)
 end
 
 -- The catcher that backend names (nil: defaults.backend(), $PERFSH_BACKEND or "ptrace"): "auto"
--- takes "uprobe" where the uprobe PMU opens, else "ptrace" with a one-line note saying why.
-local function catcher(backend, fname)
+-- takes "uprobe" where the uprobe PMU opens and every one of @events can be read at a probe
+-- (core.uprobe_check, before the program starts), else "ptrace" with a one-line note saying
+-- why; "uprobe" with an event it cannot read is refused in one line.
+local function catcher(backend, fname, events)
   if backend == nil then
     local ok, b = pcall(defaults.backend)
     if not ok then fail(("bad argument #1 to '%s' (%s)"):format(fname, b), 3) end
     backend = b
+  end
+  if backend == "uprobe" and core.uprobe_available() then
+    local ok, why = core.uprobe_check(events)
+    if not ok then fail(why .. ": use --backend ptrace or drop it", 3) end
   end
   if backend == "ptrace" or backend == "uprobe" or backend == "marker" then return backend end
   if backend ~= "auto" then
@@ -56,8 +63,10 @@ local function catcher(backend, fname)
       tostring(backend)), 3)
   end
   local ok, why = core.uprobe_available()
+  if not ok then return "ptrace", ("backend auto: ptrace, as the uprobe catcher cannot work here (%s)"):format(why) end
+  ok, why = core.uprobe_check(events)
   if ok then return "uprobe" end
-  return "ptrace", ("backend auto: ptrace, as the uprobe catcher cannot work here (%s)"):format(why)
+  return "ptrace", ("backend auto: ptrace, as %s"):format(why)
 end
 
 -- Set the uprobe catcher's ring size on session ud (nil: the default); a bad one ends ud.
@@ -75,7 +84,8 @@ end
 -- traced, stopped before it runs any code of its own. events form one group; each list in
 -- groups another; without either, the events perfsh stat counts (perfsh.default_events()).
 -- With spill, records go to the file as the ring fills (memory stays bounded) and are read
--- back from it.
+-- back from it; the file is written beside it under a temporary name and renamed when the
+-- spill is complete (the program's end, or t:finish_spill()): t:close() before drops it.
 -- Forked children are released (their breakpoints removed) unless follow_fork is set.
 -- backend = "ptrace" (default: breakpoints, the target stops at each hit), "uprobe" (the
 -- kernel samples the counters at each entry and return: the target never stops for a hit;
@@ -96,7 +106,7 @@ function tracee.spawn(spec)
     local ok, why = core.resolve(tostring(name))
     if not ok then fail(("bad argument #1 to 'spawn' (event #%d: %s)"):format(i, why), 2) end
   end
-  local how, note = catcher(spec.backend, "spawn")
+  local how, note = catcher(spec.backend, "spawn", events)
   local ud, msg = core.spawn(argv, events, {stdin = spec.stdin, stdout = spec.stdout, stderr = spec.stderr,
     group_sizes = sizes, backend = how})
   if not ud then fail(msg, 2) end
@@ -105,12 +115,16 @@ function tracee.spawn(spec)
   local t = wrap(ud, argv)
   t.catcher, t.note = how, note
   if spec.spill then
-    local ok, why = ud:spill(spec.spill)
+    -- written to a temporary file beside it, renamed once complete (perfsh.outfile)
+    local out, why = outfile.reserve(spec.spill)
+    local ok = out ~= nil
+    if ok then ok, why = ud:spill(out.tmp or out.path) end
     if not ok then
+      if out then out:abort() end
       ud:close()
       fail(why, 2)
     end
-    t.spill = spec.spill
+    t.spill, t.spill_out, t.spill_read = spec.spill, out, out.tmp or out.path
   end
   return t
 end
@@ -121,7 +135,7 @@ end
 function tracee.attach(pid, opts)
   if math.type(pid) ~= "integer" then fail("bad argument #1 to 'attach' (process id expected)", 2) end
   local events, sizes = flatten(opts or {})
-  local how, note = catcher(opts and opts.backend, "attach")
+  local how, note = catcher(opts and opts.backend, "attach", events)
   local ud, msg = core.attach(pid, events, {group_sizes = sizes, backend = how})
   if not ud then fail(msg, 2) end
   if opts and opts.follow_fork then ud:follow_fork(true) end
@@ -396,8 +410,13 @@ function Tracee:detach()
 end
 
 function Tracee:close()
+  for _, r in ipairs(self.regions) do
+    if r.loggers then r:finish_slow() end -- slow-hit log files put in place
+  end
   if self.file then self.file:close() self.file = nil end
   self.ud:close()
+  -- a spill never finished (t:finish_spill, the program's end) leaves the old file as it was
+  if self.spill_out then self.spill_out:abort() end
 end
 Tracee.__close = Tracee.close
 function Tracee:__tostring() return tostring(self.ud) end
@@ -453,8 +472,15 @@ function Tracee:reload_spill(final)
     ok, why = self.ud:spill_flush()
   end
   if not ok then fail(why, 3) end
+  if final and self.spill_out then
+    local out = self.spill_out
+    self.spill_out = nil
+    ok, why = out:commit()
+    if not ok then fail(why, 3) end
+    self.spill_read = out.path
+  end
   -- mid-run, a file without records has nothing to read yet (a reader refuses it: not closed)
-  if final or self.ud:nrecords() > 0 then self.file = snapfile.load(self.spill, {quiet = true}) end
+  if final or self.ud:nrecords() > 0 then self.file = snapfile.load(self.spill_read, {quiet = true}) end
 end
 
 --- After the last run of a program that is still running (paused, interrupted): write what
