@@ -276,14 +276,19 @@ describe("perfsh check", function()
     end)
 
     -- The Done-when of issue 16: a function of about 2.5 us a call (2,800 iterations), 2,000 calls,
-    -- and the same built with twice the work, at one path. The floor taken away, the slower build's
-    -- own cost reads +92% to +102% in the tries of bench/gate_power.sh on a loaded 2-CPU VM, its limit
-    -- at most +50% (else the check says it cannot decide); the unchanged build reads within -11% to
-    -- +27%, against a limit of the detectable change (4 standard errors, 9% to 42% there), never
-    -- below +5%. The assertions leave that room: the slower build fails by at least +50%, the
-    -- unchanged one passes.
+    -- and the same built with twice the work, at one path. With the floor taken away, in the tries
+    -- of bench/gate_power.lua on the loaded 2-CPU VM this was written on, under ptrace the slower
+    -- build's own cost read +94% to +109% (detectable ±11% to ±18%) and the unchanged build -6% to
+    -- +5% (detectable ±10% to ±20%): 20 of 20 right. The assertions leave that room: the slower
+    -- build fails by +50% or more, the unchanged one passes within ±50% (a limit is the larger of
+    -- +5% and the detectable change, at most +50% before the check says it cannot decide).
+    -- The uprobe catcher's cost a hit jumps by some 3.5 us between runs there (the floor read 15 or
+    -- 18.5 us), more than the function's work, so under a heavy load its runs may be too noisy to
+    -- decide (once in a full make check: detectable ±57%); there the check may say so (exit 2, the
+    -- reason on stderr), but never pass the slower build nor fail the unchanged one.
     local function twice_the_work(pending, backend)
       if backend and not support.need_uprobes(pending) then return end
+      local may_abstain = backend == "uprobe"
       local run, cbase = dir .. "/counters/check_work", dir .. "/counters.json"
       local opts = backend and "--backend " .. backend .. " " or ""
       local _, err, rc = support.sh(("mkdir -p %s/counters && cp %s %s"):format(dir, good, run))
@@ -298,27 +303,40 @@ describe("perfsh check", function()
       assert.are.equal(backend or "ptrace", b.catcher)
       assert.are.equal(5, #b.regions.work.events.time_ns.runs)
       local check = ("%s check --baseline %s %s 2800 2000"):format(P, cbase, run)
+      local function abstained()
+        assert.truthy(err:find("^perfsh check: work [%w_-]+: the smallest change these runs can detect is ±"), err)
+        assert.truthy(out:find("\nUNDECIDED: 0 of 3 checks over their limit\n", 1, true), out)
+      end
       _, err, rc = support.sh(("cp %s %s"):format(twice, run))
       assert.are.equal(0, rc, err)
       out, err, rc = support.sh(check)
-      assert.are.equal(1, rc, err .. out)
-      local change, result = row_of(out, "time_ns")
-      assert.are.equal("REGRESSION", result, out)
-      assert.is_true(change > 0.5 and change < 1.6, out)
-      assert.truthy(out:find("\ndetectable: ±[%d.]+%% %(work "), out)
+      if may_abstain and rc == 2 then
+        abstained()
+      else
+        assert.are.equal(1, rc, err .. out)
+        local change, result = row_of(out, "time_ns")
+        assert.are.equal("REGRESSION", result, out)
+        assert.is_true(change > 0.5 and change < 1.6, out)
+        assert.truthy(out:find("\ndetectable: ±[%d.]+%% %(work "), out)
+      end
       _, err, rc = support.sh(("cp %s %s"):format(good, run))
       assert.are.equal(0, rc, err)
       out, err, rc = support.sh(check)
-      assert.are.equal(0, rc, err .. out)
-      change, result = row_of(out, "time_ns")
-      assert.is_true(result == "ok" or result == "faster", out)
-      assert.is_true(math.abs(change) < 0.5, out)
+      if may_abstain and rc == 2 then
+        abstained()
+      else
+        assert.are.equal(0, rc, err .. out)
+        local change, result = row_of(out, "time_ns")
+        assert.is_true(result == "ok" or result == "faster", out)
+        assert.is_true(math.abs(change) < 0.5, out)
+      end
     end
 
     it("fails a build with twice the work per call and passes the unchanged one (2,000 calls of 2.5 us)",
       function(pending) twice_the_work(pending) end)
 
-    it("does so with the uprobe catcher too", function(pending) twice_the_work(pending, "uprobe") end)
+    it("does so with the uprobe catcher too, or says its runs cannot decide",
+      function(pending) twice_the_work(pending, "uprobe") end)
 
     it("never calls a 50 ns function with twice the work faster: it fails or says it cannot detect", function()
       local run, cbase = dir .. "/short/check_work", dir .. "/short.json"

@@ -93,7 +93,7 @@ end
 -- The floor's sites of region @r of the program at @path: core.empty_hit_sites, or nil, why.
 local function floor_sites(path, r)
   local rs = cli.region_spec(r, "check")
-  if not rs.func then return nil, rs.marker and "a marker region (no trap to take away)" or "not a function region" end
+  if not rs.func then return nil, rs.marker and "a marker region, no trap to take away" or "not a function region" end
   if rs.func:find("%.so[%d.]*:") then return nil, "a function of a library" end
   local s, why = core.empty_hit_sites(path, rs.func)
   if not s then return nil, why end
@@ -135,8 +135,10 @@ local function hit_run(cmd, arms, events, names, backend, optional)
   end
   t:close()
   if not status or not status.exited or status.code ~= 0 then
-    error(("perfsh check: %s failed (%s); measuring needs a run that succeeds"):format(table.concat(cmd, " "),
-      status and (status.signal or ("exit " .. tostring(status.code))) or "stopped"), 0)
+    local how = status and (status.signal or ("exit " .. tostring(status.code))) or "stopped"
+    -- a floor run's empty hits are not worth a failed program: its region gets no floor
+    if optional then return {failed = ("its floor runs ended with %s"):format(how)} end
+    error(("perfsh check: %s failed (%s); measuring needs a run that succeeds"):format(table.concat(cmd, " "), how), 0)
   end
   return out
 end
@@ -207,13 +209,16 @@ local function rounds_of(cmd, regions, plans, events, names, runs, backend, on_c
             table.concat(cmd, " ")), 0)
         end
         if i == 1 and plans[r] and m[r].hits < M.FLOOR_HITS then
-          plans[r], why[r] = nil, ("%d hits a run, fewer than %d"):format(m[r].hits, M.FLOOR_HITS)
+          plans[r], why[r] = nil, ("%d hit%s a run, fewer than %d"):format(m[r].hits, m[r].hits == 1 and "" or "s",
+            M.FLOOR_HITS)
         end
       end
       catcher = catcher or m.catcher
       if not fa_arms then fa_arms, fb_arms = floor_arms(plans, regions) end
-      rounds[i] = {m = m, fa = #fa_arms > 0 and hit_run(cmd, fa_arms, events, names, backend, true) or {},
+      local round = {m = m, fa = #fa_arms > 0 and hit_run(cmd, fa_arms, events, names, backend, true) or {},
         fb = #fb_arms > 0 and hit_run(cmd, fb_arms, events, names, backend, true) or nil}
+      why.floor = why.floor or round.fa.failed or round.fb and round.fb.failed
+      rounds[i] = round
     end
   end, on_cpu)
   return rounds, catcher, cpu, why
@@ -263,7 +268,7 @@ function M.measure(cmd, path, regions, events, runs, backend, cpu)
       how = how or h
     end
     out[r] = {hits = M.median(hits), events = evs,
-      floor = how or ("none: " .. (few[r] or why[r] or "no empty hit was caught"))}
+      floor = how or ("none: " .. (few[r] or why[r] or few.floor or "no empty hit was caught"))}
   end
   return out, names, catcher, cpu
 end
