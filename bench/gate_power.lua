@@ -20,18 +20,7 @@ local tries, n, calls, work = tonumber(args[1] or 5), args[2] or "2800", args[3]
 local perfsh = os.getenv("PERFSH") or "./perfsh"
 local extra = table.concat(opts, " ")
 
-local function sh(cmd)
-  local out, err = os.tmpname(), os.tmpname()
-  local ok, _, code = os.execute(("(%s) >%s 2>%s"):format(cmd, out, err))
-  local function slurp(p)
-    local f = assert(io.open(p))
-    local s = f:read("a")
-    f:close()
-    os.remove(p)
-    return s
-  end
-  return slurp(out), slurp(err), ok and 0 or code
-end
+local sh = dofile("tests/support.lua").sh
 
 local dir = os.tmpname()
 os.remove(dir)

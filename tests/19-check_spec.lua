@@ -14,18 +14,7 @@ assert(os.execute("mkdir -p " .. dir))
 local good, bad, twice = dir .. "/good/check_work", dir .. "/bad/check_work", dir .. "/twice/check_work"
 local base = dir .. "/base.json"
 
-local function read(path)
-  local f = assert(io.open(path))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function write(path, s)
-  local f = assert(io.open(path, "w"))
-  f:write(s)
-  f:close()
-end
+local read, write = support.read, support.write
 
 -- The row of region work, event @ev in the table perfsh check printed: its change (a fraction)
 -- and result. The columns: region event baseline now change change% detectable limit result.

@@ -68,6 +68,21 @@ function support.lines(s)
   return t
 end
 
+--- The contents of file @path.
+function support.read(path)
+  local f = assert(io.open(path, "rb"))
+  local text = f:read("a")
+  f:close()
+  return text
+end
+
+--- Write @text to file @path (replacing it).
+function support.write(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
 --- The text of file @path, which is removed.
 function support.take(path)
   local f = assert(io.open(path))
