@@ -20,10 +20,11 @@ error.
 The counters engine measures per hit: each run's figure is the 10th percentile of the hits' times
 (the median of counts), less the catcher's own cost of an empty hit (the floor) caught at the
 function's entry and return in two more runs of the program; perfsh and the program run on one
-CPU. A change counts only beyond 4 standard errors of it (from the spread of the runs, both sides'):
-that is the detectable change, printed as detectable: ±X%, and no limit is below it. While it is
-above the limit, the check adds runs (up to 3 times --runs); a check that still cannot detect the
-limit says so and exits 2.]],
+CPU (the baseline's). A change counts only beyond 4 standard errors of it (from the spread of the
+runs, both sides', and for times 1.5% of the baseline's figure a side for what moves between the
+baseline's session and this one): that is the detectable change, printed as detectable: ±X%, and no
+limit is below it. While it is above the limit, the check adds runs (up to 3 times --runs); a check
+that still cannot detect the limit says so and exits 2.]],
   example = {"perfsh check -r sum --save-baseline sum.json examples/sum",
     "perfsh check --baseline sum.json examples/sum"},
   options = {

@@ -68,7 +68,8 @@ function M.check_program(b, file, prog)
   end
 end
 
--- Schema 2, checked field by field. A type is "string", "number", "runs" (an integer >= 1), "id"
+-- Schema 2, checked field by field. A type is "string", "number", "runs" (an integer >= 1), "cpu"
+-- (an integer >= 0), "id"
 -- (a hex string or false), or a table: {array = T} (a non-empty array of T), {map = T} (a
 -- non-empty object of T), or {fields = {name = T}, optional = {name = true}}.
 local numbers = {array = "number"}
@@ -79,7 +80,7 @@ local function region(ev)
 end
 local schema = {fields = {perfsh_check = "number", engine = "string", events = {array = "string"}, runs = "runs",
   command = {array = "string"}, program = {fields = {path = "string", build_id = "id"}}, catcher = "string",
-  regions = {map = region(event_counters)}}, optional = {catcher = true}}
+  cpu = "cpu", regions = {map = region(event_counters)}}, optional = {catcher = true, cpu = true}}
 
 local function what_is(v)
   if type(v) == "string" then return ("%q"):format(#v > 20 and v:sub(1, 20) .. "..." or v) end
@@ -93,9 +94,9 @@ local function check(v, t, path)
   if t == "string" or t == "number" then
     if type(v) == t and (t ~= "number" or v == v) then return nil end
     want = "a " .. t
-  elseif t == "runs" then
-    if math.type(v) == "integer" and v >= 1 then return nil end
-    want = "a count of runs (1 or more)"
+  elseif t == "runs" or t == "cpu" then
+    if math.type(v) == "integer" and v >= (t == "runs" and 1 or 0) then return nil end
+    want = t == "runs" and "a count of runs (1 or more)" or "a CPU number"
   elseif t == "id" then
     if v == false or type(v) == "string" and v:match("^%x+$") then return nil end
     want = "a build id (hex) or false"
@@ -199,7 +200,8 @@ function M.write_atomic(path, text)
   return true
 end
 
-local keyorder = {"perfsh_check", "engine", "events", "runs", "catcher", "command", "program", "path", "build_id",
+local keyorder = {"perfsh_check", "engine", "events", "runs", "catcher", "cpu", "command", "program", "path",
+  "build_id",
   "regions", "hits", "floor", "median", "hit"}
 
 --- Write baseline @doc to @file (atomically); raises one line on failure.

@@ -24,8 +24,9 @@
 --
 -- The test: the change is the median of the runs' figures now less the baseline's; its noise is
 -- the spread of the runs about their side's median (a standard deviation pooled over both sides,
--- runs further than 4 robust deviations from their median left out), and a change counts only
--- beyond M.Z = 4 standard errors of it: that is the smallest change the runs could detect.
+-- runs further than 4 robust deviations from their median left out) and, for times, what moves
+-- between the baseline's session and this one (M.SESSION); a change counts only beyond M.Z = 4
+-- standard errors of it: that is the smallest change the runs could detect.
 local cli = require "perfsh.cli"
 local core = require "perfsh.core"
 local perfsh = require "perfsh"
@@ -75,9 +76,29 @@ function M.std_error(a, b)
   return 1.2533 * s * math.sqrt(1 / #a + 1 / #b), out
 end
 
+-- What the runs of one session cannot see: a baseline and a check run at different times, and a
+-- function's own time moves between them with what else the machine does (on the VM this was
+-- written on, by 2% to 5% between sessions of the same build, more than their runs' spread said).
+-- Each side's median is taken to be off by this fraction of it (one standard deviation) besides
+-- the spread of its runs.
+M.SESSION = 0.015
+
+--- The standard error of the change of event @name from the runs @a (baseline) to @b (now),
+-- of median @base: M.std_error, with M.SESSION of @base for each side where @name is a time.
+function M.change_error(name, a, b, base)
+  local se, out = M.std_error(a, b)
+  if M.is_time(name) then se = math.sqrt(se * se + 2 * (M.SESSION * math.abs(base)) ^ 2) end
+  return se, out
+end
+
 -- Events that count time: the noise of a loaded machine only ever adds to a hit.
 local timelike = {time_ns = true, wall_ns = true, ["task-clock"] = true, ["cpu-clock"] = true, cycles = true,
   ["cpu-cycles"] = true, ["ref-cycles"] = true, ["bus-cycles"] = true}
+
+--- Whether event @name counts time (or cycles).
+function M.is_time(name)
+  return timelike[(name:gsub(":.*$", ""))] or false
+end
 
 --- A run's figure of @xs, the values of event @name a hit: for times (and cycles) the 10th
 -- percentile (what a preemption, an interrupt or a cache another program emptied adds to a hit
@@ -86,7 +107,7 @@ local timelike = {time_ns = true, wall_ns = true, ["task-clock"] = true, ["cpu-c
 function M.typical(xs, name)
   if #xs == 0 then return 0 / 0 end
   table.sort(xs)
-  local q = timelike[(name:gsub(":.*$", ""))] and 0.1 or 0.5
+  local q = M.is_time(name) and 0.1 or 0.5
   return xs[math.max(1, math.ceil(q * #xs))]
 end
 
@@ -176,11 +197,15 @@ local function floor_of(s, fa, fb, r, name)
   return entry or nil, entry and "entry only" or nil
 end
 
--- Run @fn with perfsh (and what it starts) on CPU @cpu, or the one it is on now; returns what
--- fn returns and the CPU (nil where the kernel would not pin it).
+-- Run @fn with perfsh (and what it starts) on CPU @cpu (the baseline's: CPUs of one machine
+-- differ), else the one it is on now; returns what fn returns and the CPU (nil where the kernel
+-- would not pin it).
 local function pinned(fn, cpu)
-  cpu = cpu or core.current_cpu()
   local old = cpu and core.affinity({cpu})
+  if not old then
+    cpu = core.current_cpu()
+    old = cpu and core.affinity({cpu})
+  end
   if not old then cpu = nil end
   local ok, res = pcall(fn)
   if old then core.affinity(old) end
@@ -231,7 +256,7 @@ local function figures(rounds, plan, r, n)
   local hit, floor, own, how = {}, {}, {}, nil
   for i, round in ipairs(rounds) do
     hit[i] = round.m[r].typ[n]
-    if plan and timelike[(n:gsub(":.*$", ""))] then
+    if plan and M.is_time(n) then
       local f, h = floor_of(plan, round.fa, round.fb, r, n)
       floor[i], how = f, how or h
     end
