@@ -1,5 +1,7 @@
 -- perfsh.gate: the regression gate of perfsh check and perfsh.check{...}: measure regions over
--- repeated runs (counters or callgrind), write a baseline, compare with one under limits.
+-- repeated runs (callgrind here, the counters engine in perfsh.hitgate), write a baseline
+-- (perfsh.baseline: what it holds and identifies), compare with one under limits no smaller than
+-- the change the runs can detect, and print the table.
 local perfsh = require "perfsh"
 local core = require "perfsh.core"
 local cli = require "perfsh.cli"
