@@ -1,4 +1,7 @@
-/* lua/lrun.c - core.run (count a child command), core.now, core.spin. */
+/* lua/lrun.c - core.run (count a child command), core.now, core.spin, and where commands run:
+   core.affinity, core.current_cpu. */
+#include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,8 +117,57 @@ static int l_spin(lua_State *L)
 	return 0;
 }
 
-static const luaL_Reg funcs[] = {
-    {"run", l_run}, {"now", l_now}, {"spin", l_spin}, {"signame", l_signame}, {NULL, NULL}};
+/*
+ * core.affinity([cpus]): the CPUs perfsh's thread may run on, as an array; with an array of CPU
+ * numbers, first sets them (the programs perfsh starts after that inherit them) and returns the
+ * CPUs it had. nil, message, errno when the kernel refuses.
+ */
+static int l_affinity(lua_State *L)
+{
+	cpu_set_t old, set;
+
+	if (sched_getaffinity(0, sizeof old, &old) < 0)
+		return luaL_fileresult(L, 0, "sched_getaffinity");
+	if (!lua_isnoneornil(L, 1)) {
+		luaL_checktype(L, 1, LUA_TTABLE);
+		CPU_ZERO(&set);
+		for (lua_Integer i = 1, n = (lua_Integer)luaL_len(L, 1); i <= n; i++) {
+			lua_rawgeti(L, 1, i);
+			lua_Integer cpu = luaL_checkinteger(L, -1);
+			luaL_argcheck(L, cpu >= 0 && cpu < CPU_SETSIZE, 1, "CPU numbers from 0");
+			CPU_SET((int)cpu, &set);
+			lua_pop(L, 1);
+		}
+		if (sched_setaffinity(0, sizeof set, &set) < 0)
+			return luaL_fileresult(L, 0, "sched_setaffinity");
+	}
+	lua_createtable(L, CPU_COUNT(&old), 0);
+	for (int cpu = 0, k = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &old)) {
+			lua_pushinteger(L, cpu);
+			lua_rawseti(L, -2, ++k);
+		}
+	return 1;
+}
+
+/* core.current_cpu(): the CPU perfsh's thread runs on now. */
+static int l_current_cpu(lua_State *L)
+{
+	int cpu = sched_getcpu();
+
+	if (cpu < 0)
+		return luaL_fileresult(L, 0, "sched_getcpu");
+	lua_pushinteger(L, cpu);
+	return 1;
+}
+
+static const luaL_Reg funcs[] = {{"run", l_run},
+				 {"now", l_now},
+				 {"spin", l_spin},
+				 {"signame", l_signame},
+				 {"affinity", l_affinity},
+				 {"current_cpu", l_current_cpu},
+				 {NULL, NULL}};
 
 void ps_l_open_run(lua_State *L)
 {

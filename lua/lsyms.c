@@ -1,5 +1,6 @@
-/* lua/lsyms.c - what a program file names, for completion: core.symbols, core.source_files; and
- * whether an address a region names is code: core.code_check. */
+/* lua/lsyms.c - what a program file names and is: core.symbols, core.source_files (completion);
+ * core.code_check (whether an address a region names is code); core.build_id,
+ * core.empty_hit_sites (perfsh check). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -9,7 +10,9 @@
 
 #include <elfutils/libdw.h>
 
+#include "buildid.h"
 #include "codeaddr.h"
+#include "emptyhit.h"
 #include "lhelp.h"
 #include "regionspec.h"
 #include "symbols.h"
@@ -106,10 +109,58 @@ static int l_code_check(lua_State *L)
 	return 1;
 }
 
+/* core.build_id(path): the file's GNU build id in hex, false when it has none, or nil, message. */
+static int l_build_id(lua_State *L)
+{
+	char hex[41];
+	struct ps_error err;
+
+	if (ps_build_id(luaL_checkstring(L, 1), hex, sizeof hex, &err) < 0)
+		return ps_l_fail(L, &err);
+	if (hex[0])
+		lua_pushstring(L, hex);
+	else
+		lua_pushboolean(L, 0);
+	return 1;
+}
+
+/* core.empty_hit_sites(path, func): {entry =, next = (nil: the first instruction branches),
+   tails = {{at =, ret =}, ...}} (core/emptyhit.h), or nil, message. */
+static int l_empty_hit_sites(lua_State *L)
+{
+	struct ps_empty_hit e;
+	struct ps_error err;
+
+	if (ps_empty_hit_sites(luaL_checkstring(L, 1), luaL_checkstring(L, 2), &e, &err) < 0)
+		return ps_l_fail(L, &err);
+	lua_createtable(L, 0, 3);
+	lua_pushinteger(L, (lua_Integer)e.entry);
+	lua_setfield(L, -2, "entry");
+	if (e.next) {
+		lua_pushinteger(L, (lua_Integer)e.next);
+		lua_setfield(L, -2, "next");
+	}
+	lua_createtable(L, e.ntails, 0);
+	for (int i = 0; i < e.ntails; i++) {
+		lua_createtable(L, 0, 2);
+		lua_pushinteger(L, (lua_Integer)e.tail[i].at);
+		lua_setfield(L, -2, "at");
+		lua_pushinteger(L, (lua_Integer)e.tail[i].ret);
+		lua_setfield(L, -2, "ret");
+		lua_rawseti(L, -2, i + 1);
+	}
+	lua_setfield(L, -2, "tails");
+	return 1;
+}
+
 void ps_l_open_syms(lua_State *L)
 {
 	lua_pushcfunction(L, l_code_check);
 	lua_setfield(L, -2, "code_check");
+	lua_pushcfunction(L, l_build_id);
+	lua_setfield(L, -2, "build_id");
+	lua_pushcfunction(L, l_empty_hit_sites);
+	lua_setfield(L, -2, "empty_hit_sites");
 	lua_pushcfunction(L, l_symbols);
 	lua_setfield(L, -2, "symbols");
 	lua_pushcfunction(L, l_source_files);

@@ -30,7 +30,7 @@ describe(".psnap files", function()
     assert.is_true(back[1].n >= 0) -- the argument by name
   end)
 
-  local slurp, spit = support.slurp, support.spit
+  local slurp, spit = support.read, support.write
 
   it("read a truncated file up to its last whole record, with one line on what was cut", function()
     local data = slurp(path)

@@ -7,7 +7,7 @@ local json = require "dkjson"
 local support = dofile("tests/support.lua")
 local P = support.perfsh
 
-local slurp, spit = support.slurp, support.spit
+local slurp, spit = support.read, support.write
 
 -- zlib's CRC32 (the format's, core/psnap.h), to write back a block as a bad copy tool would.
 local crc_table = {}

@@ -68,6 +68,21 @@ function support.lines(s)
   return t
 end
 
+--- The contents of file @path.
+function support.read(path)
+  local f = assert(io.open(path, "rb"))
+  local text = f:read("a")
+  f:close()
+  return text
+end
+
+--- Write @text to file @path (replacing it).
+function support.write(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
 --- The text of file @path, which is removed.
 function support.take(path)
   local f = assert(io.open(path))
@@ -75,21 +90,6 @@ function support.take(path)
   f:close()
   os.remove(path)
   return text
-end
-
---- The bytes of file @path.
-function support.slurp(path)
-  local f = assert(io.open(path, "rb"))
-  local data = f:read("a")
-  f:close()
-  return data
-end
-
---- Write @data to file @path.
-function support.spit(path, data)
-  local f = assert(io.open(path, "wb"))
-  f:write(data)
-  f:close()
 end
 
 --- Events that work everywhere, plus instructions where the PMU is.

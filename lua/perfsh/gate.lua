@@ -1,11 +1,14 @@
 -- perfsh.gate: the regression gate of perfsh check and perfsh.check{...}: measure regions over
--- repeated runs (counters or callgrind), write a baseline, compare with one under limits.
+-- repeated runs (callgrind here, the counters engine in perfsh.hitgate), write a baseline
+-- (perfsh.baseline: what it holds and identifies), compare with one under limits no smaller than
+-- the change the runs can detect, and print the table.
 local perfsh = require "perfsh"
 local core = require "perfsh.core"
 local cli = require "perfsh.cli"
 local callgrind = require "perfsh.callgrind"
 local report = require "perfsh.report"
-local json = require "dkjson"
+local baseline = require "perfsh.baseline"
+local hitgate = require "perfsh.hitgate"
 
 local M = {}
 
@@ -13,14 +16,7 @@ local M = {}
 local exact = {instructions = true}
 for _, e in ipairs(callgrind.events) do exact[e] = true end
 
-function M.median(xs)
-  local s = {}
-  for i, x in ipairs(xs) do s[i] = x end
-  table.sort(s)
-  local n = #s
-  if n % 2 == 1 then return s[(n + 1) // 2] end
-  return (s[n // 2] + s[n // 2 + 1]) / 2
-end
+M.median = hitgate.median
 
 -- A signal (SIGINT, SIGTERM, SIGHUP) stopped the runs: nothing is compared (cli.main exits 128 + it).
 local function check_stopped(name)
@@ -102,23 +98,6 @@ function M.measure(engine, cmd, regions, events, runs, backend, name, fields)
   return out, names
 end
 
-function M.read_baseline(file)
-  local f, why = io.open(file)
-  if not f then error(("perfsh check: cannot read the baseline: %s; make one with --save-baseline"):format(why), 0) end
-  local text = f:read("a")
-  f:close()
-  local b, _, err = json.decode(text)
-  if type(b) ~= "table" then
-    error(("perfsh check: baseline %s is not valid JSON (%s); make it again with --save-baseline"):format(file,
-      err or "not an object"), 0)
-  end
-  if b.perfsh_check ~= 1 or type(b.engine) ~= "string" or type(b.events) ~= "table" or type(b.regions) ~= "table" then
-    error(("perfsh check: %s is not a perfsh check baseline (no engine, events or regions); make it again with "
-      .. "--save-baseline"):format(file), 0)
-  end
-  return b
-end
-
 -- Limits: {event = {rel = fraction, abs = n}} from --limit EV=X% / EV=N.
 function M.parse_limits(list)
   local limits = {}
@@ -134,29 +113,45 @@ function M.parse_limits(list)
   return limits
 end
 
+
 local function xml(s)
   return (tostring(s):gsub("[&<>\"]", {["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;"}))
 end
 
-function M.write_junit(file, what, rows)
-  local f, why = require("perfsh.outfile").open(file) -- renamed into place by f:commit()
-  if not f then error(("perfsh check: --junit: %s"):format(why), 0) end
-  local fails = 0
-  for _, row in ipairs(rows) do if row.fail then fails = fails + 1 end end
-  f:write('<?xml version="1.0" encoding="UTF-8"?>\n')
-  f:write(('<testsuites name="perfsh check" tests="%d" failures="%d">\n'):format(#rows, fails))
-  f:write(('  <testsuite name="%s" tests="%d" failures="%d" errors="0">\n'):format(xml(what), #rows, fails))
+--- JUnit XML of a check in @file (written whole, or not at all): a test case per row of @rows
+-- (a failure for a regression, an error for a change the runs cannot detect), or with @err (an
+-- error the gate raised before it could compare) one test case "error" carrying its reason.
+function M.write_junit(file, what, rows, err)
+  local fails, errors = 0, 0
   for _, row in ipairs(rows) do
-    f:write(('    <testcase classname="perfsh.check.%s" name="%s">\n'):format(xml(row.region), xml(row.event)))
-    f:write(('      <system-out>%s</system-out>\n'):format(xml(row.text)))
-    if row.fail then
-      f:write(('      <failure type="regression" message="%s">%s</failure>\n'):format(xml(row.why), xml(row.text)))
-    end
-    f:write("    </testcase>\n")
+    if row.fail then fails = fails + 1 elseif row.verdict == "undetectable" then errors = errors + 1 end
   end
-  f:write("  </testsuite>\n</testsuites>\n")
-  local ok, werr = f:commit()
-  if not ok then error(("perfsh check: --junit: %s"):format(werr), 0) end
+  local out = {'<?xml version="1.0" encoding="UTF-8"?>\n'}
+  local tests = err and 1 or #rows
+  if err then errors = 1 end
+  out[#out + 1] = ('<testsuites name="perfsh check" tests="%d" failures="%d" errors="%d">\n'):format(tests, fails,
+    errors)
+  out[#out + 1] = ('  <testsuite name="%s" tests="%d" failures="%d" errors="%d">\n'):format(xml(what), tests, fails,
+    errors)
+  if err then
+    out[#out + 1] = ('    <testcase classname="perfsh.check" name="error">\n      <error type="%s" message="%s">%s'
+      .. '</error>\n    </testcase>\n'):format(xml(baseline.code(err)), xml(tostring(err)), xml(tostring(err)))
+  end
+  for _, row in ipairs(rows) do
+    out[#out + 1] = ('    <testcase classname="perfsh.check.%s" name="%s">\n'):format(xml(row.region), xml(row.event))
+    out[#out + 1] = ('      <system-out>%s</system-out>\n'):format(xml(row.text))
+    if row.fail then
+      out[#out + 1] = ('      <failure type="regression" message="%s">%s</failure>\n'):format(xml(row.why),
+        xml(row.text))
+    elseif row.verdict == "undetectable" then
+      out[#out + 1] = ('      <error type="undetectable" message="%s">%s</error>\n'):format(xml(row.why),
+        xml(row.text))
+    end
+    out[#out + 1] = "    </testcase>\n"
+  end
+  out[#out + 1] = "  </testsuite>\n</testsuites>\n"
+  local ok, why = require("perfsh.outfile").write(file, function(o) o:write(table.concat(out)) end)
+  if not ok then baseline.fail("output", "--junit: %s", why) end
 end
 
 local function pct(x)
@@ -165,38 +160,66 @@ local function pct(x)
   return ("%+.2f%%"):format(100 * x)
 end
 
--- Compare @now with baseline @b; returns the rows of the table.
+-- With the default limits, a gate whose runs cannot detect +50% says so (exit 2): a run that
+-- blind could let a 2x slowdown pass.
+M.BLIND = 0.5
+
+-- The limit of event @e: {rel, abs} as given, or the default (+1% for exact counts, +5% else).
+local function limit_of(limits, e, engine)
+  if limits[e] then return limits[e], true end
+  if exact[e] and (engine == "callgrind" or e == "instructions") then return {rel = 0.01}, false end
+  return {rel = 0.05}, false
+end
+
+-- The row of region @r, event @e: the baseline's @old against @cur ({median, runs}) under
+-- limit @lim (@given by the user or not), the change detectable from their runs' spread.
+local function row_of(r, e, old, cur, lim, given, engine)
+  local cb, cn = old.median, cur.median
+  local se, out = 0, 0
+  if engine == "counters" then se, out = hitgate.change_error(e, old.runs, cur.runs, cb) end
+  if se ~= se then se = math.huge end
+  local diff = cn - cb
+  local scale = engine == "counters" and math.max(cb, 1) or cb
+  local rel = scale ~= 0 and diff / scale or (diff > 0 and math.huge or 0)
+  local det = hitgate.Z * se / math.max(math.abs(scale), 1)
+  local row = {region = r, event = e, old = cb, cur = cn, diff = diff, rel = rel, detectable = det, left_out = out}
+  local parts, blind = {}, false
+  if lim.rel then
+    row.limit_rel = math.max(lim.rel, det)
+    blind = blind or (given and det > lim.rel) or (not given and det > M.BLIND)
+    parts[#parts + 1] = pct(row.limit_rel)
+  end
+  if lim.abs then
+    row.limit_abs = math.max(lim.abs, hitgate.Z * se)
+    blind = blind or given and hitgate.Z * se > lim.abs
+    parts[#parts + 1] = "+" .. report.human(row.limit_abs)
+  end
+  row.limit = table.concat(parts, " and ")
+  row.fail = (row.limit_rel and rel > row.limit_rel) or (row.limit_abs and diff > row.limit_abs) or false
+  row.verdict = row.fail and "regression" or (blind and "undetectable")
+    or (rel < -math.max(0.01, det) and "faster" or "ok")
+  if row.fail then
+    row.why = ("%s %s grew by %s (%s), over the limit %s"):format(r, e, report.human(diff), pct(rel), row.limit)
+  elseif blind then
+    local limit = lim.rel and pct(lim.rel) or "+" .. report.human(lim.abs)
+    row.why = ("%s %s: the smallest change these runs can detect is ±%.1f%% (of %s a hit), more than %s"):format(r,
+      e, 100 * det, report.human(cb), given and ("the limit " .. limit)
+      or ("+50%, the most a gate may miss without letting a 2x slowdown pass"))
+  end
+  row.text = ("baseline %s, now %s, change %s (%s), detectable: ±%.2f%%, limit %s"):format(report.human(cb),
+    report.human(cn), report.human(diff), pct(rel), 100 * det, row.limit)
+  return row
+end
+
+--- Compare @now with baseline @b for @regions and @names; returns the rows of the table.
 function M.compare(b, now, regions, names, limits, engine)
   local rows = {}
   for _, r in ipairs(regions) do
     for _, e in ipairs(names) do
       local old, cur = b.regions[r].events[e], now[r].events[e]
       if old and cur then
-        local diff = cur.median - old.median
-        local rel = old.median ~= 0 and diff / old.median or (diff > 0 and math.huge or 0)
-        local lim = limits[e]
-        local noise = math.max(old.noise or 0, cur.noise or 0)
-        local limtext
-        if not lim then
-          if exact[e] and (engine == "callgrind" or e == "instructions") then
-            lim = {rel = 0.01}
-          else
-            lim = {rel = math.max(0.05, 3 * noise)}
-            limtext = ("%s (noise %.1f%%)"):format(pct(lim.rel), 100 * noise)
-          end
-        end
-        local parts = {}
-        if lim.rel then parts[#parts + 1] = pct(lim.rel) end
-        if lim.abs then parts[#parts + 1] = "+" .. report.human(lim.abs) end
-        limtext = limtext or table.concat(parts, " and ")
-        local fail = (lim.rel and rel > lim.rel) or (lim.abs and diff > lim.abs) or false
-        local row = {region = r, event = e, old = old.median, cur = cur.median, diff = diff, rel = rel,
-          limit = limtext, fail = fail}
-        row.why = fail and ("%s %s grew by %s (%s), over the limit %s"):format(r, e, report.human(diff), pct(rel),
-          limtext) or nil
-        row.text = ("baseline %s, now %s, change %s (%s), limit %s"):format(report.human(old.median),
-          report.human(cur.median), report.human(diff), pct(rel), limtext)
-        rows[#rows + 1] = row
+        local lim, given = limit_of(limits, e, engine)
+        rows[#rows + 1] = row_of(r, e, old, cur, lim, given, engine)
       end
     end
   end
@@ -207,20 +230,21 @@ end
 function M.print_table(out, rows)
   local w = 6
   for _, row in ipairs(rows) do w = math.max(w, #row.region) end
-  local fmt = "  %-" .. w .. "s %-8s %16s %16s %14s %9s  %-22s %s\n"
-  out:write(fmt:format("region", "event", "baseline", "now", "change", "change%", "limit", "result"))
+  local fmt = "  %-" .. w .. "s %-12s %14s %14s %12s %9s %s  %-17s %s\n"
+  out:write(fmt:format("region", "event", "baseline", "now", "change", "change%", "detectable", "limit", "result"))
   for _, row in ipairs(rows) do
-    local result = row.fail and "REGRESSION" or (row.rel < -0.01 and "faster" or "ok")
-    out:write(fmt:format(row.region, row.event == "time_ns" and "time_ns" or row.event, report.human(row.old),
-      report.human(row.cur), report.human(row.diff), pct(row.rel), row.limit, result))
+    local result = row.verdict == "undetectable" and "UNDETECTABLE" or row.fail and "REGRESSION" or row.verdict
+    local det = ("±%.2f%%"):format(100 * row.detectable)
+    out:write(fmt:format(row.region, row.event, report.human(row.old), report.human(row.cur), report.human(row.diff),
+      pct(row.rel), (" "):rep(10 - utf8.len(det)) .. det, row.limit, result))
   end
 end
 
-
 --- The engine, events, runs and backend of recipe @name (check, compare) from @spec (engine,
--- events, runs, backend as given) for @regions; @base, a baseline, fixes the engine and events.
--- Without an engine: counters where a PMU exists, else callgrind (a note on stderr).
-function M.setup(name, spec, regions, base)
+-- events, runs, backend as given) for @regions. Without an engine: counters where a PMU exists,
+-- else callgrind (a note on stderr); the counters engine needs 3 runs or more (its noise is
+-- their spread) with perfsh check.
+function M.setup(name, spec, regions)
   local engine = cli.engine(name, spec.engine)
   local markers = #regions > 0
   for _, r in ipairs(regions) do
@@ -235,17 +259,11 @@ function M.setup(name, spec, regions, base)
         :format(name))
     end
   end
-  if base and base.engine ~= engine then
-    error(("perfsh %s: baseline made with engine %s; rerun with --engine %s"):format(name, base.engine,
-      base.engine), 0)
-  end
   if engine == "callgrind" then
     for _, r in ipairs(regions) do callgrind.check_region(name, r) end
   end
   local events
-  if base then
-    events = base.events
-  elseif engine == "callgrind" then
+  if engine == "callgrind" then
     events = callgrind.resolve(name, spec.events and cli.split(spec.events))
   else
     events = spec.events and cli.events(name, spec.events) or perfsh.default_events()
@@ -256,6 +274,10 @@ function M.setup(name, spec, regions, base)
     error(("perfsh %s: --runs needs a positive count, not '%s'"):format(name, spec.runs), 0)
   end
   runs = runs or (engine == "callgrind" and 1 or 5)
+  if name == "check" and engine == "counters" and runs < 3 then
+    error(("perfsh check: --runs %d: the counters engine needs 3 runs or more (its noise is their spread)")
+      :format(runs), 0)
+  end
   if engine == "callgrind" and spec.backend then
     error(("perfsh %s: --engine callgrind does not take --backend; drop it or use --engine counters"):format(name), 0)
   end
@@ -270,20 +292,46 @@ local function limits_of(l)
   return M.parse_limits(l)
 end
 
---- The gate: spec = {regions = {...} (or region = "f"), command = {argv} (or the array part),
--- runs, engine ("counters" or "callgrind"; default counters where a PMU exists, else callgrind
--- with a note on stderr), events, limits, backend, and one of save_baseline = FILE (record) or
--- baseline = FILE (compare)}. Returns {pass, fails, engine, runs, events, command, regions (the
--- measurement), baseline (the table read), rows = {region, event, baseline, now, change, rel,
--- limit, verdict = "ok"|"faster"|"regression", why}}; raises one line on bad input.
-function M.check(spec)
-  local cmd = spec.command or {table.unpack(spec)}
-  if (spec.save_baseline == nil) == (spec.baseline == nil) then
-    error("perfsh check: give one of --save-baseline FILE (record) or --baseline FILE (compare)", 0)
+-- Two lists of events with the same names.
+local function same_set(a, b)
+  local seen = {}
+  for _, e in ipairs(a) do seen[e] = true end
+  for _, e in ipairs(b) do
+    if not seen[e] then return false end
   end
-  if #cmd == 0 then error("perfsh check: no command given", 0) end
-  local limits = limits_of(spec.limits)
-  local base = spec.baseline and M.read_baseline(spec.baseline)
+  return #a == #b
+end
+
+-- @spec with the baseline @b's engine, events, runs and catcher where the user gave none; an
+-- engine, event list or catcher given that is not the baseline's is an error (exit 2).
+local function from_baseline(spec, b, file)
+  local out = {}
+  for k, v in pairs(spec) do out[k] = v end
+  if spec.engine and spec.engine ~= b.engine then
+    baseline.fail("identity", "%s was made with --engine %s; drop --engine %s (the baseline's engine is the default)",
+      file, b.engine, spec.engine)
+  end
+  out.engine = b.engine
+  if spec.events then
+    local given = b.engine == "callgrind" and callgrind.resolve("check", cli.split(spec.events))
+      or cli.events("check", spec.events)
+    if not same_set(given, b.events) then
+      baseline.fail("identity", "%s counts %s; drop -e %s (the baseline's events are the default)", file,
+        table.concat(b.events, ","), table.concat(given, ","))
+    end
+  end
+  out.events = {table.concat(b.events, ",")}
+  if b.engine == "counters" and spec.backend and spec.backend ~= "auto" and spec.backend ~= b.catcher then
+    baseline.fail("identity", "the hits of %s were caught by %s; drop --backend %s (the baseline's catcher is the "
+      .. "default)", file, b.catcher, spec.backend)
+  end
+  out.backend = b.engine == "counters" and (spec.backend or b.catcher) or nil
+  out.runs = spec.runs or (b.engine == "counters" and tostring(b.runs) or nil)
+  return out
+end
+
+-- The regions of @spec, or the baseline's; each must be in the baseline.
+local function regions_of(spec, base)
   local regions = spec.regions or (spec.region and {spec.region})
   if not regions and base then
     regions = {}
@@ -293,64 +341,210 @@ function M.check(spec)
   if not regions then error("perfsh check: no region given; name one with -r FUNCTION", 0) end
   for _, r in ipairs(regions) do
     if base and not base.regions[r] then
-      error(("perfsh check: region '%s' is not in the baseline %s; record it with --save-baseline"):format(r,
-        spec.baseline), 0)
+      baseline.fail("identity", "region '%s' is not in the baseline %s; record it with --save-baseline", r,
+        spec.baseline)
     end
   end
-  local engine, events, runs, backend = M.setup("check", spec, regions, base)
-  local now, names = M.measure(engine, cmd, regions, events, runs, backend)
-  local res = {engine = engine, runs = runs, events = events, names = names, command = cmd, regions = now,
-    region_names = regions, baseline = base, baseline_file = spec.baseline, rows = {}, fails = 0, pass = true}
+  return regions
+end
+
+-- Measure with @engine: the regions ({hits, floor, events = {name = {median, runs, ...}}}), the
+-- names, and for the counters engine the catcher and the CPU.
+local function measure(engine, cmd, prog, regions, events, runs, backend, cpu)
+  if engine == "counters" then
+    return hitgate.measure(cmd, baseline.program_file(prog.path), regions, events, runs, backend, cpu)
+  end
+  local m, names = M.measure(engine, cmd, regions, events, runs, backend)
+  for _, r in ipairs(regions) do
+    for _, e in ipairs(names) do
+      local v = m[r].events[e]
+      m[r].events[e] = {median = v.median, runs = v.values}
+    end
+  end
+  return m, names
+end
+
+-- Whether a row of @rows cannot tell its limit from noise (and no row failed).
+local function undetectable(rows)
+  local blind = false
+  for _, row in ipairs(rows) do
+    if row.fail then return false end
+    blind = blind or row.verdict == "undetectable"
+  end
+  return blind
+end
+
+-- Whether a check of as many runs as measurement @now has could not detect +50% (M.BLIND) of
+-- some region's event, from @now's spread alone.
+local function self_blind(now, names)
+  for _, reg in pairs(now) do
+    for _, n in ipairs(names) do
+      local ev = reg.events[n]
+      if hitgate.Z * hitgate.std_error(ev.runs, ev.runs) / math.max(ev.median, 1) > M.BLIND then return true end
+    end
+  end
+  return false
+end
+
+-- Add the runs of measurement @more to @now (hitgate.measure).
+local function merge(now, more, names)
+  for r, reg in pairs(now) do
+    for _, n in ipairs(names) do
+      local ev, add = reg.events[n], more[r].events[n]
+      for _, k in ipairs{"runs", "hit", "floor"} do table.move(add[k], 1, #add[k], #ev[k] + 1, ev[k]) end
+      ev.median = M.median(ev.runs)
+    end
+  end
+end
+
+--- The gate: spec = {regions = {...} (or region = "f"), command = {argv} (or the array part),
+-- runs, engine ("counters" or "callgrind"; default: the baseline's, else counters where a PMU
+-- exists, else callgrind with a note on stderr), events, limits, backend, and one of
+-- save_baseline = FILE (record) or baseline = FILE (compare)}. Returns {pass, fails, engine,
+-- runs, events, command, program, catcher, cpu, regions (the measurement), baseline (the table
+-- read), notes, undecided (why the runs cannot decide, or nil), rows = {region, event, baseline,
+-- now, change, rel, detectable, limit, verdict = "ok"|"faster"|"regression"|"undetectable",
+-- why}}; raises one line on bad input (an error whose code perfsh.baseline.code gives).
+function M.check(spec)
+  local cmd = spec.command or {table.unpack(spec)}
+  if (spec.save_baseline == nil) == (spec.baseline == nil) then
+    baseline.fail("usage", "give one of --save-baseline FILE (record) or --baseline FILE (compare)")
+  end
+  if #cmd == 0 then baseline.fail("usage", "no command given") end
+  local limits = limits_of(spec.limits)
+  local base = spec.baseline and baseline.read(spec.baseline)
+  local regions = regions_of(spec, base)
+  local prog = baseline.program(cmd)
+  local notes = {}
+  if base then
+    notes[#notes + 1] = baseline.check_program(base, spec.baseline, prog)
+    if table.concat(base.command, "\0") ~= table.concat(cmd, "\0") and base.program.path == prog.path then
+      notes[#notes + 1] = ("the baseline ran %s"):format(table.concat(base.command, " "))
+    end
+    spec = from_baseline(spec, base, spec.baseline)
+  end
+  local engine, events, runs, backend = M.setup("check", spec, regions)
+  local now, names, catcher, cpu = measure(engine, cmd, prog, regions, events, runs, backend, base and base.cpu)
+  if base and base.catcher and catcher ~= base.catcher then
+    baseline.fail("identity", "the hits of %s were caught by %s, these by %s; give --backend %s", spec.baseline,
+      base.catcher, catcher, base.catcher)
+  end
+  local res = {engine = engine, runs = runs, events = events, names = names, command = cmd, program = prog,
+    catcher = catcher, cpu = cpu, regions = now, region_names = regions, baseline = base,
+    baseline_file = spec.baseline, notes = notes, rows = {}, fails = 0, pass = true}
   if spec.save_baseline then
-    local doc = {perfsh_check = 1, engine = engine, events = events, runs = runs, command = cmd, regions = now}
-    local f, why = require("perfsh.outfile").open(spec.save_baseline) -- renamed into place by f:commit()
-    if not f then error(("perfsh check: --save-baseline: %s"):format(why), 0) end
-    f:write(json.encode(doc, {indent = true, keyorder = {"perfsh_check", "engine", "events", "runs", "command",
-      "regions", "hits", "median", "min", "max", "noise"}}), "\n")
-    local ok, werr = f:commit()
-    if not ok then error(("perfsh check: --save-baseline: %s"):format(werr), 0) end
+    res.runs_added = 0
+    while engine == "counters" and self_blind(now, names) and runs + res.runs_added < 3 * runs do
+      -- a baseline so noisy that a check of as many runs could not detect +50%: more runs
+      local more = measure(engine, cmd, prog, regions, events, math.min(runs, 2 * runs - res.runs_added), backend,
+        cpu)
+      merge(now, more, names)
+      res.runs_added = res.runs_added + #more[regions[1]].events[names[1]].runs
+    end
+    baseline.write(spec.save_baseline, {engine = engine, events = events, runs = runs,
+      catcher = catcher, cpu = cpu, command = cmd, program = prog, regions = now})
     res.saved = spec.save_baseline
     return res
   end
-  for _, row in ipairs(M.compare(base, now, regions, names, limits, engine)) do
+  local rows = M.compare(base, now, regions, names, limits, engine)
+  res.runs_added = 0
+  while engine == "counters" and undetectable(rows) and runs + res.runs_added < 3 * runs do
+    -- more runs while the change the runs could detect is above the limit (their spread, not
+    -- the change, decides)
+    local more = measure(engine, cmd, prog, regions, events, math.min(runs, 3 * runs - runs - res.runs_added),
+      backend, cpu)
+    merge(now, more, names)
+    res.runs_added = res.runs_added + #more[regions[1]].events[names[1]].runs
+    rows = M.compare(base, now, regions, names, limits, engine)
+  end
+  local blind = {}
+  for _, row in ipairs(rows) do
     row.baseline, row.now, row.change = row.old, row.cur, row.diff
-    row.verdict = row.fail and "regression" or (row.rel < -0.01 and "faster" or "ok")
     if row.fail then res.fails = res.fails + 1 end
+    if row.verdict == "undetectable" then blind[#blind + 1] = row.why end
     res.rows[#res.rows + 1] = row
   end
-  res.pass = res.fails == 0
+  res.undecided = #blind > 0 and res.fails == 0 and ("perfsh check: " .. blind[1] .. "; take more --runs, measure "
+    .. "a larger region, or count with --engine callgrind" .. (next(limits) and ", or raise --limit" or "")) or nil
+  res.pass = res.fails == 0 and not res.undecided
   return res
+end
+
+-- The floor line of region @r: what was taken away from each hit, now and in the baseline.
+local function floor_line(r, reg, was)
+  if reg.floor:match("^none") then
+    return ("  %s: no floor (%s): its times include the catcher's own cost\n"):format(r, reg.floor:sub(7))
+  end
+  local t = reg.events.time_ns
+  local line = ("  %s: own cost a hit = the hit less the catcher's cost of an empty hit of it (floor, %s): "
+    .. "time_ns floor %s"):format(r, reg.floor, report.human(hitgate.median(t.floor)))
+  if was and was.events.time_ns then
+    line = line .. ", baseline " .. report.human(hitgate.median(was.events.time_ns.floor))
+  end
+  return line .. "\n"
+end
+
+-- What perfsh check prints of a baseline it wrote.
+local function print_saved(out, res)
+  local runs = res.runs
+  out:write(("perfsh check: baseline of %s (engine %s, %d run%s%s%s) written to %s\n"):format(
+    table.concat(res.command, " "), res.engine, runs, runs == 1 and "" or "s", (res.runs_added or 0) > 0
+    and (" (+%d while they were too noisy to detect +50%%)"):format(res.runs_added) or "",
+    res.catcher and (", caught by %s%s"):format(res.catcher, res.cpu and " on CPU " .. res.cpu or "") or "", res.saved))
+  for _, r in ipairs(res.region_names) do
+    local reg = res.regions[r]
+    if res.engine == "counters" then out:write(floor_line(r, reg)) end
+    for _, e in ipairs(res.names) do
+      local m = reg.events[e]
+      local s = res.engine == "counters" and hitgate.spread({m.runs}) or 0
+      out:write(("  %s %s: %s%s, spread ±%.1f%% over the runs, %s hit%s\n"):format(r, e, report.human(m.median),
+        res.engine == "counters" and " a hit" or "", 100 * s / math.max(math.abs(m.median), 1),
+        report.human(reg.hits), reg.hits == 1 and "" or "s"))
+    end
+  end
 end
 
 --- What perfsh check prints of @res (M.check) on @out.
 function M.print(out, res)
-  local what = table.concat(res.command, " ")
-  local runs = res.runs
-  if res.saved then
-    out:write(("perfsh check: baseline of %s (engine %s, %d run%s) written to %s\n"):format(what, res.engine, runs,
-      runs == 1 and "" or "s", res.saved))
-    for _, r in ipairs(res.region_names) do
-      for _, e in ipairs(res.names) do
-        local m = res.regions[r].events[e]
-        out:write(("  %s %s: median %s, noise %.1f%% (min %s, max %s), %s hits\n"):format(r, e,
-          report.human(m.median), 100 * m.noise, report.human(m.min), report.human(m.max),
-          report.human(res.regions[r].hits)))
-      end
-    end
-    return
-  end
+  if res.saved then return print_saved(out, res) end
   local base = res.baseline
-  out:write(("perfsh check: %s against %s (engine %s, %d run%s; baseline %d)\n\n"):format(what, res.baseline_file,
-    res.engine, runs, runs == 1 and "" or "s", base.runs or 0))
+  local added = (res.runs_added or 0) > 0 and (" (+%d while the detectable change was above the limit)")
+    :format(res.runs_added) or ""
+  out:write(("perfsh check: %s against %s (engine %s, %d run%s%s%s; baseline %d)\n"):format(
+    table.concat(res.command, " "), res.baseline_file, res.engine, res.runs, res.runs == 1 and "" or "s", added,
+    res.catcher and (", caught by %s%s"):format(res.catcher, res.cpu and " on CPU " .. res.cpu or "") or "",
+    base.runs))
+  for _, n in ipairs(res.notes) do out:write("  note: ", n, "\n") end
+  if res.engine == "counters" then
+    for _, r in ipairs(res.region_names) do out:write(floor_line(r, res.regions[r], base.regions[r])) end
+  end
+  out:write("\n")
   M.print_table(out, res.rows)
+  local worst
+  local left = {}
+  for _, row in ipairs(res.rows) do
+    if res.engine == "counters" and (not worst or row.detectable > worst.detectable) then worst = row end
+    if row.left_out > (left[row.region] or 0) then left[row.region] = row.left_out end
+  end
+  for _, r in ipairs(res.region_names) do
+    if left[r] then
+      out:write(("  note: %s: %d run%s far from the others left out of the noise\n"):format(r, left[r],
+        left[r] == 1 and "" or "s"))
+    end
+  end
   for _, r in ipairs(res.region_names) do
     if base.regions[r].hits ~= res.regions[r].hits then
       out:write(("  note: %s has %s hits, the baseline %s\n"):format(r, report.human(res.regions[r].hits),
         report.human(base.regions[r].hits or 0)))
     end
   end
-  out:write(("\n%s: %d of %d checks over their limit\n"):format(res.fails > 0 and "FAIL" or "PASS", res.fails,
-    #res.rows))
+  if worst then
+    out:write(("\ndetectable: ±%.1f%% (%s %s: %d standard errors of the change, from the spread of %d + %d runs; "
+      .. "no limit is below it)\n"):format(100 * worst.detectable, worst.region, worst.event, hitgate.Z,
+      #base.regions[worst.region].events[worst.event].runs, #res.regions[worst.region].events[worst.event].runs))
+  end
+  local verdict = res.fails > 0 and "FAIL" or (res.undecided and "UNDECIDED" or "PASS")
+  out:write(("\n%s: %d of %d checks over their limit\n"):format(verdict, res.fails, #res.rows))
 end
 
 return M
