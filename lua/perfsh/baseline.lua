@@ -179,20 +179,6 @@ function M.read(file)
   return b
 end
 
-  local ok, werr = f:write(text)
-  local cok, cerr = f:close()
-  if not ok or not cok then
-    os.remove(tmp)
-    return nil, werr or cerr
-  end
-  local rok, rerr = os.rename(tmp, path)
-  if not rok then
-    os.remove(tmp)
-    return nil, rerr
-  end
-  return true
-end
-
 local keyorder = {"perfsh_check", "engine", "events", "runs", "catcher", "cpu", "command", "program", "path",
   "build_id",
   "regions", "hits", "floor", "median", "hit"}
