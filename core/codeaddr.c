@@ -96,20 +96,21 @@ static const char *place(char *buf, size_t n, const struct ps_sym *fn, const str
 	return buf;
 }
 
-/* Where no symbol tells where functions begin, the call frame information does: at an entry
-   the return address is at the stack pointer (CFA = rsp + 8). 1 when .eh_frame says it is
-   elsewhere at @addr, 0 when it is there or nothing says. */
-static int ret_not_at_sp(Elf *elf, uint64_t addr)
+/* Where the return address is at @addr, from the call frame information: 1 at the stack pointer
+   (CFA = rsp + 8, as at every entry, and before a ret that keeps the stack pointer), 0
+   elsewhere, -1 where .eh_frame says nothing. A function region swaps the return address at
+   the stack pointer, so it may start only where it is there. */
+static int ret_at_sp(Elf *elf, uint64_t addr)
 {
 	Dwarf_CFI *cfi = dwarf_getcfi_elf(elf);
 	Dwarf_Frame *frame = NULL;
 	Dwarf_Op *ops;
 	size_t nops = 0;
-	int rc = 0;
+	int rc = -1;
 
 	if (cfi && dwarf_cfi_addrframe(cfi, addr, &frame) == 0 && dwarf_frame_cfa(frame, &ops, &nops) == 0 &&
 	    nops == 1 && ops[0].atom == DW_OP_bregx)
-		rc = !(ops[0].number == 7 && ops[0].number2 == 8); /* DWARF register 7: rsp */
+		rc = ops[0].number == 7 && ops[0].number2 == 8; /* DWARF register 7: rsp */
 	free(frame);
 	if (cfi)
 		dwarf_cfi_end(cfi);
@@ -146,12 +147,14 @@ static int check_insn(Elf *elf, const struct ps_symtab *st, const struct where *
 				    "0x%" PRIx64 " is inside the instruction at 0x%" PRIx64 " in %s; boundaries near "
 				    "it: 0x%" PRIx64 ", 0x%" PRIx64,
 				    addr, at, place(where, sizeof where, fn, w, at), at, next);
-	if ((flags & PS_CODE_ENTRY) && fn && fn->size && fn->addr != addr) /* unsized: its end is unknown */
+	int sized = fn && fn->size; /* unsized: its end is unknown */
+	if ((flags & PS_CODE_ENTRY) && sized && fn->addr != addr && ret_at_sp(elf, addr) != 1)
 		return ps_error_set(err, PS_EUSAGE,
 				    "0x%" PRIx64 " is inside %s, not at a function's entry (a function region "
-				    "needs one); give %s's entry 0x%" PRIx64 ", or a range 0x%" PRIx64 "-0xEND",
+				    "starts where the return address is at the stack pointer); give %s's entry "
+				    "0x%" PRIx64 ", or a range 0x%" PRIx64 "-0xEND",
 				    addr, place(where, sizeof where, fn, w, addr), sym_name(fn), fn->addr, addr);
-	if ((flags & PS_CODE_ENTRY) && !(fn && fn->size) && ret_not_at_sp(elf, addr))
+	if ((flags & PS_CODE_ENTRY) && !sized && ret_at_sp(elf, addr) == 0)
 		return ps_error_set(err, PS_EUSAGE,
 				    "0x%" PRIx64 " in %s is not a function's entry (its .eh_frame puts the return "
 				    "address away from the stack pointer there); give an entry, or a range "

@@ -26,9 +26,11 @@ enum {
  * section's start. Refused with PS_EUSAGE: an address inside an instruction ("0x1281 is inside
  * the instruction at 0x1280 in sum (sum+0); boundaries near it: 0x1280, 0x1287"), in a section
  * that is not code ("0x2004 is in .rodata, not in code; ..."), outside every section, where
- * the code before it does not decode, or, with PS_CODE_ENTRY, inside a function but not at
- * its entry (a function region swaps the return address at the stack pointer, which only an
- * entry holds).
+ * the code before it does not decode, or, with PS_CODE_ENTRY, where the return address is not
+ * at the stack pointer (a function region swaps the return address there): inside a function
+ * but neither at its entry nor where its .eh_frame puts the return address at the stack
+ * pointer (before a ret that keeps it), or, where no symbol covers it, where .eh_frame puts
+ * it elsewhere.
  * Return: 0, or -1 with @err set.
  */
 int ps_code_check(const char *path, const struct ps_symtab *st, uint64_t addr, unsigned flags, struct ps_error *err);
