@@ -119,8 +119,8 @@ describe("an address region", function()
     local _, err, rc = support.sh(("%s stat -r 0x%x ./examples/sum"):format(P, main2))
     assert.are.equal(2, rc, err)
     assert.are.equal(("perfsh stat: region '0x%x': 0x%x is inside main (main+0x%x), not at a function's entry "
-      .. "(a function region starts where the return address is at the stack pointer); give main's entry 0x%x, or a range 0x%x-0xEND\n"):format(main2, main2,
-      main2 - main, main, main2), err)
+      .. "(a function region starts where the return address is at the stack pointer); give main's entry 0x%x, "
+      .. "or a range 0x%x-0xEND\n"):format(main2, main2, main2 - main, main, main2), err)
     local t <close> = perfsh.spawn{"examples/sum", events = {"task-clock"}, stdout = "/dev/null"}
     local f = t:region{addr = sum}
     local r = t:region{addr = sum, to = ret}

@@ -281,6 +281,15 @@ function cli.stopped(name, what)
   return signame, signo
 end
 
+--- Raise "perfsh NAME: SIGNAME: stopped before the runs were done; nothing is compared" where a
+-- signal (SIGINT, SIGTERM, SIGHUP) stopped the runs of a comparing recipe (cli.main exits 128 + it).
+function cli.check_stopped(name)
+  local signame = cli.stopped()
+  if signame then
+    error(("perfsh %s: %s: stopped before the runs were done; nothing is compared"):format(name, signame), 0)
+  end
+end
+
 --- The --backend option of the recipes that catch region hits (a row of cli.parser's options).
 cli.backend_option = {"--backend", "B", "how hits are caught: ptrace (the target stops at each hit), uprobe (the "
   .. "kernel samples the counters at each probe: the target never stops for a hit; root or CAP_PERFMON; sdt: "

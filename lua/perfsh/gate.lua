@@ -18,13 +18,6 @@ for _, e in ipairs(callgrind.events) do exact[e] = true end
 
 M.median = hitgate.median
 
--- A signal (SIGINT, SIGTERM, SIGHUP) stopped the runs: nothing is compared (cli.main exits 128 + it).
-local function check_stopped(name)
-  local signame = cli.stopped()
-  if signame then error(("perfsh %s: %s: stopped before the runs were done; nothing is compared"):format(name,
-    signame), 0) end
-end
-
 -- One run with the counters engine: {region = {hits, totals = {event = n}}}.
 local function run_counters(name, cmd, regions, events, backend, fields)
   local spec = {events = events, stdout = "/dev/null", backend = backend}
@@ -36,7 +29,7 @@ local function run_counters(name, cmd, regions, events, backend, fields)
   local status = t:run()
   if not status then
     t:close()
-    check_stopped(name)
+    cli.check_stopped(name)
   end
   local res = {}
   for i, r in ipairs(regions) do
@@ -58,7 +51,7 @@ local function run_callgrind(name, cmd, regions, events)
   local res = {}
   for _, r in ipairs(regions) do
     local m = callgrind.measure(name, cmd, r, events, true)
-    check_stopped(name)
+    cli.check_stopped(name)
     if m.status ~= 0 then
       error(("perfsh %s: %s failed under callgrind (exit %d); measuring needs a run that succeeds")
         :format(name, table.concat(cmd, " "), m.status), 0)

@@ -148,6 +148,10 @@ local function hit_run(cmd, arms, events, names, backend, optional)
     end
   end
   local status = t:run()
+  if not status and cli.stopped() then
+    t:close()
+    cli.check_stopped("check")
+  end
   local out = {catcher = t.catcher}
   for i, a in pairs(rs) do
     local v = {hits = a:stats().hits, typ = {}}
