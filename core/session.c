@@ -149,6 +149,17 @@ int ps_session_spill_meta(struct ps_session *s, const char *key, const char *val
 
 int ps_session_spill_close(struct ps_session *s, struct ps_error *err)
 {
+	struct ps_session_facts *f = malloc(sizeof *f);
+
+	if (!f)
+		return ps_error_set(err, ENOMEM, "out of memory");
+	ps__session_facts(s, f);
+	for (size_t i = 0; i < f->n; i++)
+		if (ps_hitpath_spill_meta(s->hp, f->meta[i].key, f->meta[i].value, err)) {
+			free(f);
+			return -1;
+		}
+	free(f);
 	return ps_hitpath_spill_close(s->hp, err);
 }
 

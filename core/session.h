@@ -172,7 +172,9 @@ int ps_session_region_args(struct ps_session *s, int id, int n, struct ps_error 
  * ps_session_spill() - send the records to a .psnap file at @path as the ring fills, instead
  * of keeping them in memory (memory stays bounded by the ring). Before the first run. The
  * file is readable (ps_psnap_open) after each ps_session_spill_flush(), complete after
- * ps_session_spill_close(), which may add metadata pairs first (ps_session_spill_meta).
+ * ps_session_spill_close(), which may add metadata pairs first (ps_session_spill_meta), and
+ * adds what the session knows at that point: the catcher, the records lost and dropped
+ * (session_priv.h, struct ps_session_facts).
  */
 int ps_session_spill(struct ps_session *s, const char *path, struct ps_error *err);
 int ps_session_spill_flush(struct ps_session *s, struct ps_error *err);
@@ -181,8 +183,9 @@ int ps_session_spill_close(struct ps_session *s, struct ps_error *err);
 
 /**
  * ps_session_save() - write every record so far to a new .psnap file at @path: the header the
- * spill file has (events, group layout, argument words), the region names, and @nmeta more
- * metadata pairs. Not for a session that spills (its records are in that file already).
+ * spill file has (events, group layout, argument words), the region names, @nmeta more
+ * metadata pairs and what the session knows now (as ps_session_spill_close() adds them).
+ * Not for a session that spills (its records are in that file already).
  * Returns 0, or -1 with @err set.
  */
 int ps_session_save(const struct ps_session *s, const char *path, const struct ps_psnap_meta *meta, size_t nmeta,

@@ -113,6 +113,15 @@ struct ps_session_header {
 	struct ps_psnap_meta meta; /* "groups" = the group layout, "2,1" */
 };
 void ps__session_header(const struct ps_session *s, struct ps_session_header *h);
+/* What the session knew when its file was finished, as metadata pairs: "catcher", "lost"
+   (records the catcher's rings dropped) and "dropped" (records perfsh could not keep); @f
+   holds what the pairs point at. */
+struct ps_session_facts {
+	size_t n;
+	struct ps_psnap_meta meta[3];
+	char text[3][2][24];
+};
+void ps__session_facts(const struct ps_session *s, struct ps_session_facts *f);
 
 /* session.c: the threads' counter groups */
 struct thr *ps__thr_find(struct ps_session *s, pid_t tid);

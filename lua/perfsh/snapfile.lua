@@ -30,6 +30,13 @@ function File:region_meta(id)
   }
 end
 
+--- The records the run that wrote the file lost ({catcher, lost, dropped, total}, as t:losses()).
+function File:losses()
+  local m = self.meta
+  local lost, dropped = tonumber(m.lost) or 0, tonumber(m.dropped) or 0
+  return {catcher = m.catcher, lost = lost, dropped = dropped, total = lost + dropped}
+end
+
 function File:close() self.ud:close() end
 File.__close = File.close
 function File:__tostring() return ("perfsh.snapfile(%s, %d records)"):format(self.path, self.info.records) end
@@ -45,13 +52,15 @@ end
 
 --- perfsh.load(path [, {quiet = true}]): map a .psnap file. A truncated or damaged file gives
 -- its intact records, with one line on stderr saying what was lost (info.warning; also
--- info.truncated, info.lost, info.ignored_bytes). A file with no readable record is an error.
+-- info.truncated, info.ignored_bytes). info.lost counts those records and the ones the run lost
+-- (f:losses()). A file with no readable record is an error.
 function snapfile.load(path, opts)
   local ud, msg = core.load(path)
   if not ud then error(msg, 2) end
   local info = ud:info()
   local f = setmetatable({ud = ud, path = path, info = info, meta = info.meta, regions = {}}, File)
   for id = 0, #info.regions - 1 do f.regions[#f.regions + 1] = Region.new(f, id) end
+  info.lost = info.lost + f:losses().total
   if info.warning and not (opts and opts.quiet) then io.stderr:write("perfsh: ", info.warning, "\n") end
   return f
 end
