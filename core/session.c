@@ -407,6 +407,7 @@ void ps_session_interrupt(struct ps_session *s)
 
 int ps_session_detach(struct ps_session *s, struct ps_error *err)
 {
+	s->detached = 1;
 	if (s->up) {
 		int urc = s->mk ? ps__marker_detach(s, err) : ps__uprobe_detach(s, err);
 		ps_hitpath_drain(s->hp, NULL);

@@ -173,8 +173,8 @@ int ps_session_region_args(struct ps_session *s, int id, int n, struct ps_error 
  * of keeping them in memory (memory stays bounded by the ring). Before the first run. The
  * file is readable (ps_psnap_open) after each ps_session_spill_flush(), complete after
  * ps_session_spill_close(), which may add metadata pairs first (ps_session_spill_meta), and
- * adds what the session knows at that point: the catcher, the records lost and dropped
- * (session_priv.h, struct ps_session_facts).
+ * adds what the session knows at that point: the catcher, the records lost and dropped, the
+ * calls still running (session_priv.h, struct ps_session_facts).
  */
 int ps_session_spill(struct ps_session *s, const char *path, struct ps_error *err);
 int ps_session_spill_flush(struct ps_session *s, struct ps_error *err);

@@ -91,6 +91,7 @@ struct ps_session {
 	struct ps_session_uprobe *up; /* the uprobe catcher's part (session_uprobe.c), or NULL */
 	struct ps_session_marker *mk; /* the marker catcher's (session_marker.c, with up), or NULL */
 	int unwinds;		      /* the program can unwind exceptions: 1, 0, -1 not known yet */
+	int detached;		      /* ps_session_detach() let the program go */
 };
 
 /* sampling.c */
@@ -114,12 +115,13 @@ struct ps_session_header {
 };
 void ps__session_header(const struct ps_session *s, struct ps_session_header *h);
 /* What the session knew when its file was finished, as metadata pairs: "catcher", "lost"
-   (records the catcher's rings dropped) and "dropped" (records perfsh could not keep); @f
-   holds what the pairs point at. */
+   (records the catcher's rings dropped), "dropped" (records perfsh could not keep),
+   "detached" ("1": the program was let go) and "running.ID" (calls of region ID still running
+   then, where there are any); @f holds what the pairs point at. */
 struct ps_session_facts {
 	size_t n;
-	struct ps_psnap_meta meta[3];
-	char text[3][2][24];
+	struct ps_psnap_meta meta[4 + PS_MAX_REGIONS];
+	char text[4 + PS_MAX_REGIONS][2][24];
 };
 void ps__session_facts(const struct ps_session *s, struct ps_session_facts *f);
 

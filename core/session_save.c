@@ -45,11 +45,21 @@ static void fact(struct ps_session_facts *f, const char *key, const char *value,
 void ps__session_facts(const struct ps_session *s, struct ps_session_facts *f)
 {
 	static const char *const catchers[] = {"ptrace", "uprobe", "marker"};
+	char key[24];
 
 	f->n = 0;
 	fact(f, "catcher", catchers[ps_session_catcher(s)], 0);
 	fact(f, "lost", NULL, ps_session_lost(s));
 	fact(f, "dropped", NULL, ps_session_dropped(s));
+	if (s->detached)
+		fact(f, "detached", "1", 0);
+	for (int i = 0; i < s->nreg; i++) {
+		uint64_t open = ps_hitpath_open_calls(s->hp, i);
+		if (open) {
+			snprintf(key, sizeof key, "running.%d", i);
+			fact(f, key, NULL, open);
+		}
+	}
 }
 
 int ps_session_save(const struct ps_session *s, const char *path, const struct ps_psnap_meta *meta, size_t nmeta,

@@ -1,5 +1,5 @@
--- What a run lost is a fact of the run: the live header, r:stats(), the file saved (t:save, or
--- spilled by perfsh stat --save) and every report of that file say the same.
+-- What a run lost and what it left open are facts of the run: the live header, r:stats(), the file
+-- saved (t:save, or spilled by perfsh stat --save) and every report of that file say the same.
 local perfsh = require "perfsh"
 local support = dofile("tests/support.lua")
 local P = support.perfsh
@@ -98,6 +98,42 @@ print(st.entries, st.hits, st.lost, t:info().lost, t:markers().lost)
     assert.is_nil(rep:find("lost", 1, true), rep)
     local f <close> = perfsh.load(file)
     assert.are.same({0, 0, "ptrace"}, {f.info.lost, f.regions[1]:stats().lost, f:losses().catcher})
+    os.remove(file)
+  end)
+end)
+
+describe("a file saved after a run was stopped", function()
+  -- The region line of a report ("region spin (func, 0 hits, 1 call still running at the end)").
+  local function region_line(text)
+    return text:match("\n(region spin %b())\n")
+  end
+
+  it("says which calls were still running, as perfsh stat said, for a program perfsh started (SIGINT)",
+    function()
+    local file = tmpfile()
+    -- spin(5e10) runs for many seconds: the SIGINT comes inside it
+    local out, err = support.sh(("%s stat -r spin -e task-clock --save %s examples/loop 50000000000 1 & "
+      .. "sleep 1; kill -INT $!; wait"):format(P, file))
+    assert.truthy(err:find("SIGINT: stopped", 1, true), err)
+    local live = region_line(out)
+    assert.are.equal("region spin (func, 0 hits, 1 call still running at the end)", live, out)
+    local rep = support.sh(P .. " report " .. file)
+    assert.are.equal(live, region_line(rep), rep)
+    os.remove(file)
+  end)
+
+  it("says which calls were still running at detach, as perfsh stat -p said", function()
+    -- calls of spin(1e9), a second or so each: perfsh sees one begin, and detaches inside a call
+    local prog, pid = support.background("examples/loop", "1000000000 1000")
+    local file = tmpfile()
+    local out, err, rc = support.sh(("%s stat -p %d -r spin -e task-clock --seconds 3 --save %s"):format(P, pid, file))
+    os.execute("kill " .. pid)
+    prog:close()
+    assert.are.equal(0, rc, err)
+    local live = region_line(out)
+    assert.truthy(live and live:match(", 1 call still running at detach%)$"), out)
+    local rep = support.sh(P .. " report " .. file)
+    assert.are.equal(live, region_line(rep), rep)
     os.remove(file)
   end)
 end)

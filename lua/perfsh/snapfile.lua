@@ -26,7 +26,7 @@ function File:region_meta(id)
   return {
     id = id, name = self.info.regions[id + 1] or ("region " .. id), kind = m["kind." .. id] or "?",
     entries = tonumber(m["entries." .. id]), sampled = m["sampled." .. id] == "1", args = names,
-    entry_counter = m["counter." .. id],
+    entry_counter = m["counter." .. id], running = tonumber(m["running." .. id]),
   }
 end
 
