@@ -225,6 +225,11 @@ int ps_session_region_range(struct ps_session *s, const char *spec, unsigned fla
  * ps_session_run() - run until the program ends (1), or pause (0) once @max_records more
  * records were written (0 = no limit), CLOCK_MONOTONIC passed @deadline_ns (0 = none), or
  * ps_session_interrupt() was called. -1 on error.
+ *
+ * A pause holds the program under every catcher until the next run, detach or free: every
+ * thread ptrace-stopped (core/tracer.h ps_tracer_hold(); the marker catcher's program, which
+ * runs untraced, is seized for it), every record it made drained, so that nothing is lost and
+ * it uses no CPU time meanwhile. Records' times leave the time it was held out (core/holds.h).
  */
 int ps_session_run(struct ps_session *s, uint64_t max_records, uint64_t deadline_ns, struct ps_error *err);
 void ps_session_interrupt(struct ps_session *s); /* async-signal-safe */

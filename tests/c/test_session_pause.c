@@ -1,5 +1,6 @@
-/* tests/c/test_session_pause.c - a held process that a fatal signal ends while held ends once
- * let go. */
+/* tests/c/test_session_pause.c - a pause of ps_session_run() holds the program under every
+ * catcher: each thread ptrace-stopped, no CPU time used, nothing lost, and the hits go on at the
+ * next run; a held process that a fatal signal ends while held ends once let go. */
 #include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,6 +12,8 @@
 
 #include "ctest.h"
 #include "fixtures.h"
+#include "run.h"
+#include "session.h"
 #include "tracer.h"
 
 /* The threads of @pid: how many, how many are stopped (t or T), and their CPU time in ticks. */
@@ -58,6 +61,58 @@ static void sleep_ms(long ms)
 	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
 	while (nanosleep(&ts, &ts))
 		;
+}
+
+/* examples/threads under catcher @how: two threads calling work far longer than the test (it
+   is killed at the end), paused after 0.3 s for 1 s, then run 0.3 s more. */
+static void pause_holds(struct ctest *ctest_self, enum ps_catcher how)
+{
+	char *argv[] = {"examples/threads", "10000000", "100000", "2", NULL};
+	struct ps_session *s;
+	struct ps_event ev;
+	struct ps_error err;
+	struct threads a, b, c;
+	const struct ps_region_info *ri;
+
+	CHECK(ps_event_resolve("task-clock", &ev, &err) == 0);
+	if (ps_session_spawn_by(&s, argv, &ev, 1, how, &err)) {
+		CHECK(!"spawn");
+		fprintf(stderr, "  %s\n", err.msg);
+		return;
+	}
+	CHECK_EQ_INT(ps_session_region_func(s, "work", 0, &err), 0);
+	if (how == PS_CATCH_UPROBE) /* 16 MiB a thread: it holds every record of the test */
+		CHECK(ps_session_uprobe_ring(s, 4096, &err) == 0);
+	CHECK_EQ_INT(ps_session_run(s, 0, ps_now_ns() + 300000000u, &err), 0);
+	a = threads_of(ps_session_pid(s));
+	sleep_ms(1000);
+	b = threads_of(ps_session_pid(s));
+	CHECK_EQ_INT(a.n, 3); /* main and the two workers */
+	CHECK_EQ_INT(a.stopped, a.n);
+	CHECK_EQ_INT(b.stopped, b.n);
+	CHECK(b.ticks - a.ticks <= 1);
+	CHECK_EQ_INT(ps_session_run(s, 0, ps_now_ns() + 300000000u, &err), 0);
+	c = threads_of(ps_session_pid(s));
+	CHECK(c.ticks - b.ticks >= 5); /* it ran again */
+	ri = ps_session_region(s, 0);
+	CHECK(ri->hits > 0);
+	/* every call entered was recorded or is still running: none lost */
+	CHECK_EQ_INT(ps_session_entries(s, 0), ri->hits + ps_session_open_calls(s, 0));
+	CHECK_EQ_INT(ps_session_lost(s), 0);
+	ps_session_free(s);
+}
+
+TEST(session_pause_holds_the_program_ptrace)
+{
+	if (access("examples/threads", X_OK))
+		SKIP("examples/threads is not built (make)");
+	pause_holds(ctest_self, PS_CATCH_PTRACE);
+}
+
+TEST(session_pause_holds_the_program_uprobe)
+{
+	NEEDS_UPROBES("examples/threads");
+	pause_holds(ctest_self, PS_CATCH_UPROBE);
 }
 
 /* A process held (attached: every thread ptrace-stopped) when a fatal signal comes ends of it
