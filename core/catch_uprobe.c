@@ -253,6 +253,22 @@ int ps_catch_uprobe_run(struct ps_catch_uprobe *c, struct ps_error *err)
 	}
 }
 
+int ps_catch_uprobe_hold(struct ps_catch_uprobe *c, struct ps_error *err)
+{
+	int rc;
+
+	if (c->detached)
+		return 0;
+	rc = ps_tracer_hold(c->t, err);
+	ps_catch_uprobe_drain(c); /* every record the held threads wrote */
+	if (rc < 0 && c->failed) {
+		c->failed = 0;
+		if (err)
+			*err = c->ferr;
+	}
+	return rc;
+}
+
 void ps_catch_uprobe_interrupt(struct ps_catch_uprobe *c)
 {
 	c->intr = 1;

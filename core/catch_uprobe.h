@@ -109,6 +109,14 @@ int ps_catch_uprobe_attach(struct ps_catch_uprobe **c, pid_t pid, const struct p
  */
 int ps_catch_uprobe_run(struct ps_catch_uprobe *c, struct ps_error *err);
 
+/**
+ * ps_catch_uprobe_hold() - after ps_catch_uprobe_run() returned 0: stop every thread of the
+ * target until the next run, detach or free (ps_tracer_hold(): a ptrace stop, which the
+ * kernel ends should the caller die), then deliver every record the rings hold: nothing is
+ * written, so nothing is lost, while it is held. Return: 0, or -1 with @err.
+ */
+int ps_catch_uprobe_hold(struct ps_catch_uprobe *c, struct ps_error *err);
+
 /* Make ps_catch_uprobe_run() return 0 soon. Async-signal-safe (see ps_tracer_interrupt()). */
 void ps_catch_uprobe_interrupt(struct ps_catch_uprobe *c);
 

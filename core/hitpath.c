@@ -252,7 +252,7 @@ static int open_hit(struct ps_hitpath *hp, const struct ps_hit *h)
 	sl->kind = h->kind;
 	sl->flags = (uint16_t)((h->flags & PS_SNAP_SAMPLED) | sampled);
 	sl->depth = th->depth[h->region];
-	sl->t = h->t;
+	sl->t = ps_holds_map(&hp->holds, h->t);
 	sl->cpu = (int16_t)h->cpu;
 	sl->r = *h->r;
 	if (h->args)
@@ -276,7 +276,7 @@ static void close_hit(struct ps_hitpath *hp, const struct ps_hit *h)
 		return; /* an end without a start, a return not caught */
 	i = h->kind == PS_HIT_END ? th->active[h->region] : h->handle;
 	id = th->slots[i].region;
-	ps__hp_emit(hp, th, &th->slots[i], h->r, h->t, h->cpu, h->flags & PS_SNAP_UNWOUND);
+	ps__hp_emit(hp, th, &th->slots[i], h->r, ps_holds_map(&hp->holds, h->t), h->cpu, h->flags & PS_SNAP_UNWOUND);
 	if (h->kind == PS_HIT_RETURN && th->depth[id])
 		th->depth[id]--;
 	if (th->active[id] == i)
@@ -306,6 +306,7 @@ void ps_hitpath_thread_exit(struct ps_hitpath *hp, pid_t tid, const struct ps_re
 
 	if (!th)
 		return;
+	t = ps_holds_map(&hp->holds, t);
 	/* ranges in region order first, then any entry still open, innermost last */
 	for (int id = 0; id < *hp->nreg && id < PS_MAX_REGIONS; id++) {
 		int i = th->active[id];
@@ -337,6 +338,11 @@ void ps_hitpath_exec(struct ps_hitpath *hp)
 		}
 }
 
+int ps_hitpath_hold(struct ps_hitpath *hp, uint64_t from, uint64_t to)
+{
+	return ps_holds_add(&hp->holds, from, to);
+}
+
 uint64_t ps_hitpath_open_calls(const struct ps_hitpath *hp, int id)
 {
 	uint64_t n = 0;
@@ -357,5 +363,6 @@ void ps_hitpath_free(struct ps_hitpath *hp)
 		while (hp->threads[b])
 			thr_remove(hp, hp->threads[b]->tid);
 	ps__hp_records_free(hp);
+	ps_holds_free(&hp->holds);
 	free(hp);
 }

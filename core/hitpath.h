@@ -48,7 +48,8 @@ enum ps_hit_kind { PS_HIT_ENTRY = 1, PS_HIT_RETURN, PS_HIT_START, PS_HIT_END };
  * @flags:  PS_SNAP_SAMPLED on an ENTRY or START a sampling policy chose; PS_SNAP_UNWOUND on
  *          a RETURN that is a skipped frame reported late
  * @handle: RETURN: what ps_hitpath_hit() returned for its ENTRY
- * @t:      CLOCK_MONOTONIC ns
+ * @t:      CLOCK_MONOTONIC ns when the hit was made (recorded on the program's clock: less
+ *          the time the program was held before it, ps_hitpath_hold())
  * @cpu:    the CPU the thread ran on, -1 if unknown
  * @r:      the raw counter values (record order: events, then the later groups' times), with
  *          the first group's time enabled and running; NULL for a hit seen and not measured
@@ -118,6 +119,10 @@ uint64_t ps_hitpath_gap(struct ps_hitpath *hp, double p);
 void ps_hitpath_thread_exit(struct ps_hitpath *hp, pid_t tid, const struct ps_reading *r, uint64_t t);
 /* The process exec'd: every open measurement is dropped without a record. */
 void ps_hitpath_exec(struct ps_hitpath *hp);
+
+/* The program was held (stopped by perfsh) from @from to @to, CLOCK_MONOTONIC ns: the times
+   of records leave it out (core/holds.h). 0, or -1 when out of memory. */
+int ps_hitpath_hold(struct ps_hitpath *hp, uint64_t from, uint64_t to);
 
 /* Calls of region @id opened and not ended on any thread (every level of an every-level one). */
 uint64_t ps_hitpath_open_calls(const struct ps_hitpath *hp, int id);

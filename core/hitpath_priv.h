@@ -5,6 +5,7 @@
 #define PS_HITPATH_PRIV_H
 
 #include "hitpath.h"
+#include "holds.h"
 
 #define HP_BUCKETS 256
 
@@ -56,8 +57,9 @@ struct ps_hitpath {
 	struct ps_error fail; /* why the last drain failed */
 	struct policy pol[PS_HITPATH_MAX_SAMPLED];
 	int npol;
-	int in_window; /* windowed sampling: inside a window now */
-	uint64_t rng;  /* xorshift64 state for sampling gaps */
+	int in_window;	       /* windowed sampling: inside a window now */
+	uint64_t rng;	       /* xorshift64 state for sampling gaps */
+	struct ps_holds holds; /* when the program was held: records' times leave it out */
 };
 
 /* hitpath_records.c */

@@ -149,6 +149,17 @@ int ps_session_spill_meta(struct ps_session *s, const char *key, const char *val
 
 int ps_session_spill_close(struct ps_session *s, struct ps_error *err)
 {
+	struct ps_session_facts *f = malloc(sizeof *f);
+
+	if (!f)
+		return ps_error_set(err, ENOMEM, "out of memory");
+	ps__session_facts(s, f);
+	for (size_t i = 0; i < f->n; i++)
+		if (ps_hitpath_spill_meta(s->hp, f->meta[i].key, f->meta[i].value, err)) {
+			free(f);
+			return -1;
+		}
+	free(f);
 	return ps_hitpath_spill_close(s->hp, err);
 }
 
@@ -359,12 +370,37 @@ static int run_windows(struct ps_session *s, struct ps_error *err)
 	return rc;
 }
 
+/* A pause: stop the program under its catcher until the next run (or detach, or free), with
+   every record it made drained, so that nothing is lost and no time passes for it meanwhile. */
+static int hold(struct ps_session *s, struct ps_error *err)
+{
+	int rc = 0;
+
+	if (s->mk)
+		ps__marker_hold(s);
+	else if (s->up)
+		rc = ps__uprobe_hold(s, err);
+	else
+		rc = ps_tracer_hold(s->t, err);
+	s->held_at = ps_now_ns();
+	return rc;
+}
+
+/* The program goes on after a pause: its records' clock leaves the pause out. */
+static void unhold(struct ps_session *s)
+{
+	if (s->held_at)
+		ps_hitpath_hold(s->hp, s->held_at, ps_now_ns());
+	s->held_at = 0;
+}
+
 int ps_session_run(struct ps_session *s, uint64_t max_records, uint64_t deadline_ns, struct ps_error *err)
 {
 	int rc;
 
 	if (start_records(s, err))
 		return -1;
+	unhold(s);
 	s->started = 1;
 	s->max_records = max_records;
 	s->deadline = deadline_ns;
@@ -378,6 +414,8 @@ int ps_session_run(struct ps_session *s, uint64_t max_records, uint64_t deadline
 		rc = ps__uprobe_run(s, err);
 	else
 		rc = ps__hw_windows(s) ? run_windows(s, err) : ps_tracer_run(s->t, err);
+	if (rc == 0 && hold(s, err))
+		rc = -1;
 	if (ps_hitpath_drain(s->hp, err))
 		return -1;
 	if (rc < 0 && s->failed && err)
@@ -396,6 +434,8 @@ void ps_session_interrupt(struct ps_session *s)
 
 int ps_session_detach(struct ps_session *s, struct ps_error *err)
 {
+	unhold(s);
+	s->detached = 1;
 	if (s->up) {
 		int urc = s->mk ? ps__marker_detach(s, err) : ps__uprobe_detach(s, err);
 		ps_hitpath_drain(s->hp, NULL);

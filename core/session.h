@@ -174,7 +174,9 @@ int ps_session_region_args(struct ps_session *s, int id, int n, struct ps_error 
  * ps_session_spill() - send the records to a .psnap file at @path as the ring fills, instead
  * of keeping them in memory (memory stays bounded by the ring). Before the first run. The
  * file is readable (ps_psnap_open) after each ps_session_spill_flush(), complete after
- * ps_session_spill_close(), which may add metadata pairs first (ps_session_spill_meta).
+ * ps_session_spill_close(), which may add metadata pairs first (ps_session_spill_meta), and
+ * adds what the session knows at that point: the catcher, the records lost and dropped, the
+ * calls still running (session_priv.h, struct ps_session_facts).
  */
 int ps_session_spill(struct ps_session *s, const char *path, struct ps_error *err);
 int ps_session_spill_flush(struct ps_session *s, struct ps_error *err);
@@ -183,8 +185,9 @@ int ps_session_spill_close(struct ps_session *s, struct ps_error *err);
 
 /**
  * ps_session_save() - write every record so far to a new .psnap file at @path: the header the
- * spill file has (events, group layout, argument words), the region names, and @nmeta more
- * metadata pairs. Not for a session that spills (its records are in that file already).
+ * spill file has (events, group layout, argument words), the region names, @nmeta more
+ * metadata pairs and what the session knows now (as ps_session_spill_close() adds them).
+ * Not for a session that spills (its records are in that file already).
  * Returns 0, or -1 with @err set.
  */
 int ps_session_save(const struct ps_session *s, const char *path, const struct ps_psnap_meta *meta, size_t nmeta,
@@ -224,6 +227,11 @@ int ps_session_region_range(struct ps_session *s, const char *spec, unsigned fla
  * ps_session_run() - run until the program ends (1), or pause (0) once @max_records more
  * records were written (0 = no limit), CLOCK_MONOTONIC passed @deadline_ns (0 = none), or
  * ps_session_interrupt() was called. -1 on error.
+ *
+ * A pause holds the program under every catcher until the next run, detach or free: every
+ * thread ptrace-stopped (core/tracer.h ps_tracer_hold(); the marker catcher's program, which
+ * runs untraced, is seized for it), every record it made drained, so that nothing is lost and
+ * it uses no CPU time meanwhile. Records' times leave the time it was held out (core/holds.h).
  */
 int ps_session_run(struct ps_session *s, uint64_t max_records, uint64_t deadline_ns, struct ps_error *err);
 void ps_session_interrupt(struct ps_session *s); /* async-signal-safe */

@@ -42,6 +42,7 @@ struct ps_session_marker {
 	int pidfd;			/* then its end is seen here */
 	int ended, exited, code, signo; /* how it ended, once released */
 	int let_go;			/* t:detach(): it runs on after the session */
+	struct ps_tracer *hold;		/* seized and stopped for a pause, or NULL */
 };
 
 /* The comma-separated names of the session's events; with none, task-clock, which the program
@@ -98,8 +99,11 @@ static int make_block(struct ps_session *s, struct ps_session_marker *m, struct 
 	return 0;
 }
 
+static void unhold(struct ps_session_marker *m);
+
 static void marker_free(struct ps_session_marker *m)
 {
+	unhold(m);
 	if (m->released && !m->ended && !m->let_go) {
 		/* a program started by perfsh dies with its session, as under the other catchers */
 		int st;
@@ -337,6 +341,51 @@ static void reap(struct ps_session_marker *m)
 	}
 }
 
+/*
+ * A pause: the program, which runs untraced, is seized and stopped (PTRACE_SEIZE and
+ * PTRACE_INTERRUPT of every thread, core/tracer.c's attach), then let go at the next run,
+ * detach or free. A group stop (SIGSTOP) would do it without ptrace, but the program and its
+ * parent would see it, and a stopped process stays stopped if perfsh dies; a ptrace stop ends
+ * when its tracer dies (then PR_SET_PDEATHSIG kills the program perfsh started), and signals
+ * that come meanwhile are kept for it until it goes on. It runs untraced between pauses, so
+ * its AddressSanitizer still works and no thread's birth stops it.
+ */
+void ps__marker_hold(struct ps_session *s)
+{
+	struct ps_session_marker *m = s->mk;
+	struct pollfd p = {.fd = m->pidfd, .events = POLLIN};
+	struct ps_error e2;
+
+	if (!m->released || m->ended || m->let_go || m->hold)
+		return;
+	if (ps_tracer_attach(&m->hold, m->pid, NULL, NULL, &e2)) {
+		m->hold = NULL;
+		if (e2.code != ESRCH && poll(&p, 1, 0) == 0) /* not a program that has just ended */
+			ps__notice(s, "the program runs on through the pause: %s", e2.msg);
+		return;
+	}
+	drain(s); /* every record the stopped threads wrote */
+}
+
+/* The end of a pause: the program goes on untraced (how it ended, should it have died while
+   held, was seen by the hold's tracer). */
+static void unhold(struct ps_session_marker *m)
+{
+	int code, signo;
+
+	if (!m->hold)
+		return;
+	ps_tracer_detach(m->hold, NULL);
+	if (ps_tracer_status(m->hold, NULL, &code, &signo)) {
+		m->ended = 1;
+		m->exited = signo == 0 && code >= 0;
+		m->code = code;
+		m->signo = signo;
+	}
+	ps_tracer_free(m->hold);
+	m->hold = NULL;
+}
+
 /* Let the program go from its exec stop: from now on it is not traced at all. */
 static int release(struct ps_session *s, struct ps_error *err)
 {
@@ -358,6 +407,7 @@ int ps__marker_run(struct ps_session *s, struct ps_error *err)
 		return -1;
 	if (m->let_go)
 		return ps_error_set(err, PS_EUSAGE, "the program was detached; it runs on untraced");
+	unhold(m);
 	for (;;) {
 		uint64_t now = ps_now_ns(), until = now + DRAIN_NS;
 		struct pollfd p = {.fd = m->pidfd, .events = POLLIN};
@@ -400,6 +450,7 @@ int ps__marker_released(const struct ps_session *s)
 int ps__marker_detach(struct ps_session *s, struct ps_error *err)
 {
 	__atomic_store_n(&s->mk->ctl->pol.on, 0, __ATOMIC_RELAXED);
+	unhold(s->mk);
 	if (!s->mk->released && release(s, err))
 		return -1;
 	drain(s);

@@ -91,6 +91,8 @@ struct ps_session {
 	struct ps_session_uprobe *up; /* the uprobe catcher's part (session_uprobe.c), or NULL */
 	struct ps_session_marker *mk; /* the marker catcher's (session_marker.c, with up), or NULL */
 	int unwinds;		      /* the program can unwind exceptions: 1, 0, -1 not known yet */
+	uint64_t held_at;	      /* CLOCK_MONOTONIC ns since which a pause holds the program, 0 */
+	int detached;		      /* ps_session_detach() let the program go */
 };
 
 /* sampling.c */
@@ -113,6 +115,16 @@ struct ps_session_header {
 	struct ps_psnap_meta meta; /* "groups" = the group layout, "2,1" */
 };
 void ps__session_header(const struct ps_session *s, struct ps_session_header *h);
+/* What the session knew when its file was finished, as metadata pairs: "catcher", "lost"
+   (records the catcher's rings dropped), "dropped" (records perfsh could not keep),
+   "detached" ("1": the program was let go) and "running.ID" (calls of region ID still running
+   then, where there are any); @f holds what the pairs point at. */
+struct ps_session_facts {
+	size_t n;
+	struct ps_psnap_meta meta[4 + PS_MAX_REGIONS];
+	char text[4 + PS_MAX_REGIONS][2][24];
+};
+void ps__session_facts(const struct ps_session *s, struct ps_session_facts *f);
 
 /* session.c: the threads' counter groups */
 struct thr *ps__thr_find(struct ps_session *s, pid_t tid);
@@ -140,6 +152,8 @@ int ps__uprobe_run(struct ps_session *s, struct ps_error *err);
 struct ps_catch_uprobe *ps__uprobe_catcher(struct ps_session *s);
 /* Make the run return 0 soon (async-signal-safe, for ps_session_interrupt()). */
 void ps__uprobe_interrupt(struct ps_session *s);
+/* After a run returned 0: stop the program until the next run, its records drained. */
+int ps__uprobe_hold(struct ps_session *s, struct ps_error *err);
 int ps__uprobe_detach(struct ps_session *s, struct ps_error *err);
 uint64_t ps__uprobe_lost(const struct ps_session *s);
 void ps__uprobe_free(struct ps_session *s);
@@ -148,6 +162,8 @@ void ps__uprobe_free(struct ps_session *s);
    with no probe site */
 int ps__marker_start(struct ps_session *s, char *const argv[], struct ps_error *err);
 int ps__marker_run(struct ps_session *s, struct ps_error *err);
+/* After a run returned 0: stop the program until the next run, detach or free. */
+void ps__marker_hold(struct ps_session *s);
 /* -1 with @err naming region @name when the session is the marker catcher's, else 0. */
 int ps__marker_only(const struct ps_session *s, const char *name, struct ps_error *err);
 int ps__marker_detach(struct ps_session *s, struct ps_error *err);

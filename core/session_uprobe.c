@@ -466,6 +466,11 @@ struct ps_catch_uprobe *ps__uprobe_catcher(struct ps_session *s)
 	return s->up ? s->up->c : NULL;
 }
 
+int ps__uprobe_hold(struct ps_session *s, struct ps_error *err)
+{
+	return ps_catch_uprobe_hold(s->up->c, err);
+}
+
 void ps__uprobe_interrupt(struct ps_session *s)
 {
 	ps_catch_uprobe_interrupt(s->up->c);

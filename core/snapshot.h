@@ -31,8 +31,8 @@ struct ps_snap {
 	uint32_t tid;			       /* thread id */
 	uint64_t seq;			       /* per-ring sequence number, from 0 */
 	uint64_t hit;			       /* 0-based index of this hit among its region's hits */
-	uint64_t t_start;		       /* CLOCK_MONOTONIC ns at the start stop */
-	uint64_t t_end;			       /* CLOCK_MONOTONIC ns at the end stop */
+	uint64_t t_start;		       /* ns at the start: CLOCK_MONOTONIC less the pauses before (holds.h) */
+	uint64_t t_end;			       /* ns at the end, the same clock */
 	uint64_t enabled_start, running_start; /* group times at start, ns */
 	uint64_t enabled_end, running_end;     /* group times at end, ns */
 	int16_t cpu_start, cpu_end;	       /* CPU the thread last ran on; -1 if unknown */

@@ -56,7 +56,6 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "procmaps.h"
@@ -504,19 +503,7 @@ int ps_tracer_detach(struct ps_tracer *t, struct ps_error *err)
 		th->nfr = 0;
 	}
 	unmap_scratch(t);
-	while (t->nth) {
-		for (unsigned i = 0; i < t->thcap; i++) {
-			struct thread *th = t->th[i];
-			if (!th)
-				continue;
-			int sig = th->nsig ? th->sig[0] : 0;
-			for (int j = 1; j < th->nsig; j++)
-				syscall(SYS_tgkill, th->proc ? th->proc->pid : th->tid, th->tid, th->sig[j]);
-			ptrace(PTRACE_DETACH, th->tid, 0, (long)sig);
-			ps__tr_th_free(t, th);
-			break;
-		}
-	}
+	ps__tr_detach_all(t);
 	t->attached = 0;
 	return 0;
 }

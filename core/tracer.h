@@ -150,13 +150,27 @@ int ps_tracer_bp_enable(struct ps_tracer *t, int bp_id, int on, struct ps_error 
  * Return: 1 when every traced process has ended (again 1 on later calls), 0 when a
  * callback asked to pause or ps_tracer_interrupt() was called, -1 on error or when a
  * callback returned -1. Callable again to continue after 0 or -1. While it is not
- * running, threads that are not stopped keep running (their stops wait in the kernel);
- * a thread whose callback asked to pause stays stopped until the next call.
+ * running, threads that are not stopped keep running (their stops wait in the kernel),
+ * unless ps_tracer_hold() stopped them; a thread whose callback asked to pause stays stopped
+ * until the next call.
  *
  * It waits with waitpid(-1, __WALL): the exit of another child of the calling process
  * that is not traced is consumed and lost while it runs.
  */
 int ps_tracer_run(struct ps_tracer *t, struct ps_error *err);
+
+/**
+ * ps_tracer_hold() - after ps_tracer_run() returned 0: stop every thread of the traced tree
+ * until the next ps_tracer_run(), ps_tracer_detach() or ps_tracer_free().
+ *
+ * Each thread gets a PTRACE_INTERRUPT; the stops that come before it are handled as in a run
+ * (callbacks included: a hit, a thread's birth or end, an exec), and every thread is kept
+ * stopped after its stop. The threads are ptrace-stopped, never group-stopped: should the
+ * tracer die, the kernel lets them go on (an attached process), or kills them
+ * (PTRACE_O_EXITKILL, a spawned one). Return: 0, or -1 with @err (the threads that could be
+ * stopped are held).
+ */
+int ps_tracer_hold(struct ps_tracer *t, struct ps_error *err);
 
 /**
  * ps_tracer_interrupt() - make ps_tracer_run() return 0 soon. Async-signal-safe.

@@ -227,6 +227,7 @@ void ps__tr_thread_gone(struct ps_tracer *t, struct thread *th, int st);
 int ps__tr_born(struct ps_tracer *t, struct thread *ch, int sig, int ev);
 int ps__tr_on_newchild(struct ps_tracer *t, struct thread *th, int ev);
 int ps__tr_on_exec(struct ps_tracer *t, struct thread *th);
+void ps__tr_detach_all(struct ps_tracer *t);
 
 /* tracer_bp.c */
 int ps__tr_bp_find(const struct ps_tracer *t, uint64_t a);

@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "procmaps.h"
@@ -197,6 +199,79 @@ void ps__tr_thread_gone(struct ps_tracer *t, struct thread *th, int st)
 		t->signo = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
 	}
 	ps__tr_th_free(t, th);
+}
+
+/* A thread that could not be detached (it is dying): its id, and whether it leads its process. */
+struct dying {
+	pid_t tid;
+	int leader;
+};
+
+/* How long a dying thread's end is waited for, in 1 ms steps. */
+#define DYING_WAIT_MS 2000
+
+/* Wait for the end of dying thread @tid, still traced (the main process's end is kept as
+   ps_tracer_status() tells it). */
+static void reap_dying(struct ps_tracer *t, pid_t tid)
+{
+	const struct timespec ms = {0, 1000000};
+
+	for (int i = 0; i < DYING_WAIT_MS; i++) {
+		int st;
+		pid_t w = waitpid(tid, &st, __WALL | WNOHANG);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return; /* not ours to wait for any more */
+		if (w == 0) {
+			nanosleep(&ms, NULL);
+			continue;
+		}
+		if (WIFSTOPPED(st)) { /* one more stop on its way out: let it go */
+			ptrace(PTRACE_DETACH, tid, 0, 0);
+			continue;
+		}
+		if (tid == t->pid && !t->ended) {
+			t->ended = 1;
+			t->code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+			t->signo = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+		}
+		return;
+	}
+}
+
+/*
+ * PTRACE_DETACH every thread (all held), each with the signals it is owed. A thread that can no
+ * longer be detached is dying: a fatal signal taken by a thread detached before it ends the whole
+ * group. It is still traced, so its end is the tracer's to wait for; left alone it would stay a
+ * zombie, and its process would never end for its parent. Leaders are waited for last (a
+ * leader's end comes after its other threads').
+ */
+void ps__tr_detach_all(struct ps_tracer *t)
+{
+	struct dying *dying = malloc((t->nth ? t->nth : 1) * sizeof *dying);
+	unsigned n = 0;
+
+	while (t->nth) {
+		for (unsigned i = 0; i < t->thcap; i++) {
+			struct thread *th = t->th[i];
+			if (!th)
+				continue;
+			int sig = th->nsig ? th->sig[0] : 0;
+			for (int j = 1; j < th->nsig; j++)
+				syscall(SYS_tgkill, th->proc ? th->proc->pid : th->tid, th->tid, th->sig[j]);
+			if (ptrace(PTRACE_DETACH, th->tid, 0, (long)sig) && errno == ESRCH && dying)
+				dying[n++] = (struct dying){th->tid, th->proc && th->proc->pid == th->tid};
+			ps__tr_th_free(t, th);
+			break;
+		}
+	}
+	for (int leaders = 0; leaders < 2; leaders++)
+		for (unsigned i = 0; i < n; i++)
+			if (dying[i].leader == leaders)
+				reap_dying(t, dying[i].tid);
+	free(dying);
 }
 
 /* Restore, in fork child @p's copy of memory, every breakpoint byte, the trampoline and

@@ -279,12 +279,15 @@ static int busy(const struct ps_tracer *t)
 	return 0;
 }
 
-/* Stop every running thread and handle stops until all are held. */
-int ps__tr_settle(struct ps_tracer *t)
+/*
+ * PTRACE_INTERRUPT every running thread and handle the stops until no thread runs (each stop's
+ * handler holds its thread: settling, or a pause). With @go_on, a stop whose handling failed
+ * does not end the wait. 0, or -1 with t->err set.
+ */
+static int stop_all(struct ps_tracer *t, int go_on)
 {
-	int st;
+	int st, rc = 0;
 
-	t->settling = 1;
 	for (unsigned i = 0; i < t->thcap; i++)
 		if (t->th[i] && t->th[i]->state == TH_RUN)
 			ptrace(PTRACE_INTERRUPT, t->th[i]->tid, 0, 0);
@@ -300,15 +303,44 @@ int ps__tr_settle(struct ps_tracer *t)
 						ps__tr_th_free(t, t->th[i]), i = (unsigned)-1;
 				break;
 			}
-			t->settling = 0;
 			return ps_error_set(t->err, errno, "waitpid: %s", strerror(errno));
 		}
 		t->stops++;
 		if (ps__tr_handle(t, w, st)) {
-			t->settling = 0;
-			return -1;
+			rc = -1;
+			if (!go_on)
+				break;
 		}
 	}
+	return rc;
+}
+
+/*
+ * Hold the program: every thread is interrupted, and each stop that comes meanwhile is
+ * handled as in a run (hits, thread births and ends, exec, signals: callbacks called) except
+ * that the thread is then kept stopped, as after a callback's PS_TRACER_PAUSE. A signal the
+ * program gets while it is held waits in the kernel, or is stashed, until the next run.
+ */
+int ps_tracer_hold(struct ps_tracer *t, struct ps_error *err)
+{
+	int rc;
+
+	if (!t->attached)
+		return 0;
+	t->err = err ? err : &t->errbuf;
+	t->pause = 1; /* ps__tr_resume() keeps each thread stopped */
+	rc = stop_all(t, 1);
+	t->err = &t->errbuf;
+	return rc;
+}
+
+/* Stop every running thread and handle stops until all are held. */
+int ps__tr_settle(struct ps_tracer *t)
+{
+	int rc;
+
+	t->settling = 1;
+	rc = stop_all(t, 0);
 	t->settling = 0;
-	return 0;
+	return rc;
 }

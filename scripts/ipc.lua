@@ -30,6 +30,8 @@ local function main(opts, cmd)
   if t.note then io.stderr:write("perfsh ipc: note: ", t.note, "\n") end
   for _, r in ipairs(opts.regions) do cli.arm("ipc", t, r, cli.region_spec(r, "ipc")) end
   local status = t:run() -- nil: stopped by a signal (cli.finish says so)
+  local _, lost = cli.caught(t)
+  if lost ~= "" then io.stderr:write("perfsh ipc: ", lost:sub(3), "\n") end
   if opts.csv then print("region,hits,ipc,min,p50,p90,p99,max") end
   for _, r in ipairs(t.regions) do
     local per = {}

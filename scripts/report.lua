@@ -75,8 +75,9 @@ local function main(opts, rest)
   end
   report.regions(io.stdout, regions, {
     csv = opts.csv, every_call = opts.every_call, per_thread = opts.per_thread, events = events,
-    header = ("perfsh report: %s: %s; %d records; events %s"):format(rest[1], f.meta.command or "?",
-      f.info.records, table.concat(events, ",")),
+    detached = f.meta.detached == "1",
+    header = ("perfsh report: %s: %s; %d records%s; events %s"):format(rest[1], f.meta.command or "?",
+      f.info.records, report.losses(f:losses()), table.concat(events, ",")),
   })
   if not opts.csv and opts.hist then
     for _, r in ipairs(regions) do

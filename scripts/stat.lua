@@ -198,7 +198,7 @@ local function main(opts, cmd)
   local caught, lost = cli.caught(t)
   report.regions(out, t.regions, {
     csv = opts.csv, every_call = opts.every_call, per_thread = opts.per_thread, events = info.events,
-    dropped = info.dropped, detached = detached, catcher = info.catcher,
+    detached = detached, catcher = info.catcher,
     header = ("perfsh stat: %s%s; events %s (user space); caught by %s%s; %d stop%s%s"):format(
       opts.pid and ("pid " .. what) or what, how, table.concat(info.events, ","), caught,
       info.fast_sites > 0 and (" (%d of %d probe sites on the 5-byte-NOP fast path)"):format(info.fast_sites,

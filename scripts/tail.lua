@@ -61,8 +61,8 @@ local function main(opts, cmd)
     end
   end)
   local st = r:stats()
-  io.stderr:write(("perfsh tail: %s: %d hits%s, %d logged as slow\n"):format(r.name, st.hits,
-    st.sampled and (" sampled of " .. st.entries) or "", #logger.lines))
+  io.stderr:write(("perfsh tail: %s: %d hits%s, %d logged as slow%s\n"):format(r.name, st.hits,
+    st.sampled and (" sampled of " .. st.entries) or "", #logger.lines, select(2, cli.caught(t))))
   t:close()
   return cli.finish("tail", runok, why, status)
 end

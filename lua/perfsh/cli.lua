@@ -523,18 +523,15 @@ function cli.slow_options(name, opts)
 end
 
 --- What caught the hits of tracee @t, for a recipe's header, and its losses (", N ... lost" or
--- ""): the catcher's name, or for the marker catcher what the program's library says.
+-- "", report.losses): the catcher's name, or for the marker catcher what the program's library says.
 function cli.caught(t)
-  local info = t:info()
-  if info.catcher ~= "marker" then
-    return info.catcher, info.lost > 0
-      and (", %d probe records lost (ring full; --ring-pages raises it)"):format(info.lost) or ""
-  end
+  local info, lost = t:info(), require("perfsh.report").losses(t:losses())
+  if info.catcher ~= "marker" then return info.catcher, lost end
   local ms = t:markers()
   local caught = ms.state == "running" and ("the program's marker library (counters read by %s)"):format(ms.read)
     or ("the program's marker library, which is %s"):format(ms.state == "off" and "off: " .. ms.why
       or "not running (no marker was reached)")
-  return caught, ms.lost > 0 and (", %d records lost (the program's rings were full)"):format(ms.lost) or ""
+  return caught, lost
 end
 
 --- The exit status a target's end maps to: its code, or 128 + the signal.

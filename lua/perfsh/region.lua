@@ -4,7 +4,8 @@
 --   src:record(i), src:stats_of(id [, "thread"|"cpu"]), src:series_of(id, k)   the records and
 --                     their statistics (core/analysis.c)
 --   src:events()      the event names, in record order
---   src:region_meta(id) -> {name, kind, entries, sampled, args = {names}, dropped, why, ...}
+--   src:region_meta(id) -> {name, kind, entries, sampled, args = {names}, dropped, why, running, ...}
+--   src:losses()      the records the run lost: {catcher, lost, dropped, total}
 local tail = require "perfsh.tail"
 local metrics = require "perfsh.metrics"
 
@@ -70,10 +71,12 @@ end
 --- r:stats(): over the region's complete hits, for each event and for time_ns (on-CPU time
 -- between the two breakpoints) and wall_ns: count, sum, mean, stddev, min, p50, p90, p99, max.
 -- Also hits, incomplete, ratio_min (multiplexing), entries, ipc where instructions and cycles
--- are both counted, and for a sampled region scale and each event's estimated_total.
+-- are both counted, lost (records the run lost, of any region: a lost record's region is not
+-- known), and for a sampled region scale and each event's estimated_total.
 function Region:stats()
   local st = self.src:stats_of(self.id)
   local meta = self.src:region_meta(self.id)
+  st.lost = self.src:losses().total
   st.ipc = metrics.of_totals(st, "ipc")
   st.entries = meta.entries
   st.late = meta.late_samples or 0

@@ -19,6 +19,21 @@ local function fmt_num(n, unit)
   return report.human(n)
 end
 
+--- The records a run lost, for a header: ", N probe records lost (ring full; ...)" (the uprobe
+-- catcher), ", N records lost (the program's rings were full)" (the marker catcher), ", N records
+-- perfsh could not keep (...)", or "". @l: a source's losses() ({catcher, lost, dropped}).
+function report.losses(l)
+  local out = ""
+  if (l.lost or 0) > 0 then
+    out = l.catcher == "marker" and (", %d records lost (the program's rings were full)"):format(l.lost)
+      or (", %d probe records lost (ring full; --ring-pages raises it)"):format(l.lost)
+  end
+  if (l.dropped or 0) > 0 then
+    out = out .. (", %d records perfsh could not keep (out of memory, or the spill file failed)"):format(l.dropped)
+  end
+  return out
+end
+
 -- Rows of one table: the events, then time.
 local function table_rows(events, st)
   local rows = {}
@@ -90,9 +105,9 @@ end
 
 
 --- Print every region of @regions as perfsh stat does.
--- opts: csv, every_call, per_thread, header (a line to start with, then a line per line range saying how it
--- was read), events (names), dropped,
--- catcher ("uprobe" or "ptrace": what the time column spans).
+-- opts: csv, every_call, per_thread, header (a line to start with, then a line per line range saying
+-- how it was read; its losses are the caller's: report.losses), events (names), detached (the calls
+-- still running were so at a detach), catcher ("uprobe" or "ptrace": what the time column spans).
 function report.regions(out, regions, opts)
   local events = opts.events
   if opts.csv then out:write("region,event,hits,total,mean,min,p50,p99,max,scaling\n") end
@@ -174,7 +189,6 @@ function report.regions(out, regions, opts)
   elseif not opts.csv then
     out:write("time: on-CPU time of the thread between the two breakpoints (counter time_enabled); the time\n"
       .. "it sat stopped in perfsh is left out, the kernel's handling of the two traps is in it.\n")
-    if opts.dropped and opts.dropped > 0 then out:write(("%d records were lost\n"):format(opts.dropped)) end
   end
 end
 

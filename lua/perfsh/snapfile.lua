@@ -26,8 +26,15 @@ function File:region_meta(id)
   return {
     id = id, name = self.info.regions[id + 1] or ("region " .. id), kind = m["kind." .. id] or "?",
     entries = tonumber(m["entries." .. id]), sampled = m["sampled." .. id] == "1", args = names,
-    entry_counter = m["counter." .. id],
+    entry_counter = m["counter." .. id], running = tonumber(m["running." .. id]),
   }
+end
+
+--- The records the run that wrote the file lost ({catcher, lost, dropped, total}, as t:losses()).
+function File:losses()
+  local m = self.meta
+  local lost, dropped = tonumber(m.lost) or 0, tonumber(m.dropped) or 0
+  return {catcher = m.catcher, lost = lost, dropped = dropped, total = lost + dropped}
 end
 
 function File:close() self.ud:close() end
@@ -41,16 +48,18 @@ function File:hits(ids) return self.ud:hits(ids) end
 
 --- perfsh.load(path [, {quiet = true}]): map a .psnap file. A truncated or damaged file gives
 -- its intact records, with one line on stderr saying what was lost (info.warning; also
--- info.truncated, info.lost, info.ignored_bytes; info.skipped: records skipped for values no
--- catcher writes, the warning says why; info.events_from: "copy" or "unknown" when the event
--- names' block was lost). A file with no readable record that is not complete is an error that
--- says what survived of its header and names.
+-- info.truncated, info.ignored_bytes; info.skipped: records skipped for values no catcher
+-- writes, the warning says why; info.events_from: "copy" or "unknown" when the event names'
+-- block was lost). info.lost counts the records lost to damage and the ones the run lost
+-- (f:losses()). A file with no readable record that is not complete is an error that says what
+-- survived of its header and names.
 function snapfile.load(path, opts)
   local ud, msg = core.load(path)
   if not ud then error(msg, 2) end
   local info = ud:info()
   local f = setmetatable({ud = ud, path = path, info = info, meta = info.meta, regions = {}}, File)
   for id = 0, #info.regions - 1 do f.regions[#f.regions + 1] = Region.new(f, id) end
+  info.lost = info.lost + f:losses().total
   if info.warning and not (opts and opts.quiet) then io.stderr:write("perfsh: ", info.warning, "\n") end
   return f
 end

@@ -398,9 +398,16 @@ end
 --- The program's end ({exited, code, signo, signal}), or nil while it runs.
 function Tracee:status() return self.ud:status() end
 
---- Counts of the session: pid, stops, records, dropped, events, catcher ("ptrace" or "uprobe"),
--- lost (records the uprobe catcher's rings dropped).
+--- Counts of the session: pid, stops, records, dropped (records perfsh could not keep), events,
+-- catcher ("ptrace", "uprobe" or "marker"), lost (records the uprobe or marker catcher's rings dropped).
 function Tracee:info() return self.ud:info() end
+
+--- The records the run lost so far: {catcher, lost, dropped, total} (see t:info()); r:stats().lost
+-- is total, and the file t:save or spill writes keeps them.
+function Tracee:losses()
+  local info = self.ud:info()
+  return {catcher = info.catcher, lost = info.lost, dropped = info.dropped, total = info.lost + info.dropped}
+end
 
 --- Detach: breakpoints and return addresses restored; the program goes on untraced.
 function Tracee:detach()
