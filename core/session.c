@@ -394,10 +394,10 @@ static void unhold(struct ps_session *s)
 	s->held_at = 0;
 }
 
-int ps_session_run(struct ps_session *s, uint64_t max_records, uint64_t deadline_ns, struct ps_error *err)
+/* One run under the session's catcher: 1 ended, 0 paused (the program left as the catcher
+   stopped: going on under the uprobe and marker catchers), -1 failed. */
+static int run_catcher(struct ps_session *s, uint64_t max_records, uint64_t deadline_ns, struct ps_error *err)
 {
-	int rc;
-
 	if (start_records(s, err))
 		return -1;
 	unhold(s);
@@ -409,18 +409,43 @@ int ps_session_run(struct ps_session *s, uint64_t max_records, uint64_t deadline
 	s->intr = 0;
 	ps_tracer_set_deadline(s->t, deadline_ns); /* on time even when no stop comes */
 	if (s->mk)
-		rc = ps__marker_run(s, err);
-	else if (s->up)
-		rc = ps__uprobe_run(s, err);
-	else
-		rc = ps__hw_windows(s) ? run_windows(s, err) : ps_tracer_run(s->t, err);
-	if (rc == 0 && hold(s, err))
-		rc = -1;
+		return ps__marker_run(s, err);
+	if (s->up)
+		return ps__uprobe_run(s, err);
+	return ps__hw_windows(s) ? run_windows(s, err) : ps_tracer_run(s->t, err);
+}
+
+/* After a run: its records to the hit path, and the catcher's own failure where it had one. */
+static int run_end(struct ps_session *s, int rc, struct ps_error *err)
+{
 	if (ps_hitpath_drain(s->hp, err))
 		return -1;
 	if (rc < 0 && s->failed && err)
 		*err = s->fail;
 	return rc;
+}
+
+int ps_session_run(struct ps_session *s, uint64_t max_records, uint64_t deadline_ns, struct ps_error *err)
+{
+	int rc = run_catcher(s, max_records, deadline_ns, err);
+
+	if (rc == 0 && hold(s, err))
+		rc = -1;
+	return run_end(s, rc, err);
+}
+
+int ps_session_run_on(struct ps_session *s, uint64_t max_records, uint64_t deadline_ns, struct ps_error *err)
+{
+	return run_end(s, run_catcher(s, max_records, deadline_ns, err), err);
+}
+
+int ps_session_hold(struct ps_session *s, struct ps_error *err)
+{
+	int exited, code, signo;
+
+	if (s->held_at || !s->started || s->detached || ps_session_status(s, &exited, &code, &signo))
+		return 0;
+	return run_end(s, hold(s, err) ? -1 : 0, err);
 }
 
 void ps_session_interrupt(struct ps_session *s)

@@ -234,6 +234,21 @@ int ps_session_region_range(struct ps_session *s, const char *spec, unsigned fla
  * it uses no CPU time meanwhile. Records' times leave the time it was held out (core/holds.h).
  */
 int ps_session_run(struct ps_session *s, uint64_t max_records, uint64_t deadline_ns, struct ps_error *err);
+
+/**
+ * ps_session_run_on() - ps_session_run(), but a pause leaves the program going where its
+ * catcher does not stop it (uprobe, marker): for a caller that looks at the records while the
+ * program runs (slow-hit logging in chunks) and holds it with ps_session_hold() when it is done.
+ * Records made meanwhile wait in the catcher's rings for the next run.
+ */
+int ps_session_run_on(struct ps_session *s, uint64_t max_records, uint64_t deadline_ns, struct ps_error *err);
+
+/**
+ * ps_session_hold() - hold the program as a pause does, after ps_session_run_on(): every
+ * thread stopped, every record drained. Nothing to do for a program held, ended, detached or
+ * not started. Return: 0, or -1 with @err set.
+ */
+int ps_session_hold(struct ps_session *s, struct ps_error *err);
 void ps_session_interrupt(struct ps_session *s); /* async-signal-safe */
 
 /* Detach: every breakpoint byte and return address restored; the program continues. */

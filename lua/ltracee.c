@@ -276,20 +276,21 @@ static int l_region_sdt(lua_State *L)
 	return 1;
 }
 
-/* t:run([max_records [, deadline_ns]]) -> "exited" | "paused" | "interrupted" (SIGINT, SIGTERM
-   or SIGHUP arrived; after core.defer_signals() every later run too) | nil, msg */
+/* t:run([max_records [, deadline_ns [, go_on]]]) -> "exited" | "paused" | "interrupted" (SIGINT,
+   SIGTERM or SIGHUP arrived; after core.defer_signals() every later run too) | nil, msg. A pause
+   holds the program, or with @go_on leaves it going where the catcher allows (t:hold() holds it). */
 static int l_run(lua_State *L)
 {
 	struct ps_session *s = check(L);
 	lua_Integer max = luaL_optinteger(L, 2, 0), deadline = luaL_optinteger(L, 3, 0);
-	int seen = ps_l_signal_seen();
+	int go_on = lua_toboolean(L, 4), seen = ps_l_signal_seen();
 	struct ps_error err;
 	int rc = 0;
 
 	running = s;
 	ps_l_interrupt_cb = interrupt_running; /* before the check: a signal after it interrupts */
 	if (!(ps_l_signal_deferred() && ps_l_signal_caught()))
-		rc = ps_session_run(s, (uint64_t)max, (uint64_t)deadline, &err);
+		rc = (go_on ? ps_session_run_on : ps_session_run)(s, (uint64_t)max, (uint64_t)deadline, &err);
 	ps_l_interrupt_cb = NULL;
 	running = NULL;
 	if (rc < 0)
@@ -298,6 +299,17 @@ static int l_run(lua_State *L)
 		lua_pushliteral(L, "interrupted");
 	else
 		lua_pushstring(L, rc == 1 ? "exited" : "paused");
+	return 1;
+}
+
+/* t:hold() -> true | nil, msg: hold the program a run with go_on left going (ps_session_hold). */
+static int l_hold(lua_State *L)
+{
+	struct ps_error err;
+
+	if (ps_session_hold(check(L), &err))
+		return ps_l_fail(L, &err);
+	lua_pushboolean(L, 1);
 	return 1;
 }
 
@@ -603,6 +615,7 @@ static const luaL_Reg methods[] = {{"add_events", l_add_events},
 				   {"spill_meta", l_spill_meta},
 				   {"spill_close", l_spill_close},
 				   {"run", l_run},
+				   {"hold", l_hold},
 				   {"status", l_status},
 				   {"detach", l_detach},
 				   {"close", l_close},

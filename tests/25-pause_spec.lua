@@ -117,6 +117,20 @@ t:close()
     end)
   end
 
+  it("is only where the run ends: a run that logs slow hits in chunks of records leaves the program going "
+    .. "between them (uprobe catcher: 1 stop for 20,000 hits, not one per chunk)", function()
+    local t = spawn("uprobe", {"examples/loop", 10, 20000})
+    if not t then return end
+    local r = t:region{func = "spin"}
+    r:on_slow{threshold_us = 1e6, print = false}
+    local status = t:run()
+    local hits, stops = r:stats().hits, t:info().stops
+    t:close()
+    assert.are.equal(0, status.code)
+    assert.are.equal(20000, hits)
+    assert.is_true(stops <= 2, ("%d stops"):format(stops)) -- the start (a hold per 256 records: 78)
+  end)
+
   it("loses nothing while paused, where the uprobe catcher's ring would overflow if the program ran on", function()
     -- spin(1) two million times: a probe hit every few microseconds fills the ring of 256 pages
     -- in well under a second when nobody drains it

@@ -352,7 +352,7 @@ local function run_feeding(self, max_hits, deadline)
     local chunk = CHUNK
     if max_hits > 0 then chunk = math.min(chunk, max_hits - done) end
     local before = self.ud:nrecords()
-    local how, msg = self.ud:run(chunk, deadline)
+    local how, msg = self.ud:run(chunk, deadline, true) -- the program goes on between chunks
     if not how then return nil, msg end
     if how == "interrupted" then how = "paused" chunk = math.huge end
     if self.spill then self:reload_spill(false) end
@@ -374,12 +374,16 @@ function Tracee:run(opts)
     how, msg = run_feeding(self, opts.hits or 0, deadline)
   elseif opts["until"] then
     repeat
-      how, msg = self.ud:run(1, deadline)
+      how, msg = self.ud:run(1, deadline, true) -- the program goes on while until() looks
     until how ~= "paused" or opts["until"](self) or (deadline > 0 and core.now() >= deadline)
     if how == "interrupted" then how = "paused" end
   else
     how, msg = self.ud:run(opts.hits or 0, deadline)
     if how == "interrupted" then how = "paused" end -- a signal (Ctrl-C) pauses too
+  end
+  if how == "paused" then -- a pause holds the program, whichever way the run went
+    local ok, why = self.ud:hold()
+    if not ok then how, msg = nil, why end
   end
   if not how then fail(msg, 2) end
   local info = self.ud:info()
