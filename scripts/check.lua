@@ -23,8 +23,10 @@ function's entry and return in two more runs of the program; perfsh and the prog
 CPU (the baseline's). A change counts only beyond 4 standard errors of it (from the spread of the
 runs, both sides', and for times 1.5% of the baseline's figure a side for what moves between the
 baseline's session and this one): that is the detectable change, printed as detectable: ±X%, and no
-limit is below it. While it is above the limit, the check adds runs (up to 3 times --runs); a check
-that still cannot detect the limit says so and exits 2.]],
+limit is below it. A count that comes of chance (page faults, context switches) is also taken as a
+Poisson count per hit, so a change of one fault in one hit is no regression. While the detectable
+change of a time, an exact count or an event given a --limit is above its limit (+50% by default),
+the check adds runs (up to 3 times --runs); a check that still cannot detect it says so and exits 2.]],
   example = {"perfsh check -r sum --save-baseline sum.json examples/sum",
     "perfsh check --baseline sum.json examples/sum"},
   options = {

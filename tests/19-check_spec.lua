@@ -273,6 +273,27 @@ describe("perfsh check", function()
       assert.are.equal(t, hitgate.change_error("task-clock:u", a, b, 100))
     end)
 
+    it("takes a count of chance as a Poisson count per hit: one page fault more in a one-hit region is no "
+      .. "regression, and does not leave the gate undecided", function()
+      local gate = require "perfsh.gate"
+      local function m(pf, t, hits)
+        return {work = {hits = hits, events = {["page-faults"] = {median = pf, runs = {pf, pf, pf, pf, pf}},
+          time_ns = {median = t, runs = {t, t * 1.01, t * 0.99, t * 1.005, t * 0.995}}}}}
+      end
+      local rows = gate.compare({regions = m(1, 4e6, 1)}, m(2, 4e6, 1), {"work"}, {"page-faults", "time_ns"}, {},
+        "counters")
+      assert.are.equal("ok", rows[1].verdict) -- 1 -> 2 faults: +100%, within 4 Poisson standard errors
+      assert.is_false(rows[1].decides)
+      assert.are.equal("ok", rows[2].verdict)
+      -- over 2,000 hits the same counts are precise: 1 -> 2 faults a hit is a regression
+      rows = gate.compare({regions = m(1, 4e6, 2000)}, m(2, 4e6, 2000), {"work"}, {"page-faults"}, {}, "counters")
+      assert.are.equal("regression", rows[1].verdict)
+      -- a limit given makes it decide: undetectable in one hit
+      rows = gate.compare({regions = m(1, 4e6, 1)}, m(1, 4e6, 1), {"work"}, {"page-faults"},
+        {["page-faults"] = {rel = 0.1}}, "counters")
+      assert.are.equal("undetectable", rows[1].verdict)
+    end)
+
     -- The Done-when of issue 16: a function of about 2.5 us a call (2,800 iterations), 2,000 calls,
     -- and the same built with twice the work, at one path. With the floor taken away, in the tries
     -- of bench/gate_power.lua on the loaded 2-CPU VM this was written on, under ptrace the slower

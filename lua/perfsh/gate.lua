@@ -165,21 +165,31 @@ local function limit_of(limits, e, engine)
 end
 
 -- The row of region @r, event @e: the baseline's @old against @cur ({median, runs}) under
--- limit @lim (@given by the user or not), the change detectable from their runs' spread.
-local function row_of(r, e, old, cur, lim, given, engine)
+-- limit @lim (@given by the user or not), the change detectable from their runs' spread (and,
+-- for a count that is not exact, from its hits' own randomness: hitgate.count_error).
+local function row_of(r, e, old, cur, lim, given, engine, hits)
   local cb, cn = old.median, cur.median
   local se, out = 0, 0
-  if engine == "counters" then se, out = hitgate.change_error(e, old.runs, cur.runs, cb) end
+  if engine == "counters" then
+    se, out = hitgate.change_error(e, old.runs, cur.runs, cb)
+    if not exact[e] and not hitgate.is_time(e) then
+      se = math.sqrt(se * se + hitgate.count_error(cb, hits[1], hits[2]) ^ 2)
+    end
+  end
   if se ~= se then se = math.huge end
   local diff = cn - cb
   local scale = engine == "counters" and math.max(cb, 1) or cb
   local rel = scale ~= 0 and diff / scale or (diff > 0 and math.huge or 0)
   local det = hitgate.Z * se / math.max(math.abs(scale), 1)
-  local row = {region = r, event = e, old = cb, cur = cn, diff = diff, rel = rel, detectable = det, left_out = out}
+  -- what decides the gate: a limit given, a time (what a slowdown shows in) or an exact count; a
+  -- count of chance under the default limit (page faults) fails only beyond what it can detect
+  local decides = given or hitgate.is_time(e) or exact[e] or false
+  local row = {region = r, event = e, old = cb, cur = cn, diff = diff, rel = rel, detectable = det, left_out = out,
+    decides = decides}
   local parts, blind = {}, false
   if lim.rel then
     row.limit_rel = math.max(lim.rel, det)
-    blind = blind or (given and det > lim.rel) or (not given and det > M.BLIND)
+    blind = blind or (given and det > lim.rel) or (not given and decides and det > M.BLIND)
     parts[#parts + 1] = pct(row.limit_rel)
   end
   if lim.abs then
@@ -212,7 +222,7 @@ function M.compare(b, now, regions, names, limits, engine)
       local old, cur = b.regions[r].events[e], now[r].events[e]
       if old and cur then
         local lim, given = limit_of(limits, e, engine)
-        rows[#rows + 1] = row_of(r, e, old, cur, lim, given, engine)
+        rows[#rows + 1] = row_of(r, e, old, cur, lim, given, engine, {b.regions[r].hits, now[r].hits})
       end
     end
   end
@@ -516,7 +526,10 @@ function M.print(out, res)
   local worst
   local left = {}
   for _, row in ipairs(res.rows) do
-    if res.engine == "counters" and (not worst or row.detectable > worst.detectable) then worst = row end
+    if res.engine == "counters" and (not worst or (row.decides and not worst.decides)
+      or (row.decides == worst.decides and row.detectable > worst.detectable)) then
+      worst = row
+    end
     if row.left_out > (left[row.region] or 0) then left[row.region] = row.left_out end
   end
   for _, r in ipairs(res.region_names) do

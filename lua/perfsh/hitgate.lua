@@ -91,6 +91,15 @@ function M.change_error(name, a, b, base)
   return se, out
 end
 
+--- The standard error of the change of a count of @base a hit that comes of chance (page faults,
+-- context switches, cache misses: events a run may take or not), between runs of @ha and @hb
+-- hits: that of the difference of two medians of Poisson counts of mean max(@base, 1). A count
+-- of 1 a hit in one hit a run cannot tell 1 from 2; one over 2,000 hits can tell a few percent.
+function M.count_error(base, ha, hb)
+  local lam = math.max(math.abs(base), 1)
+  return 1.2533 * math.sqrt(lam / math.max(ha or 1, 1) + lam / math.max(hb or 1, 1))
+end
+
 -- Events that count time: the noise of a loaded machine only ever adds to a hit.
 local timelike = {time_ns = true, wall_ns = true, ["task-clock"] = true, ["cpu-clock"] = true, cycles = true,
   ["cpu-cycles"] = true, ["ref-cycles"] = true, ["bus-cycles"] = true}
