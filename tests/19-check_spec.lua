@@ -321,7 +321,9 @@ describe("perfsh check", function()
         .. "entry and return)", 1, true), out)
       local b = json.decode(read(cbase))
       assert.are.equal(backend or "ptrace", b.catcher)
-      assert.are.equal(5, #b.regions.work.events.time_ns.runs)
+      -- 5 runs, and up to twice as many more where they were too noisy to detect +50%
+      local n = #b.regions.work.events.time_ns.runs
+      assert.is_true(n >= 5 and n <= 15 and n % 5 == 0, tostring(n))
       local check = ("%s check --baseline %s %s 2800 2000"):format(P, cbase, run)
       local function abstained()
         assert.truthy(err:find("^perfsh check: work [%w_-]+: the smallest change these runs can detect is ±"), err)
