@@ -28,7 +28,9 @@ else
 B := build
 endif
 
-CORE_SRC := $(sort $(wildcard core/*.c))
+# core/ is in rooms, one concept a folder (core/README.md); every room's headers are on the include path.
+CORE_SRC := $(sort $(shell find core -name '*.c'))
+CORE_INC := $(addprefix -I,$(sort $(shell find core -type d)))
 BIND_SRC := $(sort $(filter-out lua/main.c lua/repl.c,$(wildcard lua/*.c)))
 TEST_SRC := $(sort $(wildcard tests/c/*.c))
 EX_SRC   := $(sort $(wildcard examples/*.c examples/*.cpp))
@@ -54,14 +56,22 @@ BENCHES  := $(patsubst %.c,%,$(BENCH_SRC))
 ifeq ($(SAN),1)
 .PHONY: perfsh
 endif
-.PHONY: docs all check test-c test-lua bench install uninstall deps clean lint help examples fuzz fuzz-merge
+# The house plan: core/'s rooms from the bottom up (core/README.md), no call up the layers, no
+# catcher calling another, no file over 600 lines or function over 80, no files calling each other
+# in a loop. The checker is the project's shared tool beside the clone (../shared/tools).
+LAYERS := core/base,core/binary,core/events,core/records,core/hitpath,core/proc,core/catch,core/session
+structure:
+	python3 ../shared/tools/structure.py --strict --layers $(LAYERS) --apart core/catch core lua marker
+
+.PHONY: structure docs all check test-c test-lua bench install uninstall deps clean lint help examples fuzz fuzz-merge
 
 SO := $(B)/lib/perfsh/core.so
 
 # The marker library (marker/): for the programs measured, with the core objects it uses; only
 # ps_marker_* is exported (perfsh/marker.h).
-MARKER_OBJ := $(patsubst %.c,$(B)/%.o,$(sort $(wildcard marker/*.c))) $(patsubst %,$(B)/core/%.o,error events \
-              group outfile pmu psnap_write ring suggest sysfs_pmu tracepoint)
+MARKER_OBJ := $(patsubst %.c,$(B)/%.o,$(sort $(wildcard marker/*.c))) $(patsubst %,$(B)/core/%.o,base/error events/events \
+              events/group base/outfile events/pmu records/psnap_write hitpath/ring base/suggest \
+              events/sysfs_pmu events/tracepoint)
 MARKER_A   := $(B)/lib/libperfsh-marker.a
 MARKER_SO  := $(B)/lib/libperfsh-marker.so
 MARKER     := $(MARKER_A) $(MARKER_SO)
@@ -78,6 +88,7 @@ help:
 	@echo "make check      C unit tests and busted specs; ends with 'N passed, N failed'"
 	@echo "make SAN=1 check  the same under ASan and UBSan"
 	@echo "make bench      benchmarks (print figures)"
+	@echo "make structure  the house plan: layers of core/, catchers apart, sizes, no loops"
 	@echo "make fuzz [FUZZ_SECONDS=60]  each libFuzzer target (tests/fuzz/fuzz_*.c) for that long"
 	@echo "make fuzz-merge add what the last 'make fuzz' found to tests/fuzz/corpus/ (minimised)"
 	@echo "make deps       apt-get the Debian packages the project needs"
@@ -86,7 +97,7 @@ help:
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(CORE_INC) -MMD -MP -c $< -o $@
 
 # The executable is built in $(B); a plain build copies it to ./perfsh (a SAN build leaves
 # ./perfsh alone and is run as build-san/perfsh).
@@ -139,7 +150,7 @@ FUZZERS      := $(FUZZ_NAMES:%=$(FB)/fuzz_%)
 
 $(FB)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -Icore -MMD -MP -c $< -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) $(CORE_INC) -MMD -MP -c $< -o $@
 
 $(FB)/fuzz_%: $(FB)/tests/fuzz/fuzz_%.o $(CORE_SRC:%.c=$(FB)/%.o)
 	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(CORE_LIBS)
@@ -181,10 +192,10 @@ bench/hit_target: bench/hit_target.c
 
 # bench/marker also measures PAPI's read (libpapi-dev); nothing else links PAPI.
 bench/marker: bench/marker.c $(MARKER_A) $(CORE_OBJ)
-	$(CC) $(CFLAGS) -Imarker/include -Icore -o $@ $< $(LDFLAGS) $(MARKER_A) $(CORE_OBJ) $(CORE_LIBS) -lpapi
+	$(CC) $(CFLAGS) -Imarker/include $(CORE_INC) -o $@ $< $(LDFLAGS) $(MARKER_A) $(CORE_OBJ) $(CORE_LIBS) -lpapi
 
 bench/%: bench/%.c $(wildcard bench/*.h) $(CORE_OBJ)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -o $@ $(filter-out %.h,$^) $(LDFLAGS) $(CORE_LIBS)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(CORE_INC) -o $@ $(filter-out %.h,$^) $(LDFLAGS) $(CORE_LIBS)
 
 check: all $(B)/tests/c/run $(REPLAYS)
 	@PERFSH=$(B)/perfsh B=$(B) sh tests/run.sh
@@ -224,7 +235,7 @@ docs: perfsh
 	./perfsh doc/gen-api.lua > doc/lua-api.md
 
 lint:
-	clang-format --dry-run --Werror core/*.c core/*.h lua/*.c marker/*.c marker/*.h marker/include/perfsh/*.h
+	clang-format --dry-run --Werror $(shell find core -name '*.[ch]') lua/*.c marker/*.c marker/*.h marker/include/perfsh/*.h
 	@command -v luacheck >/dev/null && luacheck lua scripts tests || echo "luacheck not installed; skipped"
 
 clean:

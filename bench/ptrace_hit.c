@@ -1,6 +1,6 @@
 /* bench/ptrace_hit.c - what a function region costs per hit under ptrace.
  *
- * Runs bench/hit_target (hit() called N times) plain, under perfsh's session (core/session.c:
+ * Runs bench/hit_target (hit() called N times) plain, under perfsh's session (core/session/session.c:
  * entry breakpoint, return caught by the trampoline, group read at both stops, a record per
  * hit), and under a minimal tracer written here that does only an entry int3, an int3 at the
  * return address and one group read at each stop: the floor. Prints the overhead per hit in

@@ -5,7 +5,7 @@
  *   bench/report_big [FILE [RECORDS]]   (default: a temporary file, removed at the end)
  *   /usr/bin/time -v ./perfsh report FILE
  *
- * Without FILE it times the statistics (core/analysis.c) over the file it wrote, then runs
+ * Without FILE it times the statistics (core/records/analysis.c) over the file it wrote, then runs
  * ./perfsh report on it, plain and with --hits-csv (output to /dev/null), and prints the time
  * and peak RSS of each (the file's mapped pages count in RSS), then removes the file. */
 #include <fcntl.h>

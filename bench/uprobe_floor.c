@@ -4,7 +4,7 @@
  * uprobe tracer written here with raw perf_event_open + mmap (the floor: a task-clock leader,
  * a uprobe and a uretprobe as members with sample_period 1 sampling the group into one ring,
  * the uretprobe's output redirected there, the ring drained while the target runs), and under
- * perfsh's core/uprobe.c layer doing the same. Two functions: hit_movslq (entry
+ * perfsh's core/catch/uprobe/uprobe.c layer doing the same. Two functions: hit_movslq (entry
  * `movslq %edi,%rax`: an int3 and a single-step per probe) and hit_nop5 (entry
  * 0f 1f 44 00 00: the kernel turns the probe into a call). Medians of 5 interleaved runs;
  * prints the cost per hit in microseconds and the ratio layer / floor.

@@ -1,4 +1,4 @@
-/* lua/lgroup.c - the perfsh.group userdata over core/group.c. */
+/* lua/lgroup.c - the perfsh.group userdata over core/events/group.c. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* lua/lhist.c - the perfsh.hist userdata over core/hist.c. */
+/* lua/lhist.c - the perfsh.hist userdata over core/records/hist.c. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* lua/llsq.c - core.lstsq(rows, b [, opts]): least squares by SVD (core/lsq.c). */
+/* lua/llsq.c - core.lstsq(rows, b [, opts]): least squares by SVD (core/records/lsq.c). */
 #include <stdint.h>
 
 #include "lhelp.h"

@@ -1,5 +1,5 @@
 /* lua/loutfile.c - core.outfile: the temporary file an output is written to before it is
- * renamed over the destination (core/outfile.h; the Lua side is perfsh.outfile). */
+ * renamed over the destination (core/base/outfile.h; the Lua side is perfsh.outfile). */
 #include "lhelp.h"
 #include "outfile.h"
 

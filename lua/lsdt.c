@@ -1,4 +1,4 @@
-/* lua/lsdt.c - SDT probes of a file (core/sdt.c): core.sdt, core.sdt_check. */
+/* lua/lsdt.c - SDT probes of a file (core/binary/sdt.c): core.sdt, core.sdt_check. */
 #include "lhelp.h"
 
 #include "sdt.h"

@@ -79,7 +79,7 @@ static int l_source_files(lua_State *L)
 
 /* core.code_check(pid | path, region): true when every address region @region names (0xA as a
    function's entry, 0xA-0xB) begins an instruction in the code of the program process @pid runs
-   (or of ELF file @path), and for any other region; else nil, message, code (core/codeaddr.h).
+   (or of ELF file @path), and for any other region; else nil, message, code (core/binary/codeaddr.h).
    A process whose program cannot be read gives true: attaching to it says why. */
 static int l_code_check(lua_State *L)
 {
@@ -125,7 +125,7 @@ static int l_build_id(lua_State *L)
 }
 
 /* core.empty_hit_sites(path, func): {entry =, next = (nil: the first instruction branches),
-   tails = {{at =, ret =}, ...}} (core/emptyhit.h), or nil, message. */
+   tails = {{at =, ret =}, ...}} (core/binary/emptyhit.h), or nil, message. */
 static int l_empty_hit_sites(lua_State *L)
 {
 	struct ps_empty_hit e;

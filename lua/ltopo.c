@@ -1,4 +1,4 @@
-/* lua/ltopo.c - core.topology([root]): the CPU topology from sysfs (core/topology.c). */
+/* lua/ltopo.c - core.topology([root]): the CPU topology from sysfs (core/events/topology.c). */
 #include <stdlib.h>
 
 #include "lhelp.h"

@@ -1,4 +1,4 @@
-/* lua/ltracee.c - the perfsh.tracee userdata over core/session.c: a traced program, its
+/* lua/ltracee.c - the perfsh.tracee userdata over core/session/session.c: a traced program, its
  * regions, and the records of their hits. */
 #include <errno.h>
 #include <signal.h>

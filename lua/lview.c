@@ -1,4 +1,4 @@
-/* lua/lview.c - records and their statistics (core/analysis.c) as Lua tables, for live sessions
+/* lua/lview.c - records and their statistics (core/records/analysis.c) as Lua tables, for live sessions
  * and files alike. */
 #include <lauxlib.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* lua/lview.h - records seen from Lua, whoever holds them: a live session's store or a
- * mapped .psnap file (core/analysis.h says what they mean). */
+ * mapped .psnap file (core/records/analysis.h says what they mean). */
 #ifndef PS_LVIEW_H
 #define PS_LVIEW_H
 

@@ -1,5 +1,5 @@
 /* marker/marker_live.c - shared mode: the program was started by perfsh, which passed its
- * control block (core/markshm.h) as PERFSH_CONTROL. The library takes its events, policy and
+ * control block (core/catch/marker/markshm.h) as PERFSH_CONTROL. The library takes its events, policy and
  * armed markers from it, publishes its region names there, and writes each thread's records
  * into a slot's ring, which perfsh drains while the program runs. */
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* marker/marker_priv.h - the marker library's state (marker.c: the hit path; marker_read.c:
  * counter reads; marker_out.c: configuration, the file, exit and signals; marker_live.c: the
- * memory shared with perfsh when it started the program, core/markshm.h). */
+ * memory shared with perfsh when it started the program, core/catch/marker/markshm.h). */
 #ifndef PS_MARKER_PRIV_H
 #define PS_MARKER_PRIV_H
 
@@ -39,7 +39,7 @@ struct pm_frame {
 };
 
 /*
- * A thread's state. Its ring (core/ring.h) is single-producer: the thread writes records at
+ * A thread's state. Its ring (core/hitpath/ring.h) is single-producer: the thread writes records at
  * head and publishes head (release). The consumer, who publishes tail: whoever holds the global
  * lock, copying [tail, head) to the file; or perfsh, when the ring is in a shared slot.
  * @cnt and @entries are the thread's own (file mode) or its slot's (shared mode).

@@ -2,7 +2,7 @@
 local core = require "perfsh.core"
 local support = dofile("tests/support.lua")
 
---- Nearest-rank quantile of a sorted array (as core/stats.c computes it).
+--- Nearest-rank quantile of a sorted array (as core/records/stats.c computes it).
 local function nearest_rank(sorted, q)
   local rank = math.max(1, math.min(#sorted, math.ceil(q * #sorted)))
   return sorted[rank]

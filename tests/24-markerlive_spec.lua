@@ -1,5 +1,5 @@
 -- The marker catcher: a program built with perfsh/marker.h, started by perfsh, measures its own
--- markers into memory it shares with perfsh (core/markshm.h), which drains the records while the
+-- markers into memory it shares with perfsh (core/catch/marker/markshm.h), which drains the records while the
 -- program runs and changes the program's policy live (t:markers{...}). The program is let go at
 -- its first instruction and runs untraced, so these run on programs built with AddressSanitizer
 -- too (make SAN=1), whose leak check does not work under ptrace.

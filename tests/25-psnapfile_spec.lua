@@ -9,7 +9,7 @@ local P = support.perfsh
 
 local slurp, spit = support.read, support.write
 
--- zlib's CRC32 (the format's, core/psnap.h), to write back a block as a bad copy tool would.
+-- zlib's CRC32 (the format's, core/records/psnap.h), to write back a block as a bad copy tool would.
 local crc_table = {}
 for i = 0, 255 do
   local c = i

@@ -424,7 +424,7 @@ function cli.commit(name, o)
   return ok
 end
 
---- A region named on a command line (parsed by core/regionspec.c): FILE:L1-L2, FILE:L1-FILE:L2
+--- A region named on a command line (parsed by core/binary/regionspec.c): FILE:L1-L2, FILE:L1-FILE:L2
 -- or 0xA-0xB is a line or address range, sdt:PROVIDER:NAME[,sdt:PROVIDER:NAME] SDT probes,
 -- marker:NAME a marker of perfsh/marker.h (its SDT pair, {marker = NAME}), anything else a
 -- function (LIB:FUNC, 0xADDR).

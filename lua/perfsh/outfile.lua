@@ -1,5 +1,5 @@
 --- perfsh.outfile: output files written whole or not at all. Each goes to a temporary file
--- beside it (".NAME.XXXXXX", core/outfile.c), renamed over it by o:commit() once complete;
+-- beside it (".NAME.XXXXXX", core/base/outfile.c), renamed over it by o:commit() once complete;
 -- o:abort(), or a program that fails before, removes it: the old file stays as it was. A FIFO
 -- or a device (/dev/stdout) is written in place.
 --   local o = assert(outfile.open("p.txt"))      o:write(...) ... o:commit()

@@ -2,7 +2,7 @@
 -- and the logging of its slow hits while a live tracee runs (r:on_slow).
 -- A region belongs to a source (src) that has:
 --   src:record(i), src:stats_of(id [, "thread"|"cpu"]), src:series_of(id, k)   the records and
---                     their statistics (core/analysis.c)
+--                     their statistics (core/records/analysis.c)
 --   src:events()      the event names, in record order
 --   src:region_meta(id) -> {name, kind, entries, sampled, args = {names}, dropped, why, running, ...}
 --   src:losses()      the records the run lost: {catcher, lost, dropped, total}

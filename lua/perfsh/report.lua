@@ -113,7 +113,7 @@ function report.regions(out, regions, opts)
   if opts.csv then out:write("region,event,hits,total,mean,min,p50,p99,max,scaling\n") end
   if not opts.csv and opts.header then
     out:write(opts.header, "\n")
-    for _, r in ipairs(regions) do -- how each line range was read (core/lines.h)
+    for _, r in ipairs(regions) do -- how each line range was read (core/binary/lines.h)
       local reading = r:info().reading
       if reading then out:write(("range %s: %s\n"):format(r.name, reading)) end
     end

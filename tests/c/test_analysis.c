@@ -1,5 +1,5 @@
 /* tests/c/test_analysis.c - what records mean: group layout, multiplex scaling, statistics of a
- * region's hits overall, per thread and per CPU (core/analysis.c). */
+ * region's hits overall, per thread and per CPU (core/records/analysis.c). */
 #include "ctest.h"
 
 #include <math.h>

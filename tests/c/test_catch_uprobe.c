@@ -1,4 +1,4 @@
-/* tests/c/test_catch_uprobe.c - core/catch_uprobe.c: the examples (built by make) spawned
+/* tests/c/test_catch_uprobe.c - core/catch/uprobe/catch_uprobe.c: the examples (built by make) spawned
  * under the uprobe catcher with a function site: exact entry and return counts, per-thread
  * tids, a few stops per thread and none per hit; a running target (tests/fixtures/napper.c)
  * attached for a while and detached, its output intact. Skipped with the reason where the

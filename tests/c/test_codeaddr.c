@@ -1,4 +1,4 @@
-/* tests/c/test_codeaddr.c - core/codeaddr.c: which addresses a probe may take, against objdump
+/* tests/c/test_codeaddr.c - core/binary/codeaddr.c: which addresses a probe may take, against objdump
  * and readelf on tests/fixtures/tracer_fx.c built with symbols and stripped. */
 #include "ctest.h"
 #include "fixtures.h"

@@ -1,4 +1,4 @@
-/* tests/c/test_emptyhit.c - core/emptyhit.c and core/buildid.c against functions of known code
+/* tests/c/test_emptyhit.c - core/binary/emptyhit.c and core/binary/buildid.c against functions of known code
  * (tests/fixtures/emptyhit.c) and readelf's build id. */
 #include "ctest.h"
 #include "fixtures.h"

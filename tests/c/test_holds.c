@@ -1,4 +1,4 @@
-/* tests/c/test_holds.c - the program's clock (core/holds.c): times less the time perfsh held the
+/* tests/c/test_holds.c - the program's clock (core/hitpath/holds.c): times less the time perfsh held the
  * program, and records of the hit path on it, whether a time arrives before or after the hold. */
 #include <stdlib.h>
 

@@ -1,4 +1,4 @@
-/* tests/c/test_lines.c - core/lines.c against addr2line and nm.
+/* tests/c/test_lines.c - core/binary/lines.c against addr2line and nm.
  *
  * tests/fixtures/lines.c is compiled at run time into a temporary directory
  * (removed at exit); its lines are found by the LINE-* markers in its comments.

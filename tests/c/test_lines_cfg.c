@@ -1,4 +1,4 @@
-/* tests/c/test_lines_cfg.c - core/lines_cfg.c: where line ranges around loops break, on the
+/* tests/c/test_lines_cfg.c - core/binary/lines_cfg.c: where line ranges around loops break, on the
  * examples built by make (examples/sum, examples/loops; gcc -O2 -g). */
 #include "ctest.h"
 #include "fixtures.h"

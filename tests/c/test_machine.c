@@ -1,4 +1,4 @@
-/* tests/c/test_machine.c - core/machine.c (self-tests, PERFSH_SAMPLING, file offsets) and
+/* tests/c/test_machine.c - core/events/machine.c (self-tests, PERFSH_SAMPLING, file offsets) and
  * ps_x86_entry_step(), one row per first instruction. */
 #include "ctest.h"
 

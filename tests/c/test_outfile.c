@@ -1,4 +1,4 @@
-/* tests/c/test_outfile.c - files written whole (core/outfile.c) and .psnap files saved with
+/* tests/c/test_outfile.c - files written whole (core/base/outfile.c) and .psnap files saved with
  * ps_psnap_replace(): a failed write leaves the old file as it was, and no temporary file. */
 #include "ctest.h"
 

@@ -1,4 +1,4 @@
-/* tests/c/test_procmaps.c - core/procmaps.c: /proc/PID/maps lines, load bases, load biases
+/* tests/c/test_procmaps.c - core/binary/procmaps.c: /proc/PID/maps lines, load bases, load biases
  * checked against the dynamic loader's own (dl_iterate_phdr). */
 #include "ctest.h"
 

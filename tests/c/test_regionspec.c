@@ -1,4 +1,4 @@
-/* tests/c/test_regionspec.c - region specs as a command line gives them (core/regionspec.c). */
+/* tests/c/test_regionspec.c - region specs as a command line gives them (core/binary/regionspec.c). */
 #include "ctest.h"
 #include "regionspec.h"
 

@@ -1,4 +1,4 @@
-/* tests/c/test_sdt.c - SDT probes (core/sdt.c, core/sdt_args.c): examples/sdt's notes, argument
+/* tests/c/test_sdt.c - SDT probes (core/binary/sdt.c, core/binary/sdt_args.c): examples/sdt's notes, argument
  * strings and region specs as rows, and malformed notes, each rejected with one message. */
 #include <fcntl.h>
 #include <gelf.h>

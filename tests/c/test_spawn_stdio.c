@@ -1,5 +1,5 @@
 /* tests/c/test_spawn_stdio.c - a started command's stdin, stdout and stderr go to files
- * (core/spawn_stdio.c through ps_session_spawn_io), and perfsh's own streams are untouched,
+ * (core/proc/spawn_stdio.c through ps_session_spawn_io), and perfsh's own streams are untouched,
  * also when a file cannot be opened. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* tests/c/test_symbols.c - core/symbols.c against nm, readelf and the running process.
+/* tests/c/test_symbols.c - core/binary/symbols.c against nm, readelf and the running process.
  *
  * The fixtures in tests/fixtures/ are compiled at run time into a temporary
  * directory (removed at exit); the truths come from nm and readelf through popen.
@@ -147,7 +147,7 @@ TEST(sym_did_you_mean)
 	CHECK_EQ_INT(ps_sym_lookup(st, "scale_adf", &s, &err), -1);
 	CHECK(s == NULL);
 	CHECK_EQ_INT(err.code, PS_ENOTFOUND);
-	/* ranked by core/suggest.c; equally close names in the order of the symbol table */
+	/* ranked by core/base/suggest.c; equally close names in the order of the symbol table */
 	snprintf(want, sizeof want,
 		 "no function 'scale_adf' in %s; did you mean 'scale_add', 'scale_sub' or "
 		 "'scale_mul'?",
@@ -383,7 +383,7 @@ TEST(sym_mapping_exe)
 	ps_sym_close(st);
 }
 
-/* Function names are ranked like event names: by core/suggest.c. */
+/* Function names are ranked like event names: by core/base/suggest.c. */
 TEST(sym_near_ranks_like_suggest)
 {
 	static const char *names[] = {"sum", "summary", "main", "xsumm", "SUMM_", "_fini"};

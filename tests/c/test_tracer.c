@@ -1,4 +1,4 @@
-/* tests/c/test_tracer.c - core/tracer.c and core/x86insn.c against real processes.
+/* tests/c/test_tracer.c - core/proc/tracer.c and core/binary/x86/x86insn.c against real processes.
  *
  * tests/fixtures/tracer_fx.c is compiled at run time (cc -O2 -g, PIE and -no-pie) into a
  * temporary directory; function addresses come from nm plus ps_tracer_load_bias().
@@ -939,7 +939,7 @@ TEST(tracer_pause_libc)
 	CHECK_EQ_INT(r.hits, 1);
 	uint64_t lb = ps_tracer_load_bias(t, "libc.so.6");
 	CHECK(lb != PS_TRACER_NO_BIAS && lb != 0);
-	/* the tracer and the symbol reader agree on load biases (one rule: core/procmaps.c) */
+	/* the tracer and the symbol reader agree on load biases (one rule: core/binary/procmaps.c) */
 	char mpath[1024];
 	uint64_t sb = 1;
 	CHECK_EQ_INT(ps_sym_find_mapping(ps_tracer_pid(t), "libc.so.6", mpath, sizeof mpath, &sb, &err), 0);

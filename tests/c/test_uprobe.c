@@ -1,4 +1,4 @@
-/* tests/c/test_uprobe.c - core/uprobe.c: uprobe + uretprobe pairs sampling a counter group
+/* tests/c/test_uprobe.c - core/catch/uprobe/uprobe.c: uprobe + uretprobe pairs sampling a counter group
  * into one ring per thread, against a spawned target (tests/fixtures/tracer_fx.c, held on a
  * pipe before its exec), this process's own threads, and a ring too small to hold them.
  * Skipped with the reason where the uprobe PMU cannot be opened (not root).

@@ -1,4 +1,4 @@
-/* tests/c/test_x86emu.c - core/x86emu.c against the processor: each row's instruction is run
+/* tests/c/test_x86emu.c - core/binary/x86/x86emu.c against the processor: each row's instruction is run
  * natively in a traced child (followed by int3) and through the emulator from the same
  * registers; every general register, rip, CF PF AF ZF SF OF and, for a push, the stored value
  * must match exactly. Register values are edge values for the flags (carry and overflow out of

@@ -1,4 +1,4 @@
-/* tests/fuzz/fuzz_elf.c - the ELF and DWARF readers (core/symbols.c, core/lines.c) on a
+/* tests/fuzz/fuzz_elf.c - the ELF and DWARF readers (core/binary/symbols.c, core/binary/lines.c) on a
  * mutated executable. The corpus starts from examples/sum, sum-stripped, inlined and cxx.
  *
  * The input is written to a memfd and opened by its /proc path, as a file on disk would be;

@@ -1,4 +1,4 @@
-/* tests/fuzz/fuzz_regionspec.c - the region-spec parser (core/regionspec.c) on any text. */
+/* tests/fuzz/fuzz_regionspec.c - the region-spec parser (core/binary/regionspec.c) on any text. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,5 +1,5 @@
-/* tests/fuzz/fuzz_sdt.c - the SDT note reader (core/sdt.c) on a mutated ELF image, and the
- * argument and region-spec parsers (core/sdt_args.c) on the input as text. The corpus starts from
+/* tests/fuzz/fuzz_sdt.c - the SDT note reader (core/binary/sdt.c) on a mutated ELF image, and the
+ * argument and region-spec parsers (core/binary/sdt_args.c) on the input as text. The corpus starts from
  * examples/sdt (stripped) and argument strings.
  *
  * Whatever is read, each probe's strings are terminated and its arguments within bounds.

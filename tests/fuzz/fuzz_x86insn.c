@@ -1,4 +1,4 @@
-/* tests/fuzz/fuzz_x86insn.c - the instruction decoder (core/x86insn.c) and the preparation of
+/* tests/fuzz/fuzz_x86insn.c - the instruction decoder (core/binary/x86/x86insn.c) and the preparation of
  * a displaced instruction (emulated or copied out of line, rip-relative operand rewritten) on
  * any bytes, as a breakpoint may be placed on any address of a tracee; and the walk that
  * finds where instructions begin (ps_x86_find_boundary). */

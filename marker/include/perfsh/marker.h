@@ -19,7 +19,7 @@
  * sets PERFSH_CONTROL: the library then takes its events and its policy (on/off, sampling, the
  * slow-hit threshold, which markers are armed) from memory perfsh shares with it, changeable
  * while the program runs, and writes each thread's records into a ring there, which perfsh
- * drains (core/markshm.h); the variables above are not read, and PERFSH_CONTROL is removed
+ * drains (core/catch/marker/markshm.h); the variables above are not read, and PERFSH_CONTROL is removed
  * from the environment so that children do not take it.
  *
  * Each macro site is also an SDT probe (provider "perfsh", names NAME_begin and NAME_end, in

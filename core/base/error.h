@@ -1,0 +1,29 @@
+/* core/base/error.h - error reports of the core: an errno-style code and one line of text. */
+#ifndef PS_ERROR_H
+#define PS_ERROR_H
+
+#include <stddef.h>
+
+/**
+ * struct ps_error - what went wrong, for the caller to show.
+ * @code: errno value (or a negative PS_E* code for errors that are not the OS's).
+ * @msg:  one line that names the thing that failed and what to do.
+ */
+struct ps_error {
+	int code;
+	char msg[512];
+};
+
+/* Codes for failures that are the caller's mistake rather than the OS's. */
+enum {
+	PS_EUSAGE = -1,	  /* bad input: unknown event, bad syntax, unknown symbol */
+	PS_ENOTFOUND = -2 /* a name that does not resolve */
+};
+
+/* Fill @err (if not NULL) and return -1; printf-style. */
+int ps_error_set(struct ps_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Reset @err to "no error". */
+void ps_error_clear(struct ps_error *err);
+
+#endif

@@ -1,0 +1,148 @@
+/* core/binary/emptyhit.c - the sites of a function's empty hits (core/binary/emptyhit.h): its code read
+ * from the executable segment that holds it and decoded from its first byte to its end (Zydis). */
+#include <Zydis/Zydis.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "emptyhit.h"
+#include "symbols.h"
+
+#define MAX_CODE (4u << 20) /* a function larger than this is not decoded */
+
+/* The @size bytes at link-time address @addr, from the executable PT_LOAD segment of @fd's ELF
+   that maps them; malloc'd, or NULL. */
+static uint8_t *read_code(int fd, uint64_t addr, uint64_t size)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	uint8_t *buf = NULL;
+	size_t nph;
+
+	if (!elf || elf_getphdrnum(elf, &nph) != 0)
+		goto out;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) ||
+		    addr < ph.p_vaddr || addr + size > ph.p_vaddr + ph.p_filesz)
+			continue;
+		if ((buf = malloc(size)) &&
+		    pread(fd, buf, size, (off_t)(ph.p_offset + (addr - ph.p_vaddr))) != (ssize_t)size) {
+			free(buf);
+			buf = NULL;
+		}
+		break;
+	}
+out:
+	elf_end(elf);
+	return buf;
+}
+
+/* An instruction after which the next one in address order runs: no branch, call, return,
+   system call or trap. */
+static bool falls_through(const ZydisDecodedInstruction *z)
+{
+	switch (z->meta.category) {
+	case ZYDIS_CATEGORY_COND_BR:
+	case ZYDIS_CATEGORY_UNCOND_BR:
+	case ZYDIS_CATEGORY_CALL:
+	case ZYDIS_CATEGORY_RET:
+	case ZYDIS_CATEGORY_SYSCALL:
+	case ZYDIS_CATEGORY_INTERRUPT:
+	case ZYDIS_CATEGORY_SYSTEM:
+		return false;
+	default:
+		return z->mnemonic != ZYDIS_MNEMONIC_UD0 && z->mnemonic != ZYDIS_MNEMONIC_UD1 &&
+		       z->mnemonic != ZYDIS_MNEMONIC_UD2 && z->mnemonic != ZYDIS_MNEMONIC_HLT;
+	}
+}
+
+/* Whether the instruction writes the stack pointer (push and pop do, through hidden operands). */
+static bool writes_sp(const ZydisDecodedInstruction *z, const ZydisDecodedOperand *op)
+{
+	for (int i = 0; i < z->operand_count; i++) {
+		ZydisRegister r = op[i].reg.value;
+		if (op[i].type == ZYDIS_OPERAND_TYPE_REGISTER && (op[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) &&
+		    (r == ZYDIS_REGISTER_RSP || r == ZYDIS_REGISTER_ESP || r == ZYDIS_REGISTER_SP ||
+		     r == ZYDIS_REGISTER_SPL))
+			return true;
+	}
+	return false;
+}
+
+/* Decode @n bytes of code at @addr into @out (entry, next, tails). */
+static int decode(const uint8_t *code, uint64_t n, uint64_t addr, struct ps_empty_hit *out, struct ps_error *err)
+{
+	ZydisDecoder dec;
+	uint64_t off = 0, prev_at = 0;
+	bool prev_ok = false;
+
+	ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+	while (off < n) {
+		ZydisDecodedInstruction z;
+		ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
+
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec, code + off, n - off, &z, op)))
+			return ps_error_set(err, PS_EUSAGE, "cannot decode the instruction at 0x%llx",
+					    (unsigned long long)(addr + off));
+		bool through = falls_through(&z);
+		if (off == 0 && through)
+			out->next = addr + z.length;
+		if (z.opcode_map == ZYDIS_OPCODE_MAP_DEFAULT && (z.opcode == 0xc3 || z.opcode == 0xc2) && prev_ok &&
+		    out->ntails < PS_EMPTYHIT_MAX_TAILS) {
+			out->tail[out->ntails].at = prev_at;
+			out->tail[out->ntails++].ret = addr + off;
+		}
+		prev_ok = through && !writes_sp(&z, op);
+		prev_at = addr + off;
+		off += z.length;
+	}
+	return 0;
+}
+
+int ps_empty_hit_sites(const char *path, const char *func, struct ps_empty_hit *out, struct ps_error *err)
+{
+	struct ps_symtab *st;
+	const struct ps_sym *s = NULL;
+	uint64_t addr, end;
+	uint8_t *code;
+	char *tail;
+	int fd, rc;
+
+	memset(out, 0, sizeof *out);
+	if (ps_sym_open(&st, path, err) < 0)
+		return -1;
+	addr = strncmp(func, "0x", 2) == 0 ? strtoull(func, &tail, 16) : 0;
+	if (addr && *tail == '\0')
+		s = ps_sym_by_addr(st, addr);
+	else if (ps_sym_lookup(st, func, &s, err) < 0) {
+		ps_sym_close(st);
+		return -1;
+	}
+	if (!s || !s->size) {
+		rc = ps_error_set(err, PS_ENOTFOUND, "%s: %s has no symbol with a size to decode", path, func);
+		ps_sym_close(st);
+		return rc;
+	}
+	if (!addr)
+		addr = s->addr;
+	end = s->addr + s->size;
+	ps_sym_close(st);
+	if (end - addr > MAX_CODE)
+		return ps_error_set(err, PS_EUSAGE, "%s: %s is larger than %u bytes", path, func, MAX_CODE);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		rc = errno;
+		return ps_error_set(err, rc, "cannot open %s: %s", path, strerror(rc));
+	}
+	code = read_code(fd, addr, end - addr);
+	close(fd);
+	if (!code)
+		return ps_error_set(err, PS_EUSAGE, "%s: the code of %s is not in an executable segment", path, func);
+	out->entry = addr;
+	rc = decode(code, end - addr, addr, out, err);
+	free(code);
+	return rc;
+}

@@ -1,0 +1,206 @@
+/* core/binary/lines_graph.c - the flow graph of one function's machine code (Zydis): instructions,
+ * their successors, gcc's jump tables, and what the entry reaches. */
+#include <Zydis/Zydis.h>
+#include <gelf.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lines_graph.h"
+
+static int cmp_insn(const void *pa, const void *pb)
+{
+	const struct insn *a = pa, *b = pb;
+	return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+int ps__graph_find(const struct fn *f, uint64_t addr)
+{
+	int lo = 0, hi = f->n - 1;
+
+	while (lo <= hi) {
+		int mid = (lo + hi) / 2;
+		if (f->in[mid].addr == addr)
+			return mid;
+		if (f->in[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return -1;
+}
+
+/* The bytes of link-time range [lo, hi) in a section of @elf (@exec: an executable one). */
+static const uint8_t *elf_bytes(Elf *elf, uint64_t lo, uint64_t hi, bool exec)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Data *d;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_ALLOC) ||
+		    (exec && !(sh.sh_flags & SHF_EXECINSTR)) || lo < sh.sh_addr || hi > sh.sh_addr + sh.sh_size)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d || !d->d_buf || d->d_size < hi - sh.sh_addr)
+			return NULL;
+		return (const uint8_t *)d->d_buf + (lo - sh.sh_addr);
+	}
+	return NULL;
+}
+
+static void classify(struct insn *in, const ZydisDecodedInstruction *zi, const ZydisDecodedOperand *op)
+{
+	in->kind = K_PLAIN;
+	if (zi->meta.category == ZYDIS_CATEGORY_COND_BR)
+		in->kind = K_JCC;
+	else if (zi->meta.category == ZYDIS_CATEGORY_UNCOND_BR)
+		in->kind = zi->raw.imm[0].is_relative ? K_JMP : K_IND;
+	else if (zi->meta.category == ZYDIS_CATEGORY_CALL)
+		in->kind = K_CALL;
+	else if (zi->meta.category == ZYDIS_CATEGORY_RET || zi->mnemonic == ZYDIS_MNEMONIC_UD2 ||
+		 zi->mnemonic == ZYDIS_MNEMONIC_HLT)
+		in->kind = K_STOP;
+	if (zi->raw.imm[0].is_relative)
+		in->target = in->addr + zi->length + (uint64_t)zi->raw.imm[0].value.s;
+	if (zi->mnemonic == ZYDIS_MNEMONIC_LEA && op[1].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+	    op[1].mem.base == ZYDIS_REGISTER_RIP && op[1].mem.index == ZYDIS_REGISTER_NONE) {
+		in->lea = 1;
+		in->reg = op[0].reg.value;
+		in->target = in->addr + zi->length + (uint64_t)op[1].mem.disp.value;
+	}
+	/* jmp *TABLE(,%reg,8): a table of absolute addresses (non-PIE) */
+	if (in->kind == K_IND && op[0].type == ZYDIS_OPERAND_TYPE_MEMORY && op[0].mem.base == ZYDIS_REGISTER_NONE &&
+	    op[0].mem.scale == 8 && op[0].mem.disp.has_displacement)
+		in->table = (uint64_t)op[0].mem.disp.value | 1; /* bit 0: absolute entries */
+}
+
+int ps__graph_decode(Elf *elf, struct fn *f)
+{
+	ZydisDecoder dec;
+	size_t cap = 0;
+
+	ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+	for (int r = 0; r < f->nr; r++)
+		cap += f->hi[r] - f->lo[r];
+	if (!(f->in = calloc(cap ? cap : 1, sizeof *f->in)))
+		return -1;
+	for (int r = 0; r < f->nr; r++) {
+		const uint8_t *buf = elf_bytes(elf, f->lo[r], f->hi[r], true);
+		uint64_t a = f->lo[r];
+
+		if (!buf)
+			return -1;
+		while (a < f->hi[r]) {
+			ZydisDecodedInstruction zi;
+			ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
+			struct insn *in = &f->in[f->n];
+
+			if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec, buf + (a - f->lo[r]), f->hi[r] - a, &zi, op)))
+				return -1;
+			in->addr = a;
+			in->len = zi.length;
+			classify(in, &zi, op);
+			a += zi.length;
+			f->n++;
+		}
+	}
+	qsort(f->in, (size_t)f->n, sizeof *f->in, cmp_insn);
+	return 0;
+}
+
+static int add_edge(struct fn *f, int from, int to)
+{
+	if (to < 0)
+		return 0;
+	for (int k = f->ne - 1; k >= 0 && f->e[k].from == from; k--)
+		if (f->e[k].to == to)
+			return 0;
+	if (f->ne == f->cape) {
+		int ncap = f->cape ? f->cape * 2 : 256;
+		struct edge *e = realloc(f->e, (size_t)ncap * sizeof *e);
+		if (!e)
+			return -1;
+		f->e = e;
+		f->cape = ncap;
+	}
+	f->e[f->ne++] = (struct edge){from, to};
+	f->in[from].nout++;
+	return 0;
+}
+
+/*
+ * The targets of the jump table of indirect jump @i: gcc's PIE form is "lea TABLE(%rip),%rX
+ * ... movslq (%rX,%rY,4),%rY; add %rX,%rY; jmp *%rY" (32-bit offsets from TABLE), the
+ * non-PIE one "jmp *TABLE(,%rY,8)". Entries are read while they land on instructions of the
+ * function. Returns how many were found.
+ */
+static int table_edges(Elf *elf, struct fn *f, int i)
+{
+	uint64_t t = f->in[i].table & ~(uint64_t)1;
+	bool abs = f->in[i].table & 1;
+	int found = 0;
+
+	if (!f->in[i].table)
+		for (int k = i - 1; k >= 0 && k >= i - 12 && !t; k--)
+			if (f->in[k].lea)
+				t = f->in[k].target;
+	if (!t)
+		return 0;
+	for (int k = 0; k < MAX_TABLE; k++) {
+		const uint8_t *p =
+		    elf_bytes(elf, t + (uint64_t)k * (abs ? 8 : 4), t + (uint64_t)(k + 1) * (abs ? 8 : 4), false);
+		uint64_t to;
+		int32_t off;
+		int j;
+
+		if (!p)
+			break;
+		if (abs) {
+			memcpy(&to, p, 8);
+		} else {
+			memcpy(&off, p, 4);
+			to = t + (uint64_t)(int64_t)off;
+		}
+		if ((j = ps__graph_find(f, to)) < 0 || add_edge(f, i, j) < 0)
+			break;
+		found++;
+	}
+	return found;
+}
+
+int ps__graph_edges(Elf *elf, struct fn *f)
+{
+	int *stack, sp = 0, entry = ps__graph_find(f, f->entry);
+
+	for (int i = 0; i < f->n; i++) {
+		struct insn *in = &f->in[i];
+		bool falls = in->kind == K_PLAIN || in->kind == K_JCC || in->kind == K_CALL;
+		int next = falls && i + 1 < f->n && f->in[i + 1].addr == in->addr + in->len ? i + 1 : -1;
+		in->first = f->ne;
+		if (add_edge(f, i, next) < 0 ||
+		    add_edge(f, i, in->kind == K_JCC || in->kind == K_JMP ? ps__graph_find(f, in->target) : -1) < 0)
+			return -1;
+		if (in->kind == K_IND && table_edges(elf, f, i) == 0)
+			f->unknown_ind = true;
+	}
+	if (entry < 0 || !(stack = malloc((size_t)f->n * sizeof *stack)))
+		return -1;
+	f->in[entry].reached = 1;
+	stack[sp++] = entry;
+	while (sp) {
+		int i = stack[--sp];
+		for (int k = f->in[i].first; k < f->in[i].first + f->in[i].nout; k++)
+			if (!f->in[f->e[k].to].reached) {
+				f->in[f->e[k].to].reached = 1;
+				stack[sp++] = f->e[k].to;
+			}
+		if (f->in[i].kind == K_IND && f->unknown_ind)
+			for (int j = 0; j < f->n; j++)
+				if (f->in[j].rowstart && !f->in[j].reached) {
+					f->in[j].reached = 1;
+					stack[sp++] = j;
+				}
+	}
+	free(stack);
+	return 0;
+}

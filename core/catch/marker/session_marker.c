@@ -1,0 +1,520 @@
+/* core/catch/marker/session_marker.c - the marker catcher: a program built with the marker library
+ * (perfsh/marker.h), started by perfsh, measures its own markers and writes the records into
+ * memory perfsh shares with it (core/catch/marker/markshm.h); the session drains those rings while the
+ * program runs and hands each record to the hit path as a start and an end, so marker regions
+ * have the records, counts and analyses of every other region.
+ *
+ * The program is started by the uprobe catcher's process side with no probe site (core/
+ * catch_uprobe.c), held at its first instruction until the first run, and let go then: it runs
+ * untraced (no stop at all, not even for its threads' births), and the session waits for its
+ * end on a pidfd while it drains the rings. The policy (on/off, sampling, slow-hit threshold) is written
+ * into the shared block and read by the program at each hit, so it changes while it runs. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "catch_uprobe.h"
+#include "markshm.h"
+#include "run.h"
+#include "session_priv.h"
+
+#define DRAIN_NS (2u * 1000 * 1000) /* how often the rings are drained while the program runs */
+
+struct ps_session_marker {
+	int fd;
+	struct ps_mshm_ctl *ctl;
+	size_t bytes;
+	uint32_t seen;			/* names of the library looked at so far */
+	int map[PS_MSHM_REGIONS];	/* library region id -> session region, -1 */
+	uint64_t gone[PS_MSHM_REGIONS]; /* begins counted by slots since freed */
+	uint64_t lost, unmatched, fast; /* of slots since freed */
+	uint64_t unarmed;		/* records of markers no region asked for */
+	pid_t pid;
+	int released;			/* let go of ptrace at the first run */
+	int pidfd;			/* then its end is seen here */
+	int ended, exited, code, signo; /* how it ended, once released */
+	int let_go;			/* t:detach(): it runs on after the session */
+	struct ps_tracer *hold;		/* seized and stopped for a pause, or NULL */
+};
+
+/* The comma-separated names of the session's events; with none, task-clock, which the program
+   still needs: its group's time enabled is the on-CPU time of a hit. */
+static int event_list(const struct ps_session *s, char *out, size_t n, struct ps_error *err)
+{
+	size_t k = 0;
+
+	snprintf(out, n, "%s", s->nev ? "" : "task-clock");
+	for (int i = 0; i < s->nev; i++) {
+		int w = snprintf(out + k, n - k, "%s%s", i ? "," : "", s->ev[i].name);
+
+		if (w < 0 || (size_t)w >= n - k)
+			return ps_error_set(err, PS_EUSAGE, "the event list is too long for the marker catcher");
+		k += (size_t)w;
+	}
+	return 0;
+}
+
+/* The shared block: a memfd laid out as core/catch/marker/markshm.h says, every slot's ring empty. */
+static int make_block(struct ps_session *s, struct ps_session_marker *m, struct ps_error *err)
+{
+	unsigned nvals = s->nev ? (unsigned)s->nev : 1;
+	size_t recsize = ps_snap_size(nvals, PS_MSHM_FIELDS);
+	size_t ctl = (sizeof(struct ps_mshm_ctl) + 4095) & ~(size_t)4095;
+	size_t slot =
+	    (offsetof(struct ps_mshm_slot, ring) + ps_ring_bytes(recsize, PS_MSHM_RING_RECORDS) + 4095) & ~(size_t)4095;
+	struct ps_mshm_ctl *c;
+
+	m->bytes = ctl + PS_MSHM_SLOTS * slot;
+	if ((m->fd = memfd_create("perfsh-marker", MFD_CLOEXEC)) < 0 || ftruncate(m->fd, (off_t)m->bytes))
+		return ps_error_set(err, errno, "the marker catcher's shared memory: %s", strerror(errno));
+	c = mmap(NULL, m->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
+	if (c == MAP_FAILED)
+		return ps_error_set(err, errno, "the marker catcher's shared memory: mmap: %s", strerror(errno));
+	m->ctl = c;
+	if (event_list(s, c->events, sizeof c->events, err))
+		return -1;
+	c->version = PS_MSHM_VERSION;
+	c->nslots = PS_MSHM_SLOTS;
+	c->bytes = m->bytes;
+	c->slot_bytes = slot;
+	c->slots_off = ctl;
+	c->recsize = recsize;
+	c->nvals = nvals;
+	c->nargs = PS_MSHM_FIELDS;
+	c->pol.on = 1;
+	c->pol.threshold = UINT64_MAX;
+	for (unsigned i = 0; i < PS_MSHM_SLOTS; i++)
+		if (!ps_ring_init_at(ps_mshm_slot(c, i)->ring, ps_mshm_ring_bytes(c), recsize, PS_MSHM_RING_RECORDS,
+				     err))
+			return -1;
+	__atomic_store_n(&c->magic, PS_MSHM_MAGIC, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static void unhold(struct ps_session_marker *m);
+
+static void marker_free(struct ps_session_marker *m)
+{
+	unhold(m);
+	if (m->released && !m->ended && !m->let_go) {
+		/* a program started by perfsh dies with its session, as under the other catchers */
+		int st;
+
+		kill(m->pid, SIGKILL);
+		while (waitpid(m->pid, &st, 0) < 0 && errno == EINTR)
+			;
+	}
+	if (m->pidfd >= 0)
+		close(m->pidfd);
+	if (m->ctl)
+		munmap(m->ctl, m->bytes);
+	if (m->fd >= 0)
+		close(m->fd);
+	free(m);
+}
+
+int ps__marker_start(struct ps_session *s, char *const argv[], struct ps_error *err)
+{
+	struct ps_session_marker *m;
+	char path[64];
+	int rc;
+
+	if (!argv)
+		return ps_error_set(err, PS_EUSAGE,
+				    "the marker catcher measures a program perfsh starts; for a running one, arm its "
+				    "markers with the uprobe catcher (-r marker:NAME --backend uprobe)");
+	if (s->ngroups > 1)
+		return ps_error_set(err, PS_EUSAGE, "the marker catcher counts one group of events");
+	if (!(m = calloc(1, sizeof *m)))
+		return ps_error_set(err, ENOMEM, "out of memory");
+	m->fd = -1;
+	m->pidfd = -1;
+	for (int i = 0; i < PS_MSHM_REGIONS; i++)
+		m->map[i] = -1;
+	if (make_block(s, m, err)) {
+		marker_free(m);
+		return -1;
+	}
+	/* the program opens the block through perfsh's descriptor: nothing is left behind on disk */
+	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)getpid(), m->fd);
+	setenv("PERFSH_CONTROL", path, 1);
+	s->mk = m;
+	rc = ps__uprobe_start(s, argv, 0, err);
+	unsetenv("PERFSH_CONTROL");
+	if (rc) {
+		s->mk = NULL;
+		marker_free(m);
+		return -1;
+	}
+	s->nargs = PS_MSHM_FIELDS;
+	m->pid = ps_catch_uprobe_pid(ps__uprobe_catcher(s));
+	return 0;
+}
+
+int ps__marker_only(const struct ps_session *s, const char *name, struct ps_error *err)
+{
+	if (!s->mk)
+		return 0;
+	return ps_error_set(err, PS_EUSAGE,
+			    "region '%s': the marker catcher measures the program's markers only; arm functions, "
+			    "lines and SDT probes with --backend uprobe or ptrace",
+			    name);
+}
+
+/* The session region of marker @name, or -1. */
+static int region_of(const struct ps_session *s, const char *name)
+{
+	for (int i = 0; i < s->nreg; i++)
+		if (s->reg[i].kind == PS_REGION_MARKER && !strcmp(s->reg[i].spec, name))
+			return i;
+	return -1;
+}
+
+/* Map the names the library published since the last look. */
+static void look_at_names(struct ps_session *s)
+{
+	struct ps_session_marker *m = s->mk;
+	uint32_t n = __atomic_load_n(&m->ctl->nregions, __ATOMIC_SEQ_CST);
+
+	for (; m->seen < n && m->seen < PS_MSHM_REGIONS; m->seen++) {
+		char name[PS_MSHM_NAME];
+
+		memcpy(name, m->ctl->names[m->seen], sizeof name);
+		name[sizeof name - 1] = '\0';
+		m->map[m->seen] = region_of(s, name);
+	}
+}
+
+int ps_session_region_marker(struct ps_session *s, const char *name, struct ps_error *err)
+{
+	struct ps_session_marker *m = s->mk;
+	struct ps_region_info *ri;
+	size_t len = strlen(name), used;
+	char label[PS_MSHM_NAME + 8];
+
+	if (!m)
+		return ps_error_set(err, PS_EUSAGE,
+				    "region 'marker:%s': the marker catcher (backend marker) measures markers in the "
+				    "program; with this one, arm them as an SDT pair",
+				    name);
+	if (len == 0 || len >= PS_MSHM_NAME || strchr(name, ','))
+		return ps_error_set(err, PS_EUSAGE, "marker '%s': a name of 1 to %d characters, no comma", name,
+				    PS_MSHM_NAME - 1);
+	if (region_of(s, name) >= 0)
+		return ps_error_set(err, PS_EUSAGE, "region 'marker:%s' is armed already", name);
+	used = strlen(m->ctl->arm);
+	if (used + len + 2 > sizeof m->ctl->arm)
+		return ps_error_set(err, PS_EUSAGE, "too many markers armed");
+	snprintf(label, sizeof label, "marker:%s", name);
+	if (!(ri = ps__new_region(s, PS_REGION_MARKER, label, name, 0, err)))
+		return -1;
+	s->nreg++;
+	/* the list first, then the names published: the library publishes a name and then reads
+	   the list, so one of the two sees the other */
+	snprintf(m->ctl->arm + used, sizeof m->ctl->arm - used, "%s%s", used ? "," : "", name);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (uint32_t i = 0; i < m->seen; i++)
+		if (!strncmp(m->ctl->names[i], name, PS_MSHM_NAME)) {
+			m->map[i] = ri->id;
+			__atomic_store_n(&m->ctl->armed[i], 1, __ATOMIC_RELAXED);
+		}
+	look_at_names(s);
+	for (uint32_t i = 0; i < m->seen; i++)
+		if (m->map[i] == ri->id)
+			__atomic_store_n(&m->ctl->armed[i], 1, __ATOMIC_RELAXED);
+	return ri->id;
+}
+
+/* One record of the library: a start and an end on the hit path. */
+static void feed(struct ps_session *s, const struct ps_snap *rec)
+{
+	struct ps_snap *r = (struct ps_snap *)rec;
+	uint64_t args[PS_MAX_ARGS] = {0};
+	struct ps_reading a = {.n = s->nev}, b = {.n = s->nev};
+	struct ps_hit h = {.tid = (pid_t)rec->tid, .kind = PS_HIT_START};
+	int id = rec->region < PS_MSHM_REGIONS ? s->mk->map[rec->region] : -1;
+
+	if (id < 0 || rec->nvals != s->mk->ctl->nvals || rec->nargs != PS_MSHM_FIELDS) {
+		s->mk->unarmed++;
+		return;
+	}
+	memcpy(args, ps_snap_args(r), PS_MSHM_FIELDS * sizeof *args);
+	memcpy(a.val, ps_snap_start(r), (size_t)s->nev * sizeof *a.val);
+	memcpy(b.val, ps_snap_end(r), (size_t)s->nev * sizeof *b.val);
+	a.time_enabled = rec->enabled_start;
+	a.time_running = rec->running_start;
+	b.time_enabled = rec->enabled_end;
+	b.time_running = rec->running_end;
+	h.region = id;
+	h.flags = rec->flags & PS_SNAP_SAMPLED;
+	h.t = rec->t_start;
+	h.cpu = rec->cpu_start;
+	h.r = &a;
+	h.args = args;
+	ps_hitpath_hit(s->hp, &h);
+	h.kind = PS_HIT_END;
+	h.flags = 0;
+	h.t = rec->t_end;
+	h.cpu = rec->cpu_end;
+	h.r = &b;
+	h.args = NULL;
+	ps_hitpath_hit(s->hp, &h);
+}
+
+/* A slot whose thread ended and whose ring is empty: its counts to the totals, free again. */
+static void free_slot(struct ps_session *s, struct ps_mshm_slot *sl, struct ps_ring *r)
+{
+	struct ps_session_marker *m = s->mk;
+	struct ps_reading none = {.n = s->nev};
+
+	/* the hit path forgets the thread (each record was a whole pair: nothing is open) */
+	ps_hitpath_thread_exit(s->hp, (pid_t)sl->tid, &none, ps_now_ns());
+	for (uint32_t i = 0; i < m->seen; i++)
+		m->gone[i] += sl->entries[i];
+	m->lost += ps_ring_dropped(r);
+	m->unmatched += sl->cnt.unmatched;
+	m->fast += sl->cnt.fast;
+	memset(&sl->cnt, 0, sizeof sl->cnt);
+	memset(sl->entries, 0, sizeof sl->entries);
+	sl->tid = 0;
+	ps_ring_init_at(sl->ring, ps_mshm_ring_bytes(m->ctl), m->ctl->recsize, PS_MSHM_RING_RECORDS, NULL);
+	__atomic_store_n(&sl->state, PS_MSHM_FREE, __ATOMIC_RELEASE);
+}
+
+/* Every record waiting in the slots to the hit path; the regions' entries brought up to date. */
+static void drain(struct ps_session *s)
+{
+	struct ps_session_marker *m = s->mk;
+	uint64_t entries[PS_MSHM_REGIONS] = {0};
+
+	look_at_names(s);
+	for (unsigned i = 0; i < m->ctl->nslots; i++) {
+		struct ps_mshm_slot *sl = ps_mshm_slot(m->ctl, i);
+		uint32_t state = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
+		struct ps_ring *r = (struct ps_ring *)sl->ring;
+		const struct ps_snap *rec;
+
+		if (state == PS_MSHM_FREE)
+			continue;
+		while ((rec = ps_ring_peek(r))) {
+			feed(s, rec);
+			ps_ring_pop(r);
+		}
+		if (state == PS_MSHM_GONE) {
+			free_slot(s, sl, r);
+			continue;
+		}
+		for (uint32_t k = 0; k < m->seen; k++)
+			entries[k] += __atomic_load_n(&sl->entries[k], __ATOMIC_RELAXED);
+	}
+	for (uint32_t k = 0; k < m->seen; k++)
+		if (m->map[k] >= 0)
+			s->reg[m->map[k]].entries = m->gone[k] + entries[k];
+}
+
+/* The program has ended (its pidfd is readable): reap it and keep how it ended. */
+static void reap(struct ps_session_marker *m)
+{
+	int st;
+	pid_t w;
+
+	while ((w = waitpid(m->pid, &st, WNOHANG)) < 0 && errno == EINTR)
+		;
+	if (w == 0)
+		return; /* not yet */
+	m->ended = 1;
+	if (w == m->pid && WIFEXITED(st)) {
+		m->exited = 1;
+		m->code = WEXITSTATUS(st);
+	} else if (w == m->pid && WIFSIGNALED(st)) {
+		m->signo = WTERMSIG(st);
+	} else {
+		m->code = -1; /* reaped elsewhere: how it ended is not known */
+	}
+}
+
+/*
+ * A pause: the program, which runs untraced, is seized and stopped (PTRACE_SEIZE and
+ * PTRACE_INTERRUPT of every thread, core/proc/tracer.c's attach), then let go at the next run,
+ * detach or free. A group stop (SIGSTOP) would do it without ptrace, but the program and its
+ * parent would see it, and a stopped process stays stopped if perfsh dies; a ptrace stop ends
+ * when its tracer dies (then PR_SET_PDEATHSIG kills the program perfsh started), and signals
+ * that come meanwhile are kept for it until it goes on. It runs untraced between pauses, so
+ * its AddressSanitizer still works and no thread's birth stops it.
+ */
+void ps__marker_hold(struct ps_session *s)
+{
+	struct ps_session_marker *m = s->mk;
+	struct pollfd p = {.fd = m->pidfd, .events = POLLIN};
+	struct ps_error e2;
+
+	if (!m->released || m->ended || m->let_go || m->hold)
+		return;
+	if (ps_tracer_attach(&m->hold, m->pid, NULL, NULL, &e2)) {
+		m->hold = NULL;
+		if (e2.code != ESRCH && poll(&p, 1, 0) == 0) /* not a program that has just ended */
+			ps__notice(s, "the program runs on through the pause: %s", e2.msg);
+		return;
+	}
+	drain(s); /* every record the stopped threads wrote */
+}
+
+/* The end of a pause: the program goes on untraced (how it ended, should it have died while
+   held, was seen by the hold's tracer). */
+static void unhold(struct ps_session_marker *m)
+{
+	int code, signo;
+
+	if (!m->hold)
+		return;
+	ps_tracer_detach(m->hold, NULL);
+	if (ps_tracer_status(m->hold, NULL, &code, &signo)) {
+		m->ended = 1;
+		m->exited = signo == 0 && code >= 0;
+		m->code = code;
+		m->signo = signo;
+	}
+	ps_tracer_free(m->hold);
+	m->hold = NULL;
+}
+
+/* Let the program go from its exec stop: from now on it is not traced at all. */
+static int release(struct ps_session *s, struct ps_error *err)
+{
+	struct ps_session_marker *m = s->mk;
+
+	if (ps_catch_uprobe_detach(ps__uprobe_catcher(s), err))
+		return -1;
+	m->released = 1;
+	if ((m->pidfd = (int)syscall(SYS_pidfd_open, m->pid, 0)) < 0)
+		return ps_error_set(err, errno, "pidfd_open of process %d: %s", (int)m->pid, strerror(errno));
+	return 0;
+}
+
+int ps__marker_run(struct ps_session *s, struct ps_error *err)
+{
+	struct ps_session_marker *m = s->mk;
+
+	if (!m->released && release(s, err))
+		return -1;
+	if (m->let_go)
+		return ps_error_set(err, PS_EUSAGE, "the program was detached; it runs on untraced");
+	unhold(m);
+	for (;;) {
+		uint64_t now = ps_now_ns(), until = now + DRAIN_NS;
+		struct pollfd p = {.fd = m->pidfd, .events = POLLIN};
+		struct timespec ts;
+
+		if (s->deadline && s->deadline < until)
+			until = s->deadline > now ? s->deadline : now;
+		ts.tv_sec = (time_t)((until - now) / 1000000000u);
+		ts.tv_nsec = (long)((until - now) % 1000000000u);
+		if (!m->ended && ppoll(&p, 1, &ts, NULL) > 0)
+			reap(m);
+		drain(s); /* after the reap: an ended program's last records are in the rings */
+		if (m->ended)
+			return 1;
+		now = ps_now_ns();
+		if (s->intr || (s->deadline && now >= s->deadline) ||
+		    (s->max_records && ps_hitpath_seq(s->hp) - s->written_at_run_start >= s->max_records))
+			return 0;
+	}
+}
+
+int ps__marker_status(const struct ps_session *s, int *exited, int *code, int *signo)
+{
+	const struct ps_session_marker *m = s->mk;
+
+	if (exited)
+		*exited = m->ended && m->exited;
+	if (code)
+		*code = m->ended ? m->code : -1;
+	if (signo)
+		*signo = m->ended ? m->signo : 0;
+	return m->ended;
+}
+
+int ps__marker_released(const struct ps_session *s)
+{
+	return s->mk && s->mk->released;
+}
+
+int ps__marker_detach(struct ps_session *s, struct ps_error *err)
+{
+	__atomic_store_n(&s->mk->ctl->pol.on, 0, __ATOMIC_RELAXED);
+	unhold(s->mk);
+	if (!s->mk->released && release(s, err))
+		return -1;
+	drain(s);
+	s->mk->let_go = !s->mk->ended;
+	return 0;
+}
+
+int ps_session_marker_policy(struct ps_session *s, const struct ps_mshm_policy *p, struct ps_error *err)
+{
+	struct ps_mshm_policy *q;
+
+	if (!s->mk)
+		return ps_error_set(err, PS_EUSAGE, "the markers' policy is for the marker catcher (backend marker)");
+	q = &s->mk->ctl->pol;
+	__atomic_store_n(&q->every, p->every, __ATOMIC_RELAXED);
+	__atomic_store_n(&q->threshold, p->threshold, __ATOMIC_RELAXED);
+	__atomic_store_n(&q->slow_ns, p->slow_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&q->sampled, p->sampled, __ATOMIC_RELAXED);
+	__atomic_store_n(&q->on, p->on, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int ps_session_marker_status(const struct ps_session *s, struct ps_marker_status *st)
+{
+	const struct ps_session_marker *m = s->mk;
+	const struct ps_mshm_ctl *c;
+
+	memset(st, 0, sizeof *st);
+	if (!m)
+		return -1;
+	c = m->ctl;
+	st->state = (int)__atomic_load_n(&c->state, __ATOMIC_ACQUIRE);
+	snprintf(st->why, sizeof st->why, "%s", c->why);
+	snprintf(st->read_mode, sizeof st->read_mode, "%s", c->read_mode);
+	st->read_ns = c->read_ns;
+	st->rdpmc_ns = c->rdpmc_ns;
+	st->pol = c->pol;
+	st->no_slot = __atomic_load_n(&c->no_slot, __ATOMIC_RELAXED);
+	st->threads = __atomic_load_n(&c->threads, __ATOMIC_RELAXED);
+	st->unarmed = m->unarmed;
+	st->unmatched = m->unmatched;
+	st->fast = m->fast;
+	st->lost = m->lost;
+	for (unsigned i = 0; i < c->nslots; i++) {
+		const struct ps_mshm_slot *sl = ps_mshm_slot((struct ps_mshm_ctl *)c, i);
+
+		if (__atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) == PS_MSHM_FREE)
+			continue;
+		st->lost += ps_ring_dropped((const struct ps_ring *)sl->ring);
+		st->unmatched += sl->cnt.unmatched;
+		st->fast += sl->cnt.fast;
+	}
+	return 0;
+}
+
+uint64_t ps__marker_lost(const struct ps_session *s)
+{
+	struct ps_marker_status st;
+
+	return ps_session_marker_status(s, &st) ? 0 : st.lost;
+}
+
+void ps__marker_free(struct ps_session *s)
+{
+	marker_free(s->mk);
+	s->mk = NULL;
+}

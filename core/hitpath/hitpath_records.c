@@ -1,0 +1,204 @@
+/* core/hitpath/hitpath_records.c - the hit path's records: each ended measurement becomes one struct
+ * ps_snap in the ring, which drains into the store (memory that grows and loses nothing) or
+ * into the spill file (a .psnap file, readable after each flush). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hitpath_priv.h"
+#include "ring.h"
+
+#define RING_CAPACITY 4096
+
+/* Region names the spill file does not have yet (a record's region is named before it). */
+static int spill_names(struct ps_hitpath *hp, struct ps_error *err)
+{
+	while (hp->spill_nreg < *hp->nreg) {
+		if (ps_psnap_add_region(hp->spill, hp->reg[hp->spill_nreg].name, err) < 0)
+			return -1;
+		hp->spill_nreg++;
+	}
+	return 0;
+}
+
+/* Move what the ring holds into the store or to the spill file; -1 with hp->fail set. */
+static int drain(struct ps_hitpath *hp)
+{
+	size_t n = hp->ring ? ps_ring_count(hp->ring) : 0;
+
+	if (n == 0)
+		return 0;
+	if (hp->spill) {
+		ssize_t w;
+
+		if (spill_names(hp, &hp->fail))
+			return -1;
+		w = ps_ring_drain_to(hp->ring, hp->spill, &hp->fail);
+		if (w < 0)
+			return -1;
+		hp->spilled += (uint64_t)w;
+		return 0;
+	}
+	if (hp->nstore + n > hp->capstore) {
+		uint64_t cap = hp->capstore ? hp->capstore : 4096;
+		while (cap < hp->nstore + n)
+			cap *= 2;
+		unsigned char *p = realloc(hp->store, cap * hp->recsize);
+		if (!p)
+			return ps_error_set(&hp->fail, ENOMEM, "out of memory for %llu records",
+					    (unsigned long long)hp->seq);
+		hp->store = p;
+		hp->capstore = cap;
+	}
+	hp->nstore += ps_ring_read(hp->ring, hp->store + hp->nstore * hp->recsize, n);
+	return 0;
+}
+
+int ps_hitpath_drain(struct ps_hitpath *hp, struct ps_error *err)
+{
+	if (drain(hp)) {
+		if (err)
+			*err = hp->fail;
+		return -1;
+	}
+	return 0;
+}
+
+/* Slot @sl of thread @th ends at @end, @t_end, @cpu_end: one record. */
+void ps__hp_emit(struct ps_hitpath *hp, const struct hthr *th, const struct slot *sl, const struct ps_reading *end,
+		 uint64_t t_end, int cpu_end, unsigned flags)
+{
+	struct ps_region_info *ri = &hp->reg[sl->region];
+	struct ps_snap *rec;
+
+	if (!hp->ring || (ps_ring_space(hp->ring) == 0 && drain(hp))) {
+		hp->dropped++;
+		return;
+	}
+	rec = ps_ring_reserve(hp->ring);
+	if (!rec) {
+		hp->dropped++;
+		return;
+	}
+	rec->region = (uint32_t)sl->region;
+	rec->tid = (uint32_t)th->tid;
+	rec->seq = hp->seq++;
+	rec->hit = ri->hits++;
+	rec->t_start = sl->t;
+	rec->t_end = t_end;
+	rec->enabled_start = sl->r.time_enabled;
+	rec->running_start = sl->r.time_running;
+	rec->enabled_end = end->time_enabled;
+	rec->running_end = end->time_running;
+	rec->cpu_start = sl->cpu;
+	rec->cpu_end = (int16_t)cpu_end;
+	rec->flags = (uint16_t)(flags | sl->flags | (sl->depth ? PS_SNAP_NESTED : 0));
+	rec->nvals = (uint8_t)hp->nvals;
+	rec->nargs = (uint8_t)hp->nargs;
+	rec->depth = sl->depth;
+	rec->pad = 0;
+	memcpy(ps_snap_args(rec), sl->args, (size_t)hp->nargs * sizeof(uint64_t));
+	memcpy(ps_snap_start(rec), sl->r.val, (size_t)hp->nvals * sizeof(uint64_t));
+	memcpy(ps_snap_end(rec), end->val, (size_t)hp->nvals * sizeof(uint64_t));
+	if (flags & (PS_SNAP_UNWOUND | PS_SNAP_EXITED))
+		ri->incomplete++;
+	ps_ring_commit(hp->ring);
+}
+
+int ps_hitpath_record(struct ps_hitpath *hp, unsigned nvals, unsigned nargs, const char *spill_path,
+		      struct ps_psnap_info *info, struct ps_error *err)
+{
+	if (hp->ring)
+		return 0;
+	if (nvals > PS_MAX_EVENTS || nargs > PS_MAX_ARGS)
+		return ps_error_set(err, PS_EUSAGE, "at most %d counter words and %d arguments in a record",
+				    PS_MAX_EVENTS, PS_MAX_ARGS);
+	hp->nvals = nvals;
+	hp->nargs = nargs;
+	hp->recsize = ps_snap_size(nvals, nargs);
+	hp->ring = ps_ring_new(hp->recsize, RING_CAPACITY, err);
+	if (!hp->ring)
+		return -1;
+	if (!spill_path)
+		return 0;
+	info->nvals = nvals;
+	info->nargs = nargs;
+	hp->spill = ps_psnap_create(spill_path, info, err);
+	if (!hp->spill)
+		return -1;
+	hp->spilling = 1;
+	hp->spill_nreg = 0;
+	return spill_names(hp, err);
+}
+
+int ps_hitpath_recording(const struct ps_hitpath *hp)
+{
+	return hp->ring != NULL;
+}
+
+uint64_t ps_hitpath_seq(const struct ps_hitpath *hp)
+{
+	return hp->seq;
+}
+
+uint64_t ps_hitpath_nrecords(const struct ps_hitpath *hp)
+{
+	if (hp->spilling)
+		return hp->spilled + (hp->ring ? ps_ring_count(hp->ring) : 0);
+	return hp->nstore;
+}
+
+const struct ps_snap *ps_hitpath_record_at(const struct ps_hitpath *hp, uint64_t i)
+{
+	return i < hp->nstore ? (const struct ps_snap *)(hp->store + i * hp->recsize) : NULL;
+}
+
+size_t ps_hitpath_recsize(const struct ps_hitpath *hp)
+{
+	return hp->recsize;
+}
+
+uint64_t ps_hitpath_dropped(const struct ps_hitpath *hp)
+{
+	return hp->dropped + (hp->ring ? ps_ring_dropped(hp->ring) : 0);
+}
+
+int ps_hitpath_spill_flush(struct ps_hitpath *hp, struct ps_error *err)
+{
+	if (!hp->spill)
+		return 0;
+	if (ps_hitpath_drain(hp, err))
+		return -1;
+	return spill_names(hp, err) || ps_psnap_flush(hp->spill, err) ? -1 : 0;
+}
+
+int ps_hitpath_spill_meta(struct ps_hitpath *hp, const char *key, const char *value, struct ps_error *err)
+{
+	if (!hp->spill)
+		return ps_error_set(err, PS_EUSAGE, "not spilling to a file");
+	return ps_psnap_add_meta(hp->spill, key, value, err);
+}
+
+int ps_hitpath_spill_close(struct ps_hitpath *hp, struct ps_error *err)
+{
+	int rc;
+
+	if (!hp->spill)
+		return 0;
+	rc = ps_hitpath_spill_flush(hp, err);
+	if (ps_psnap_close(hp->spill, err))
+		rc = -1;
+	hp->spill = NULL;
+	return rc;
+}
+
+void ps__hp_records_free(struct ps_hitpath *hp)
+{
+	if (hp->spill) {
+		struct ps_error e;
+		ps_hitpath_spill_close(hp, &e);
+	}
+	ps_ring_free(hp->ring);
+	free(hp->store);
+}

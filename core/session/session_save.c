@@ -1,0 +1,107 @@
+/* core/session/session_save.c - the .psnap header of a session's records, and saving them to a file:
+ * the spill file (core/session/session.c) and ps_session_save() begin with the same header. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "session_priv.h"
+
+void ps__session_header(const struct ps_session *s, struct ps_session_header *h)
+{
+	size_t len = 0;
+
+	memset(h, 0, sizeof *h);
+	for (int k = 0; k < s->nev; k++)
+		h->events[k] = s->ev[k].name;
+	/* the group layout: "2,1" is two groups, of the first two events and of the third */
+	for (int g = 0; g < s->ngroups && len < sizeof h->groups; g++)
+		len += (size_t)snprintf(h->groups + len, sizeof h->groups - len, "%s%d", g ? "," : "", s->gsize[g]);
+	h->meta.key = "groups";
+	h->meta.value = h->groups;
+	h->info.nvals = (unsigned)ps_session_nvals(s);
+	h->info.nargs = (unsigned)s->nargs;
+	h->info.nevents = (size_t)s->nev;
+	h->info.events = h->events;
+	h->info.nmeta = 1;
+	h->info.meta = &h->meta;
+}
+
+/* One pair of @f: @key and @value (or, when @value is NULL, the number @v) copied into its storage. */
+static void fact(struct ps_session_facts *f, const char *key, const char *value, uint64_t v)
+{
+	char(*t)[24] = f->text[f->n];
+
+	snprintf(t[0], sizeof t[0], "%s", key);
+	if (value)
+		snprintf(t[1], sizeof t[1], "%s", value);
+	else
+		snprintf(t[1], sizeof t[1], "%llu", (unsigned long long)v);
+	f->meta[f->n].key = t[0];
+	f->meta[f->n].value = t[1];
+	f->n++;
+}
+
+void ps__session_facts(const struct ps_session *s, struct ps_session_facts *f)
+{
+	static const char *const catchers[] = {"ptrace", "uprobe", "marker"};
+	char key[24];
+
+	f->n = 0;
+	fact(f, "catcher", catchers[ps_session_catcher(s)], 0);
+	fact(f, "lost", NULL, ps_session_lost(s));
+	fact(f, "dropped", NULL, ps_session_dropped(s));
+	if (s->detached)
+		fact(f, "detached", "1", 0);
+	for (int i = 0; i < s->nreg; i++) {
+		uint64_t open = ps_hitpath_open_calls(s->hp, i);
+		if (open) {
+			snprintf(key, sizeof key, "running.%d", i);
+			fact(f, key, NULL, open);
+		}
+	}
+}
+
+int ps_session_save(const struct ps_session *s, const char *path, const struct ps_psnap_meta *meta, size_t nmeta,
+		    struct ps_error *err)
+{
+	struct ps_session_header h;
+	struct ps_session_facts *facts;
+	const size_t facts_max = sizeof facts->meta / sizeof facts->meta[0];
+	const char *regions[PS_MAX_REGIONS];
+	struct ps_psnap_meta *all;
+	struct ps_psnap_writer *w;
+	int rc = 0;
+
+	if (s->spill_path[0])
+		return ps_error_set(err, PS_EUSAGE, "the records are in the spill file %s already", s->spill_path);
+	facts = malloc(sizeof *facts);
+	all = facts ? calloc(nmeta + 1 + facts_max, sizeof *all) : NULL;
+	if (!all) {
+		free(facts);
+		return ps_error_set(err, ENOMEM, "out of memory");
+	}
+	ps__session_header(s, &h);
+	ps__session_facts(s, facts);
+	all[0] = h.meta;
+	if (nmeta)
+		memcpy(all + 1, meta, nmeta * sizeof *meta);
+	memcpy(all + 1 + nmeta, facts->meta, facts->n * sizeof *all);
+	for (int i = 0; i < s->nreg; i++)
+		regions[i] = s->reg[i].name;
+	h.info.nregions = (size_t)s->nreg;
+	h.info.regions = regions;
+	h.info.nmeta = nmeta + 1 + facts->n;
+	h.info.meta = all;
+	w = ps_psnap_replace(path, &h.info, err); /* whole: a failed save keeps the old file */
+	free(all);
+	free(facts);
+	if (!w)
+		return -1;
+	if (ps_hitpath_nrecords(s->hp) &&
+	    ps_psnap_write(w, ps_hitpath_record_at(s->hp, 0), (size_t)ps_hitpath_nrecords(s->hp), err))
+		rc = -1;
+	if (ps_psnap_close(w, err)) /* after a failed write: says the same */
+		rc = -1;
+	return rc;
+}
