@@ -59,6 +59,7 @@ endif
 # The house plan: core/'s rooms from the bottom up (core/README.md), no call up the layers, no
 # catcher calling another, no file over 600 lines or function over 80, no files calling each other
 # in a loop. The checker is the project's shared tool beside the clone (../shared/tools).
+.DEFAULT_GOAL := all
 LAYERS := core/base,core/binary,core/events,core/records,core/hitpath,core/proc,core/catch,core/session
 structure:
 	python3 ../shared/tools/structure.py --strict --layers $(LAYERS) --apart core/catch core lua marker
