@@ -1,6 +1,6 @@
 /* core/proc/tracer_proc.c - the tracer's threads and processes: the thread table (a hash keyed by
- * tid), one struct proc per address space (its /proc/PID/mem), and what happens to them on
- * clone, fork, vfork, exec and exit. */
+ * tid), one struct proc per address space (its /proc/PID/mem), what happens to them on clone,
+ * fork, vfork, exec and exit, and resuming a thread with the signals it is owed. */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -47,7 +47,7 @@ void ps__tr_proc_free(struct ps_tracer *t, struct proc *p)
 			break;
 		}
 	close(p->memfd);
-	free(p->slot);
+	free(p->trap);
 	free(p);
 }
 
@@ -140,24 +140,18 @@ void ps__tr_th_free(struct ps_tracer *t, struct thread *th)
 	th_del(t, th);
 	if (th->statfd >= 0)
 		close(th->statfd);
-	free(th->fr);
+	free(th->trap);
 	if (th->proc)
 		proc_unref(t, th->proc);
 	free(th);
 }
 
-int ps__tr_fr_push(struct thread *th, const struct frame *f)
+struct proc *ps__tr_main_proc(struct ps_tracer *t)
 {
-	if (th->nfr == th->capfr) {
-		int ncap = th->capfr ? th->capfr * 2 : 16;
-		struct frame *n = realloc(th->fr, (size_t)ncap * sizeof *n);
-		if (!n)
-			return -1;
-		th->fr = n;
-		th->capfr = ncap;
-	}
-	th->fr[th->nfr++] = *f;
-	return 0;
+	for (struct proc *p = t->procs; p; p = p->next)
+		if (p->pid == t->pid)
+			return p;
+	return NULL;
 }
 
 uint64_t ps__tr_read_auxv(pid_t pid, unsigned long type)
@@ -190,7 +184,8 @@ void ps__tr_thread_gone(struct ps_tracer *t, struct thread *th, int st)
 {
 	struct proc *p = th->proc;
 
-	ps__tr_unwind_below(t, th, UINT64_MAX);
+	if (t->traps)
+		t->traps->thread_end(t, th);
 	if (th->announced && !quiet(t, th) && t->ops.thread_exit)
 		t->ops.thread_exit(t->ud, th->tid);
 	if (p && th->tid == t->pid && p->pid == t->pid && !t->ended) {
@@ -274,24 +269,39 @@ void ps__tr_detach_all(struct ps_tracer *t)
 	free(dying);
 }
 
-/* Restore, in fork child @p's copy of memory, every breakpoint byte, the trampoline and
- * the return addresses of the frames @th inherited. */
-static void proc_clean(struct ps_tracer *t, struct proc *p, struct thread *th)
+/* Resume a stopped thread, delivering @sig (or the first stashed signal; more stashed
+ * signals are re-sent with tgkill). */
+void ps__tr_resume(struct ps_tracer *t, struct thread *th, int sig)
 {
-	if (p->sees_bps)
-		ps__tr_bp_unwrite(t, p);
-	if (p->tramp_on) {
-		mem_wr(p, p->entry, &p->tramp.orig, 1);
-		ps__tr_frames_unswap(p, th, 0);
+	if (t->pause && !t->settling) {
+		/* a callback asked to pause: keep this thread stopped until the next run */
+		if (sig)
+			stash(th, sig);
+		th->state = TH_HELD;
+		return;
 	}
-	th->nfr = 0;
+	if (th->nsig) {
+		int i = 0;
+		if (!sig)
+			sig = th->sig[i++];
+		for (; i < th->nsig; i++)
+			syscall(SYS_tgkill, th->proc ? th->proc->pid : th->tid, th->tid, th->sig[i]);
+		th->nsig = 0;
+	}
+	if (th->group && !sig)
+		ptrace(PTRACE_LISTEN, th->tid, 0, 0);
+	else
+		ptrace(PTRACE_CONT, th->tid, 0, (long)sig);
+	th->group = 0;
+	th->state = TH_RUN;
 }
 
 /* Both halves of a new tracee are known (its first stop, its parent's event). */
 int ps__tr_born(struct ps_tracer *t, struct thread *ch, int sig, int ev)
 {
 	if (ch->release) {
-		proc_clean(t, ch->proc, ch);
+		if (t->traps)
+			t->traps->release(t, ch); /* its copy of memory as the program wrote it */
 		ptrace(PTRACE_DETACH, ch->tid, 0, 0);
 		ps__tr_th_free(t, ch);
 		return 0;
@@ -312,7 +322,6 @@ int ps__tr_born(struct ps_tracer *t, struct thread *ch, int sig, int ev)
 int ps__tr_on_newchild(struct ps_tracer *t, struct thread *th, int ev)
 {
 	unsigned long msg = 0;
-	struct user_regs_struct r;
 	struct proc *pp = th->proc, *p;
 
 	if (ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &msg))
@@ -339,13 +348,6 @@ int ps__tr_on_newchild(struct ps_tracer *t, struct thread *th, int ev)
 		p->nthreads = 1;
 		ch->proc = p;
 		p->entry = pp->entry;
-		p->tramp_on = pp->tramp_on;
-		p->tramp = pp->tramp;
-		p->scratch = pp->scratch;
-		if (pp->slot && (p->slot = malloc(NSLOT * sizeof *p->slot)))
-			memcpy(p->slot, pp->slot, NSLOT * sizeof *p->slot);
-		else
-			p->scratch = 0;
 		p->sees_bps = pp->sees_bps;
 		if (t->follow) {
 			p->writes_bps = pp->writes_bps;
@@ -354,11 +356,8 @@ int ps__tr_on_newchild(struct ps_tracer *t, struct thread *th, int ev)
 		} else {
 			ch->release = 1;
 		}
-		/* the child's stack is a copy: it inherits the open frames of @th */
-		if (!ptrace(PTRACE_GETREGS, th->tid, 0, &r))
-			for (int i = 0; i < th->nfr; i++)
-				if (th->fr[i].sp >= r.rsp)
-					ps__tr_fr_push(ch, &th->fr[i]);
+		if (t->traps)
+			t->traps->fork(t, th, ch);
 	}
 	if (early)
 		ps__tr_born(t, ch, 0, 0);
@@ -381,13 +380,15 @@ int ps__tr_on_exec(struct ps_tracer *t, struct thread *th)
 	if ((pid_t)former != th->tid) {
 		struct thread *ft = ps__tr_th_find(t, (pid_t)former);
 		if (ft) {
-			ps__tr_unwind_below(t, ft, UINT64_MAX);
+			if (t->traps)
+				t->traps->thread_end(t, ft);
 			if (ft->announced && !quiet(t, ft) && t->ops.thread_exit)
 				t->ops.thread_exit(t->ud, ft->tid);
 			ps__tr_th_free(t, ft);
 		}
 	}
-	ps__tr_unwind_below(t, th, UINT64_MAX);
+	if (t->traps)
+		t->traps->thread_end(t, th);
 	if ((pid_t)former != th->tid && th->announced && !quiet(t, th) && t->ops.thread_exit) {
 		t->ops.thread_exit(t->ud, th->tid);
 		th->announced = 0;
@@ -400,24 +401,17 @@ int ps__tr_on_exec(struct ps_tracer *t, struct thread *th)
 		p->memfd = fd;
 	}
 	p->entry = 0;
-	p->tramp_on = 0;
-	p->scratch = 0;
 	th->rseq_cpu = 0; /* exec unregisters the rseq area */
 	th->rseq_wait = 0;
-	free(p->slot);
-	p->slot = NULL;
+	if (t->traps)
+		t->traps->exec(t, th); /* before it changes p->writes_bps */
 	if (p->silent) {
 		/* a released vfork child no longer shares our breakpoints */
 		ptrace(PTRACE_DETACH, th->tid, 0, 0);
 		ps__tr_th_free(t, th);
 		return 0;
 	}
-	if (p->pid == t->pid) {
-		ps__tr_bp_drop_all(t, p);
-		p->writes_bps = p->sees_bps = 1;
-	} else {
-		p->writes_bps = p->sees_bps = 0;
-	}
+	p->writes_bps = p->sees_bps = p->pid == t->pid;
 	if (t->settling) {
 		th->state = TH_HELD;
 		return 0;

@@ -1,7 +1,7 @@
-/* core/proc/tracer_xol.c - what runs in place of the instruction a breakpoint displaced: emulated
+/* core/catch/ptrace/ptrace_xol.c - what runs in place of the instruction a breakpoint displaced: emulated
  * on the saved registers when it is simple (no second stop), else executed out of line in a
- * scratch page of the tracee (the comment at the top of tracer.c describes both). */
-#include "tracer_priv.h"
+ * scratch page of the tracee (the comment at the top of ptrace_trap.c describes both). */
+#include "ptrace_priv.h"
 
 #include "x86insn.h"
 
@@ -204,12 +204,12 @@ static int inject_syscall(struct ps_tracer *t, struct thread *th, const struct u
 /* Map the scratch page in the tracee, by a mmap system call that @th runs. */
 static int scratch_map(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r)
 {
-	struct proc *p = th->proc;
+	struct pt_proc *p = pt_proc_get(th->proc);
 	const uint64_t a[6] = {0, SCRATCH_SIZE, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1, 0};
 	uint64_t addr = 0;
 	int rc;
 
-	if (!p->slot && !(p->slot = calloc(NSLOT, sizeof *p->slot)))
+	if (!p)
 		return ps_error_set(t->err, ENOMEM, "out of memory");
 	if ((rc = inject_syscall(t, th, r, SYS_mmap, a, &addr)) != 0)
 		return rc;
@@ -221,14 +221,14 @@ static int scratch_map(struct ps_tracer *t, struct thread *th, struct user_regs_
 
 int ps__tr_scratch_unmap(struct ps_tracer *t, struct thread *th)
 {
-	struct proc *p = th->proc;
-	const uint64_t a[6] = {p->scratch, SCRATCH_SIZE, 0, 0, 0, 0};
+	struct pt_proc *p = pt_proc(th->proc);
 	struct user_regs_struct r;
 	uint64_t ret;
 	int rc;
 
-	if (!p->scratch)
+	if (!p || !p->scratch)
 		return 0;
+	const uint64_t a[6] = {p->scratch, SCRATCH_SIZE, 0, 0, 0, 0};
 	if (ptrace(PTRACE_GETREGS, th->tid, 0, &r))
 		return ps_error_set(t->err, errno, "ptrace(GETREGS, %d): %s", (int)th->tid, strerror(errno));
 	if ((rc = inject_syscall(t, th, &r, SYS_munmap, a, &ret)) == 1)
@@ -243,12 +243,14 @@ int ps__tr_scratch_unmap(struct ps_tracer *t, struct thread *th)
 /* Put the copy of @b in scratch slot @slot (skipped when it is there already). */
 static int slot_fill(struct ps_tracer *t, struct proc *p, const struct bp *b, int slot, int key)
 {
-	if (key && p->slot[slot] == key)
+	struct pt_proc *pp = pt_proc(p);
+
+	if (key && pp->slot[slot] == key)
 		return 0;
-	if (mem_wr(p, p->scratch + (uint64_t)slot * SLOT_SIZE, b->xol, b->xol_len))
+	if (mem_wr(p, pp->scratch + (uint64_t)slot * SLOT_SIZE, b->xol, b->xol_len))
 		return ps_error_set(t->err, errno, "cannot write the scratch page of %d: %s", (int)p->pid,
 				    strerror(errno));
-	p->slot[slot] = key;
+	pp->slot[slot] = key;
 	return 0;
 }
 
@@ -262,11 +264,11 @@ static int xol(struct ps_tracer *t, struct thread *th, const struct bp *b, int s
 	struct user_regs_struct s = *r;
 	int rc;
 
-	if (!p->scratch && (rc = scratch_map(t, th, r)) != 0)
+	if (!(pt_proc(p) && pt_proc(p)->scratch) && (rc = scratch_map(t, th, r)) != 0)
 		return rc;
 	if (slot_fill(t, p, b, slot, key))
 		return -1;
-	uint64_t sa = p->scratch + (uint64_t)slot * SLOT_SIZE;
+	uint64_t sa = pt_proc(p)->scratch + (uint64_t)slot * SLOT_SIZE;
 	if (b->xreg >= 0)
 		*regp(&s, b->xreg) = b->addr + b->len;
 	s.rip = sa;
