@@ -15,7 +15,7 @@
  *
  * - Threads live in an open-addressing hash keyed by tid; the per-stop path allocates
  *   nothing and uses GETREGS/SETREGS/CONT.
- * - One struct proc per address space, with its /proc/PID/mem open: the trap layer reads and
+ * - One struct ps_tr_proc per address space, with its /proc/PID/mem open: the trap layer reads and
  *   writes the program's memory through it (pread/pwrite).
  * - A spawned program gets PR_SET_PDEATHSIG(SIGKILL) and PTRACE_O_EXITKILL: it never outlives
  *   perfsh; a program attached to by pid is detached, unharmed, when the tracer is freed.
@@ -161,7 +161,7 @@ int ps_tracer_spawn(struct ps_tracer **tp, char *const argv[], const struct ps_t
 		    struct ps_error *err)
 {
 	struct ps_tracer *t;
-	struct proc *p;
+	struct ps_tr_proc *p;
 	int fds[2] = {-1, -1}, e = 0;
 	pid_t pid, parent = getpid();
 
@@ -244,7 +244,7 @@ static int attach_denied(pid_t pid, int e, struct ps_error *err)
 
 /* One pass over /proc/@t->pid/task: seize each thread not traced yet (@*changed when one was).
  * @*p is the process, opened at the first thread. 0, or -1 with @err set. */
-static int attach_pass(struct ps_tracer *t, struct proc **p, int *changed, struct ps_error *err)
+static int attach_pass(struct ps_tracer *t, struct ps_tr_proc **p, int *changed, struct ps_error *err)
 {
 	pid_t pid = t->pid;
 	char path[64];
@@ -292,7 +292,7 @@ static int attach_pass(struct ps_tracer *t, struct proc **p, int *changed, struc
 int ps_tracer_attach(struct ps_tracer **tp, pid_t pid, const struct ps_tracer_ops *ops, void *ud, struct ps_error *err)
 {
 	struct ps_tracer *t;
-	struct proc *p = NULL;
+	struct ps_tr_proc *p = NULL;
 	int changed;
 
 	*tp = NULL;
@@ -346,7 +346,7 @@ static int run_loop(struct ps_tracer *t, struct ps_error *err)
 	/* threads found at spawn/attach are announced now; held threads (first run, or
 	 * paused by a callback) go on */
 	for (unsigned i = 0; i < t->thcap; i++) {
-		struct thread *th = t->th[i];
+		struct ps_tr_thread *th = t->th[i];
 		if (th && th->state == TH_HELD && th->proc && !th->announced) {
 			if (!th->proc->silent && t->ops.thread_new)
 				cbres(t, t->ops.thread_new(t->ud, th->tid), "thread_new");
@@ -427,7 +427,7 @@ static int drain_traps(struct ps_tracer *t)
 {
 	t->settling = 1;
 	for (unsigned i = 0; i < t->thcap; i++) {
-		struct thread *th = t->th[i];
+		struct ps_tr_thread *th = t->th[i];
 		for (int round = 0; th && round < 4 && th->state == TH_HELD && sigtrap_pending(th->tid); round++) {
 			pid_t tid = th->tid;
 			int st;
@@ -479,7 +479,7 @@ void ps_tracer_free(struct ps_tracer *t)
 					continue;
 				break;
 			}
-			struct thread *th = ps__tr_th_find(t, w);
+			struct ps_tr_thread *th = ps__tr_th_find(t, w);
 			if (WIFEXITED(st) || WIFSIGNALED(st)) {
 				if (th)
 					ps__tr_thread_gone(t, th, st);
@@ -501,7 +501,7 @@ void ps_tracer_free(struct ps_tracer *t)
 
 uint64_t ps_tracer_entry(struct ps_tracer *t)
 {
-	struct proc *p = ps__tr_main_proc(t);
+	struct ps_tr_proc *p = ps__tr_main_proc(t);
 
 	if (p && !p->entry)
 		p->entry = ps__tr_read_auxv(p->pid, AT_ENTRY);

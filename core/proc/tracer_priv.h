@@ -16,13 +16,13 @@ static inline int is_stopsig(int sig)
 }
 
 /* tracer_proc.c */
-struct thread *ps__tr_th_new(struct ps_tracer *t, pid_t tid, struct proc *p, int state);
-void ps__tr_th_free(struct ps_tracer *t, struct thread *th);
-struct proc *ps__tr_proc_new(struct ps_tracer *t, pid_t pid);
-void ps__tr_proc_free(struct ps_tracer *t, struct proc *p);
-int ps__tr_born(struct ps_tracer *t, struct thread *ch, int sig, int ev);
-int ps__tr_on_newchild(struct ps_tracer *t, struct thread *th, int ev);
-int ps__tr_on_exec(struct ps_tracer *t, struct thread *th);
+struct ps_tr_thread *ps__tr_th_new(struct ps_tracer *t, pid_t tid, struct ps_tr_proc *p, int state);
+void ps__tr_th_free(struct ps_tracer *t, struct ps_tr_thread *th);
+struct ps_tr_proc *ps__tr_proc_new(struct ps_tracer *t, pid_t pid);
+void ps__tr_proc_free(struct ps_tracer *t, struct ps_tr_proc *p);
+int ps__tr_born(struct ps_tracer *t, struct ps_tr_thread *ch, int sig, int ev);
+int ps__tr_on_newchild(struct ps_tracer *t, struct ps_tr_thread *th, int ev);
+int ps__tr_on_exec(struct ps_tracer *t, struct ps_tr_thread *th);
 void ps__tr_detach_all(struct ps_tracer *t);
 
 /* tracer_stop.c */

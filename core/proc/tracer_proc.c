@@ -1,5 +1,5 @@
 /* core/proc/tracer_proc.c - the tracer's threads and processes: the thread table (a hash keyed by
- * tid), one struct proc per address space (its /proc/PID/mem), what happens to them on clone,
+ * tid), one struct ps_tr_proc per address space (its /proc/PID/mem), what happens to them on clone,
  * fork, vfork, exec and exit, and resuming a thread with the signals it is owed. */
 #include <elf.h>
 #include <errno.h>
@@ -19,10 +19,10 @@
 
 /* A new address space of process @pid, with its /proc/PID/mem open; NULL (errno) if that
  * cannot be opened (the process died, /proc is not mounted). */
-struct proc *ps__tr_proc_new(struct ps_tracer *t, pid_t pid)
+struct ps_tr_proc *ps__tr_proc_new(struct ps_tracer *t, pid_t pid)
 {
 	char path[64];
-	struct proc *p = calloc(1, sizeof *p);
+	struct ps_tr_proc *p = calloc(1, sizeof *p);
 
 	if (!p)
 		return NULL;
@@ -39,9 +39,9 @@ struct proc *ps__tr_proc_new(struct ps_tracer *t, pid_t pid)
 }
 
 /* Take @p out of the tracer's list and release it. */
-void ps__tr_proc_free(struct ps_tracer *t, struct proc *p)
+void ps__tr_proc_free(struct ps_tracer *t, struct ps_tr_proc *p)
 {
-	for (struct proc **pp = &t->procs; *pp; pp = &(*pp)->next)
+	for (struct ps_tr_proc **pp = &t->procs; *pp; pp = &(*pp)->next)
 		if (*pp == p) {
 			*pp = p->next;
 			break;
@@ -52,7 +52,7 @@ void ps__tr_proc_free(struct ps_tracer *t, struct proc *p)
 }
 
 /* One thread of @p less: @p goes with its last thread. */
-static void proc_unref(struct ps_tracer *t, struct proc *p)
+static void proc_unref(struct ps_tracer *t, struct ps_tr_proc *p)
 {
 	if (--p->nthreads <= 0)
 		ps__tr_proc_free(t, p);
@@ -63,7 +63,7 @@ static unsigned th_home(const struct ps_tracer *t, pid_t tid)
 	return ((unsigned)tid * 2654435761u) & (t->thcap - 1);
 }
 
-struct thread *ps__tr_th_find(const struct ps_tracer *t, pid_t tid)
+struct ps_tr_thread *ps__tr_th_find(const struct ps_tracer *t, pid_t tid)
 {
 	if (!t->thcap)
 		return NULL;
@@ -75,11 +75,11 @@ struct thread *ps__tr_th_find(const struct ps_tracer *t, pid_t tid)
 	}
 }
 
-static int th_put(struct ps_tracer *t, struct thread *th)
+static int th_put(struct ps_tracer *t, struct ps_tr_thread *th)
 {
 	if ((t->nth + 1) * 2 > t->thcap) {
 		unsigned ncap = t->thcap ? t->thcap * 2 : 16, ocap = t->thcap;
-		struct thread **n = calloc(ncap, sizeof *n), **o = t->th;
+		struct ps_tr_thread **n = calloc(ncap, sizeof *n), **o = t->th;
 		if (!n)
 			return -1;
 		t->th = n;
@@ -98,7 +98,7 @@ static int th_put(struct ps_tracer *t, struct thread *th)
 	return 0;
 }
 
-static void th_del(struct ps_tracer *t, struct thread *th)
+static void th_del(struct ps_tracer *t, struct ps_tr_thread *th)
 {
 	unsigned m = t->thcap - 1, i = th_home(t, th->tid);
 	while (t->th[i] != th)
@@ -116,9 +116,9 @@ static void th_del(struct ps_tracer *t, struct thread *th)
 	}
 }
 
-struct thread *ps__tr_th_new(struct ps_tracer *t, pid_t tid, struct proc *p, int state)
+struct ps_tr_thread *ps__tr_th_new(struct ps_tracer *t, pid_t tid, struct ps_tr_proc *p, int state)
 {
-	struct thread *th = calloc(1, sizeof *th);
+	struct ps_tr_thread *th = calloc(1, sizeof *th);
 
 	if (!th)
 		return NULL;
@@ -135,7 +135,7 @@ struct thread *ps__tr_th_new(struct ps_tracer *t, pid_t tid, struct proc *p, int
 	return th;
 }
 
-void ps__tr_th_free(struct ps_tracer *t, struct thread *th)
+void ps__tr_th_free(struct ps_tracer *t, struct ps_tr_thread *th)
 {
 	th_del(t, th);
 	if (th->statfd >= 0)
@@ -146,9 +146,9 @@ void ps__tr_th_free(struct ps_tracer *t, struct thread *th)
 	free(th);
 }
 
-struct proc *ps__tr_main_proc(struct ps_tracer *t)
+struct ps_tr_proc *ps__tr_main_proc(struct ps_tracer *t)
 {
-	for (struct proc *p = t->procs; p; p = p->next)
+	for (struct ps_tr_proc *p = t->procs; p; p = p->next)
 		if (p->pid == t->pid)
 			return p;
 	return NULL;
@@ -180,9 +180,9 @@ static pid_t read_tgid(pid_t tid)
 	return ps_proc_status(tid, "Tgid", v, sizeof v) ? -1 : (pid_t)atoi(v);
 }
 
-void ps__tr_thread_gone(struct ps_tracer *t, struct thread *th, int st)
+void ps__tr_thread_gone(struct ps_tracer *t, struct ps_tr_thread *th, int st)
 {
-	struct proc *p = th->proc;
+	struct ps_tr_proc *p = th->proc;
 
 	if (t->traps)
 		t->traps->thread_end(t, th);
@@ -250,7 +250,7 @@ void ps__tr_detach_all(struct ps_tracer *t)
 
 	while (t->nth) {
 		for (unsigned i = 0; i < t->thcap; i++) {
-			struct thread *th = t->th[i];
+			struct ps_tr_thread *th = t->th[i];
 			if (!th)
 				continue;
 			int sig = th->nsig ? th->sig[0] : 0;
@@ -271,7 +271,7 @@ void ps__tr_detach_all(struct ps_tracer *t)
 
 /* Resume a stopped thread, delivering @sig (or the first stashed signal; more stashed
  * signals are re-sent with tgkill). */
-void ps__tr_resume(struct ps_tracer *t, struct thread *th, int sig)
+void ps__tr_resume(struct ps_tracer *t, struct ps_tr_thread *th, int sig)
 {
 	if (t->pause && !t->settling) {
 		/* a callback asked to pause: keep this thread stopped until the next run */
@@ -297,7 +297,7 @@ void ps__tr_resume(struct ps_tracer *t, struct thread *th, int sig)
 }
 
 /* Both halves of a new tracee are known (its first stop, its parent's event). */
-int ps__tr_born(struct ps_tracer *t, struct thread *ch, int sig, int ev)
+int ps__tr_born(struct ps_tracer *t, struct ps_tr_thread *ch, int sig, int ev)
 {
 	if (ch->release) {
 		if (t->traps)
@@ -319,15 +319,15 @@ int ps__tr_born(struct ps_tracer *t, struct thread *ch, int sig, int ev)
 }
 
 /* PTRACE_EVENT_CLONE/FORK/VFORK stop of @th. */
-int ps__tr_on_newchild(struct ps_tracer *t, struct thread *th, int ev)
+int ps__tr_on_newchild(struct ps_tracer *t, struct ps_tr_thread *th, int ev)
 {
 	unsigned long msg = 0;
-	struct proc *pp = th->proc, *p;
+	struct ps_tr_proc *pp = th->proc, *p;
 
 	if (ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &msg))
 		return 0;
 	pid_t c = (pid_t)msg;
-	struct thread *ch = ps__tr_th_find(t, c);
+	struct ps_tr_thread *ch = ps__tr_th_find(t, c);
 	int early = ch && ch->state == TH_EARLY;
 	if (!ch && !(ch = ps__tr_th_new(t, c, NULL, TH_AWAIT)))
 		return ps_error_set(t->err, ENOMEM, "out of memory");
@@ -370,15 +370,15 @@ parent:
 }
 
 /* PTRACE_EVENT_EXEC stop of @th (now the leader of its process). */
-int ps__tr_on_exec(struct ps_tracer *t, struct thread *th)
+int ps__tr_on_exec(struct ps_tracer *t, struct ps_tr_thread *th)
 {
 	unsigned long former = 0;
-	struct proc *p = th->proc;
+	struct ps_tr_proc *p = th->proc;
 	char path[64];
 
 	ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &former);
 	if ((pid_t)former != th->tid) {
-		struct thread *ft = ps__tr_th_find(t, (pid_t)former);
+		struct ps_tr_thread *ft = ps__tr_th_find(t, (pid_t)former);
 		if (ft) {
 			if (t->traps)
 				t->traps->thread_end(t, ft);
@@ -429,7 +429,7 @@ int ps__tr_on_exec(struct ps_tracer *t, struct thread *th)
 
 /* Where the kernel keeps the CPU thread @th runs on, in its rseq area (glibc registers one for
    each thread): the address of cpu_id, or 0 if it has none (yet). */
-static uint64_t rseq_cpu(struct thread *th)
+static uint64_t rseq_cpu(struct ps_tr_thread *th)
 {
 	struct __ptrace_rseq_configuration c;
 
@@ -443,7 +443,7 @@ static uint64_t rseq_cpu(struct thread *th)
 	return th->rseq_cpu;
 }
 
-void ps__tr_prefetch(struct ps_tracer *t, struct thread *th, uint64_t rsp)
+void ps__tr_prefetch(struct ps_tracer *t, struct ps_tr_thread *th, uint64_t rsp)
 {
 	uint64_t a = th->proc ? rseq_cpu(th) : 0, ret;
 	int32_t cpu;
@@ -461,7 +461,7 @@ void ps__tr_prefetch(struct ps_tracer *t, struct thread *th, uint64_t rsp)
 
 int ps_tracer_cpu(struct ps_tracer *t, pid_t tid)
 {
-	struct thread *th = ps__tr_th_find(t, tid);
+	struct ps_tr_thread *th = ps__tr_th_find(t, tid);
 	char buf[1024], path[64];
 	ssize_t n;
 	int32_t cpu;

@@ -12,7 +12,7 @@
 
 /* A stop while settling (attach, detach): hold every thread where it stopped, with
  * breakpoint traps rewound and signals kept for later delivery. */
-static int settle_stop(struct ps_tracer *t, struct thread *th, int st)
+static int settle_stop(struct ps_tracer *t, struct ps_tr_thread *th, int st)
 {
 	int sig = WSTOPSIG(st), ev = st >> 16;
 	struct user_regs_struct r;
@@ -36,7 +36,7 @@ static int settle_stop(struct ps_tracer *t, struct thread *th, int st)
 /* Dispatch one waitpid() result. */
 int ps__tr_handle(struct ps_tracer *t, pid_t pid, int st)
 {
-	struct thread *th = ps__tr_th_find(t, pid);
+	struct ps_tr_thread *th = ps__tr_th_find(t, pid);
 
 	if (WIFEXITED(st) || WIFSIGNALED(st)) {
 		if (th)

@@ -19,7 +19,7 @@
 #include "tracer.h"
 
 struct ps_tracer;
-struct thread;
+struct ps_tr_thread;
 
 /**
  * struct ps_tracer_traps - what the tracer asks of the layer that patches the program's code.
@@ -31,7 +31,7 @@ struct thread;
  *              where it stopped (registers set), 0 when the signal is the program's.
  * @thread_end: @th ends, or exec replaced its image: report what is open for it (before the
  *              thread_exit callback).
- * @fork:       @child (a new process, its struct proc new) was forked by @parent: give it a copy
+ * @fork:       @child (a new process, its struct ps_tr_proc new) was forked by @parent: give it a copy
  *              of the parent's per-process state and the per-thread state it inherits.
  * @release:    forked @child is let go (not followed): undo the layer's changes to its memory.
  * @exec:       exec gave @th's process a new image: its per-process state is void.
@@ -40,12 +40,12 @@ struct thread;
  * @free:       the tracer is being freed: release the layer's state (t->traps_ud).
  */
 struct ps_tracer_traps {
-	int (*trap)(struct ps_tracer *t, struct thread *th);
-	int (*settle)(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r);
-	void (*thread_end)(struct ps_tracer *t, struct thread *th);
-	void (*fork)(struct ps_tracer *t, struct thread *parent, struct thread *child);
-	void (*release)(struct ps_tracer *t, struct thread *child);
-	void (*exec)(struct ps_tracer *t, struct thread *th);
+	int (*trap)(struct ps_tracer *t, struct ps_tr_thread *th);
+	int (*settle)(struct ps_tracer *t, struct ps_tr_thread *th, struct user_regs_struct *r);
+	void (*thread_end)(struct ps_tracer *t, struct ps_tr_thread *th);
+	void (*fork)(struct ps_tracer *t, struct ps_tr_thread *parent, struct ps_tr_thread *child);
+	void (*release)(struct ps_tracer *t, struct ps_tr_thread *child);
+	void (*exec)(struct ps_tracer *t, struct ps_tr_thread *th);
 	void (*detach)(struct ps_tracer *t);
 	void (*free)(struct ps_tracer *t);
 };
@@ -57,7 +57,7 @@ struct ps_tracer_traps {
 enum { TH_RUN, TH_HELD, TH_EARLY, TH_AWAIT };
 
 /* One address space. */
-struct proc {
+struct ps_tr_proc {
 	pid_t pid;
 	int memfd;
 	int writes_bps; /* the trap layer's breakpoints are written into its memory */
@@ -67,17 +67,17 @@ struct proc {
 	uint64_t entry;	  /* AT_ENTRY, 0 until read */
 	uint64_t nwrites; /* mem_wr() calls so far: what was read ahead is stale once it moves */
 	void *trap;	  /* the trap layer's state of this process: one malloc'd block, freed with it */
-	struct proc *next;
+	struct ps_tr_proc *next;
 };
 
-struct thread {
+struct ps_tr_thread {
 	pid_t tid;
 	int state;
 	int group;     /* held in a group-stop: resume with PTRACE_LISTEN */
 	int announced; /* thread_new() was called */
 	int release;   /* fork child to clean and detach at its first stop */
 	int newkind;   /* PTRACE_EVENT_* that created it, 0 if unknown yet */
-	struct proc *proc;
+	struct ps_tr_proc *proc;
 	void *trap; /* the trap layer's state of this thread: one malloc'd block, freed with it */
 	int statfd;
 	uint64_t rseq_cpu; /* address of cpu_id in its rseq area; 0 unknown (ps_tracer_cpu()) */
@@ -98,9 +98,9 @@ struct ps_tracer {
 	int spawned, attached, follow, settling;
 	const struct ps_tracer_traps *traps; /* NULL until a layer registers (ps__tr_set_traps()) */
 	void *traps_ud;			     /* that layer's state */
-	struct thread **th;
+	struct ps_tr_thread **th;
 	unsigned thcap, nth;
-	struct proc *procs;
+	struct ps_tr_proc *procs;
 	volatile sig_atomic_t intr;
 	uint64_t deadline;	      /* CLOCK_MONOTONIC ns at which ps_tracer_run() pauses, 0: none */
 	sigset_t sig_old, sig_during; /* the mask outside ps_tracer_run(), and while it sleeps */
@@ -114,19 +114,19 @@ struct ps_tracer {
 	struct ps_error errbuf;
 };
 
-static inline int mem_rd(struct proc *p, uint64_t a, void *buf, size_t n)
+static inline int mem_rd(struct ps_tr_proc *p, uint64_t a, void *buf, size_t n)
 {
 	return pread(p->memfd, buf, n, (off_t)a) == (ssize_t)n ? 0 : -1;
 }
 
-static inline int mem_wr(struct proc *p, uint64_t a, const void *buf, size_t n)
+static inline int mem_wr(struct ps_tr_proc *p, uint64_t a, const void *buf, size_t n)
 {
 	p->nwrites++;
 	return pwrite(p->memfd, buf, n, (off_t)a) == (ssize_t)n ? 0 : -1;
 }
 
 /* Keep signal @sig for @th's next resume. */
-static inline void stash(struct thread *th, int sig)
+static inline void stash(struct ps_tr_thread *th, int sig)
 {
 	if (th->nsig < (int)(sizeof th->sig / sizeof th->sig[0]))
 		th->sig[th->nsig++] = sig;
@@ -142,7 +142,7 @@ static inline void cbres(struct ps_tracer *t, int rc, const char *what)
 }
 
 /* Whether @th's events are kept from the callbacks (settling, a released vfork child). */
-static inline int quiet(const struct ps_tracer *t, const struct thread *th)
+static inline int quiet(const struct ps_tracer *t, const struct ps_tr_thread *th)
 {
 	return t->settling || !th->proc || th->proc->silent;
 }
@@ -151,16 +151,16 @@ static inline int quiet(const struct ps_tracer *t, const struct thread *th)
 void ps__tr_set_traps(struct ps_tracer *t, const struct ps_tracer_traps *traps, void *ud);
 
 /* The thread of id @tid, or NULL. */
-struct thread *ps__tr_th_find(const struct ps_tracer *t, pid_t tid);
+struct ps_tr_thread *ps__tr_th_find(const struct ps_tracer *t, pid_t tid);
 /* The main process (the one spawned or attached to), or NULL once it is gone. */
-struct proc *ps__tr_main_proc(struct ps_tracer *t);
+struct ps_tr_proc *ps__tr_main_proc(struct ps_tracer *t);
 /* Entry @type of /proc/@pid/auxv, 0 if missing. */
 uint64_t ps__tr_read_auxv(pid_t pid, unsigned long type);
 /* Resume stopped thread @th, delivering @sig and the signals it is owed (or hold it: a pause). */
-void ps__tr_resume(struct ps_tracer *t, struct thread *th, int sig);
+void ps__tr_resume(struct ps_tracer *t, struct ps_tr_thread *th, int sig);
 /* Thread @th ended with wait status @st: report it and forget it. */
-void ps__tr_thread_gone(struct ps_tracer *t, struct thread *th, int st);
+void ps__tr_thread_gone(struct ps_tracer *t, struct ps_tr_thread *th, int st);
 /* At an entry stop of @th: read its CPU and the word at @rsp in one call. */
-void ps__tr_prefetch(struct ps_tracer *t, struct thread *th, uint64_t rsp);
+void ps__tr_prefetch(struct ps_tracer *t, struct ps_tr_thread *th, uint64_t rsp);
 
 #endif

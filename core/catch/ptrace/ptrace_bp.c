@@ -52,13 +52,13 @@ void ps__tr_bp_write(struct ps_tracer *t, const struct bp *b, int armed)
 {
 	uint8_t c = armed ? INT3 : b->orig;
 
-	for (struct proc *p = t->procs; p; p = p->next)
+	for (struct ps_tr_proc *p = t->procs; p; p = p->next)
 		if (p->writes_bps)
 			mem_wr(p, b->addr, &c, 1);
 }
 
 /* Put the original byte of every armed breakpoint back into @p's memory. */
-void ps__tr_bp_unwrite(struct ps_tracer *t, struct proc *p)
+void ps__tr_bp_unwrite(struct ps_tracer *t, struct ps_tr_proc *p)
 {
 	const struct pt *pt = pt_of(t);
 
@@ -69,24 +69,24 @@ void ps__tr_bp_unwrite(struct ps_tracer *t, struct proc *p)
 
 /* Forget every breakpoint, restoring its byte in each process that carries breakpoints but
  * @except (an exec gave @except a new address space: nothing of ours is in it). */
-void ps__tr_bp_drop_all(struct ps_tracer *t, struct proc *except)
+void ps__tr_bp_drop_all(struct ps_tracer *t, struct ps_tr_proc *except)
 {
 	struct pt *pt = pt_of(t);
 
-	for (struct proc *p = t->procs; p; p = p->next)
+	for (struct ps_tr_proc *p = t->procs; p; p = p->next)
 		if (p->writes_bps && p != except)
 			ps__tr_bp_unwrite(t, p);
 	pt->nbp = 0;
 	for (unsigned i = 0; i < pt->bphcap; i++)
 		pt->bph[i] = -1;
-	for (struct proc *p = t->procs; p; p = p->next)
+	for (struct ps_tr_proc *p = t->procs; p; p = p->next)
 		if (pt_proc(p))
 			for (int i = 0; i < SLOT_USER; i++)
 				pt_proc(p)->slot[i] = 0;
 }
 
 /* Read @n bytes of code at @a from @p with our int3s replaced by the original bytes. */
-ssize_t ps__tr_code_read(struct ps_tracer *t, struct proc *p, uint64_t a, uint8_t *buf, size_t n)
+ssize_t ps__tr_code_read(struct ps_tracer *t, struct ps_tr_proc *p, uint64_t a, uint8_t *buf, size_t n)
 {
 	ssize_t got = pread(p->memfd, buf, n, (off_t)a);
 
@@ -104,7 +104,7 @@ ssize_t ps__tr_code_read(struct ps_tracer *t, struct proc *p, uint64_t a, uint8_
 int ps__tr_bp_insert(struct ps_tracer *t, uint64_t addr, int kind, struct ps_error *err)
 {
 	struct pt *pt = pt_of(t);
-	struct proc *p = ps__tr_main_proc(t);
+	struct ps_tr_proc *p = ps__tr_main_proc(t);
 	uint8_t code[16];
 	struct bp b;
 	int k;

@@ -74,7 +74,7 @@ struct frame {
 	int restored; /* the real return address is back in its slot (an exception unwinds) */
 };
 
-/* Per process (struct proc's trap): the trampoline and the scratch page. */
+/* Per process (struct ps_tr_proc's trap): the trampoline and the scratch page. */
 struct pt_proc {
 	int tramp_on; /* int3 written at entry */
 	struct bp tramp;
@@ -82,7 +82,7 @@ struct pt_proc {
 	int slot[NSLOT]; /* per slot: bp index + 1 held there, -1 fixed content written */
 };
 
-/* Per thread (struct thread's trap): the shadow stack of the calls whose return is caught. */
+/* Per thread (struct ps_tr_thread's trap): the shadow stack of the calls whose return is caught. */
 struct pt_thread {
 	int nfr, capfr;
 	struct frame fr[];
@@ -104,13 +104,13 @@ static inline struct pt *pt_of(const struct ps_tracer *t)
 }
 
 /* @p's trampoline and scratch page, NULL while it has none. */
-static inline struct pt_proc *pt_proc(const struct proc *p)
+static inline struct pt_proc *pt_proc(const struct ps_tr_proc *p)
 {
 	return (struct pt_proc *)p->trap;
 }
 
 /* @p's trampoline and scratch page, made on first need; NULL when out of memory. */
-static inline struct pt_proc *pt_proc_get(struct proc *p)
+static inline struct pt_proc *pt_proc_get(struct ps_tr_proc *p)
 {
 	if (!p->trap)
 		p->trap = calloc(1, sizeof(struct pt_proc));
@@ -118,25 +118,25 @@ static inline struct pt_proc *pt_proc_get(struct proc *p)
 }
 
 /* @p's trampoline is in place. */
-static inline int tramp_is_on(const struct proc *p)
+static inline int tramp_is_on(const struct ps_tr_proc *p)
 {
 	return p->trap && pt_proc(p)->tramp_on;
 }
 
 /* How many frames of @th are open. */
-static inline int nfr(const struct thread *th)
+static inline int nfr(const struct ps_tr_thread *th)
 {
 	return th->trap ? ((const struct pt_thread *)th->trap)->nfr : 0;
 }
 
 /* @th's open frame @i (0: the oldest); @i < nfr(th). */
-static inline struct frame *fr_at(const struct thread *th, int i)
+static inline struct frame *fr_at(const struct ps_tr_thread *th, int i)
 {
 	return &((struct pt_thread *)th->trap)->fr[i];
 }
 
 /* @th's newest open frame, taken off its shadow stack; nfr(th) > 0. */
-static inline struct frame fr_pop(struct thread *th)
+static inline struct frame fr_pop(struct ps_tr_thread *th)
 {
 	struct pt_thread *s = th->trap;
 	return s->fr[--s->nfr];
@@ -181,12 +181,12 @@ static inline unsigned long long *regp(struct user_regs_struct *r, int n)
 }
 
 /* ptrace_ret.c */
-void ps__tr_unwind_below(struct ps_tracer *t, struct thread *th, uint64_t sp);
-int ps__tr_catch_return(struct ps_tracer *t, struct thread *th, const struct user_regs_struct *r, int id,
+void ps__tr_unwind_below(struct ps_tracer *t, struct ps_tr_thread *th, uint64_t sp);
+int ps__tr_catch_return(struct ps_tracer *t, struct ps_tr_thread *th, const struct user_regs_struct *r, int id,
 			uint64_t cookie);
-int ps__tr_on_tramp(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r);
-void ps__tr_frames_unswap(struct proc *p, const struct thread *th, uint64_t sp);
-int ps__tr_fr_push(struct thread *th, const struct frame *f);
+int ps__tr_on_tramp(struct ps_tracer *t, struct ps_tr_thread *th, struct user_regs_struct *r);
+void ps__tr_frames_unswap(struct ps_tr_proc *p, const struct ps_tr_thread *th, uint64_t sp);
+int ps__tr_fr_push(struct ps_tr_thread *th, const struct frame *f);
 
 /* ptrace_bp.c */
 int ps__tr_bp_find(const struct ps_tracer *t, uint64_t a);
@@ -194,16 +194,16 @@ int ps__tr_bph_rebuild(struct pt *pt, unsigned cap);
 int ps__tr_bp_insert(struct ps_tracer *t, uint64_t addr, int kind, struct ps_error *err);
 int ps__tr_bp_arm(struct ps_tracer *t, int id, int on, struct ps_error *err);
 void ps__tr_bp_write(struct ps_tracer *t, const struct bp *b, int armed);
-void ps__tr_bp_unwrite(struct ps_tracer *t, struct proc *p);
-void ps__tr_bp_drop_all(struct ps_tracer *t, struct proc *except);
-ssize_t ps__tr_code_read(struct ps_tracer *t, struct proc *p, uint64_t a, uint8_t *buf, size_t n);
+void ps__tr_bp_unwrite(struct ps_tracer *t, struct ps_tr_proc *p);
+void ps__tr_bp_drop_all(struct ps_tracer *t, struct ps_tr_proc *except);
+ssize_t ps__tr_code_read(struct ps_tracer *t, struct ps_tr_proc *p, uint64_t a, uint8_t *buf, size_t n);
 
 /* ptrace_xol.c */
 int ps__tr_bp_prepare(struct bp *b, const uint8_t *code, size_t n, struct ps_error *err);
-int ps__tr_displaced(struct ps_tracer *t, struct thread *th, const struct bp *b, int slot, int key,
+int ps__tr_displaced(struct ps_tracer *t, struct ps_tr_thread *th, const struct bp *b, int slot, int key,
 		     struct user_regs_struct *r, int *fsig);
 /* Unmap the scratch page of @th's process: stopped thread @th runs a munmap system call, as it
  * was mapped, and gets its registers back. 0 (also without a page), 1 the thread is gone, -1. */
-int ps__tr_scratch_unmap(struct ps_tracer *t, struct thread *th);
+int ps__tr_scratch_unmap(struct ps_tracer *t, struct ps_tr_thread *th);
 
 #endif

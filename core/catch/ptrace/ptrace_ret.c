@@ -10,7 +10,7 @@
 #include "ptrace_priv.h"
 
 /* Report open frames whose entry rsp is below @sp as unwound and drop them. */
-void ps__tr_unwind_below(struct ps_tracer *t, struct thread *th, uint64_t sp)
+void ps__tr_unwind_below(struct ps_tracer *t, struct ps_tr_thread *th, uint64_t sp)
 {
 	while (nfr(th) && fr_at(th, nfr(th) - 1)->sp < sp) {
 		struct frame f = fr_pop(th);
@@ -19,7 +19,7 @@ void ps__tr_unwind_below(struct ps_tracer *t, struct thread *th, uint64_t sp)
 	}
 }
 
-int ps__tr_fr_push(struct thread *th, const struct frame *f)
+int ps__tr_fr_push(struct ps_tr_thread *th, const struct frame *f)
 {
 	struct pt_thread *s = th->trap;
 
@@ -38,7 +38,7 @@ int ps__tr_fr_push(struct thread *th, const struct frame *f)
 }
 
 /* Install the trampoline int3 at the entry point of @p. */
-static int tramp_on(struct ps_tracer *t, struct proc *p)
+static int tramp_on(struct ps_tracer *t, struct ps_tr_proc *p)
 {
 	uint8_t code[16], cc = INT3;
 	struct pt_proc *pp = pt_proc_get(p);
@@ -65,10 +65,10 @@ static int tramp_on(struct ps_tracer *t, struct proc *p)
 }
 
 /* Swap the return address at [rsp] for the trampoline and push a frame. */
-int ps__tr_catch_return(struct ps_tracer *t, struct thread *th, const struct user_regs_struct *r, int id,
+int ps__tr_catch_return(struct ps_tracer *t, struct ps_tr_thread *th, const struct user_regs_struct *r, int id,
 			uint64_t cookie)
 {
-	struct proc *p = th->proc;
+	struct ps_tr_proc *p = th->proc;
 	struct frame f = {0, r->rsp, cookie, id, 0};
 	uint64_t cur;
 
@@ -98,9 +98,9 @@ int ps__tr_catch_return(struct ps_tracer *t, struct thread *th, const struct use
 }
 
 /* The thread trapped at the trampoline. */
-int ps__tr_on_tramp(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r)
+int ps__tr_on_tramp(struct ps_tracer *t, struct ps_tr_thread *th, struct user_regs_struct *r)
 {
-	struct proc *p = th->proc;
+	struct ps_tr_proc *p = th->proc;
 	uint64_t sp = r->rsp - 8;
 	int fsig = 0, rc;
 
@@ -131,7 +131,7 @@ int ps__tr_on_tramp(struct ps_tracer *t, struct thread *th, struct user_regs_str
 
 /* Put back, in @p's memory, the real return address of each open frame of @th whose slot is
  * at or above @sp and still holds the trampoline. */
-void ps__tr_frames_unswap(struct proc *p, const struct thread *th, uint64_t sp)
+void ps__tr_frames_unswap(struct ps_tr_proc *p, const struct ps_tr_thread *th, uint64_t sp)
 {
 	for (int i = 0; i < nfr(th); i++) {
 		const struct frame *f = fr_at(th, i);
@@ -143,7 +143,7 @@ void ps__tr_frames_unswap(struct proc *p, const struct thread *th, uint64_t sp)
 
 int ps_tracer_frames_restore(struct ps_tracer *t, pid_t tid)
 {
-	struct thread *th = ps__tr_th_find(t, tid);
+	struct ps_tr_thread *th = ps__tr_th_find(t, tid);
 
 	if (!th || !th->proc)
 		return -1;
@@ -157,7 +157,7 @@ int ps_tracer_frames_restore(struct ps_tracer *t, pid_t tid)
 
 int ps_tracer_frames_reswap(struct ps_tracer *t, pid_t tid)
 {
-	struct thread *th = ps__tr_th_find(t, tid);
+	struct ps_tr_thread *th = ps__tr_th_find(t, tid);
 	struct user_regs_struct r;
 
 	if (!th || !th->proc || ptrace(PTRACE_GETREGS, tid, 0, &r))

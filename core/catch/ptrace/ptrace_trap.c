@@ -84,7 +84,7 @@ static int perf_trap(pid_t tid, uint64_t *data)
  * at the entry, its first instruction not yet run, and the kernel set RF so resuming runs it
  * without a second trap. Nothing is displaced: only the return may be caught.
  */
-static int on_perf_trap(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r, uint64_t data)
+static int on_perf_trap(struct ps_tracer *t, struct ps_tr_thread *th, struct user_regs_struct *r, uint64_t data)
 {
 	struct pt *pt = pt_of(t);
 	uint64_t cookie = 0;
@@ -107,7 +107,7 @@ static int on_perf_trap(struct ps_tracer *t, struct thread *th, struct user_regs
 
 /* A SIGTRAP of @th (registers @r) that no breakpoint explains: a perf event's, a stray debug
  * exception of ours, or the program's own (delivered). */
-static int other_trap(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r)
+static int other_trap(struct ps_tracer *t, struct ps_tr_thread *th, struct user_regs_struct *r)
 {
 	uint64_t data, cookie = 0;
 	int kind = pt_of(t)->hw_traps ? perf_trap(th->tid, &data) : TRAP_OTHER;
@@ -128,7 +128,7 @@ static int other_trap(struct ps_tracer *t, struct thread *th, struct user_regs_s
 
 /* Report the hit of breakpoint @id by @th (registers @r, rip at the breakpoint) and catch its
  * return when hit() asks for it. Return: 1 when the return was caught, else 0. */
-static int report_hit(struct ps_tracer *t, struct thread *th, const struct user_regs_struct *r, int id)
+static int report_hit(struct ps_tracer *t, struct ps_tr_thread *th, const struct user_regs_struct *r, int id)
 {
 	uint64_t cookie = 0;
 	int func = pt_of(t)->bp[id].kind == PS_BP_FUNC, rc;
@@ -142,7 +142,7 @@ static int report_hit(struct ps_tracer *t, struct thread *th, const struct user_
 
 /* The instruction breakpoint @id displaced cannot be run: disarm the breakpoint, undo the return
  * caught for this hit (@caught) and let @th run the instruction in place. -1 with t->err set. */
-static int displace_failed(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r, int id, int caught)
+static int displace_failed(struct ps_tracer *t, struct ps_tr_thread *th, struct user_regs_struct *r, int id, int caught)
 {
 	struct pt *pt = pt_of(t);
 	char msg[sizeof t->err->msg];
@@ -161,10 +161,10 @@ static int displace_failed(struct ps_tracer *t, struct thread *th, struct user_r
 }
 
 /* The trap hook: a SIGTRAP signal-delivery stop of @th in a run. */
-static int on_trap(struct ps_tracer *t, struct thread *th)
+static int on_trap(struct ps_tracer *t, struct ps_tr_thread *th)
 {
 	struct user_regs_struct r;
-	struct proc *p = th->proc;
+	struct ps_tr_proc *p = th->proc;
 	struct pt *pt = pt_of(t);
 	int id, rc = 0, fsig = 0, caught = 0;
 
@@ -211,9 +211,9 @@ static int on_trap(struct ps_tracer *t, struct thread *th)
 
 /* The settle hook: a SIGTRAP of @th while every thread is held. A breakpoint's trap is rewound, a
  * return at the trampoline is taken back to the caller, a perf trap is passed over. */
-static int on_settle(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r)
+static int on_settle(struct ps_tracer *t, struct ps_tr_thread *th, struct user_regs_struct *r)
 {
-	struct proc *p = th->proc;
+	struct ps_tr_proc *p = th->proc;
 	uint64_t a = r->rip - 1, data;
 
 	if (tramp_is_on(p) && a == p->entry) {
@@ -237,14 +237,14 @@ static int on_settle(struct ps_tracer *t, struct thread *th, struct user_regs_st
 }
 
 /* The thread_end hook: @th's open frames are reported unwound. */
-static void on_thread_end(struct ps_tracer *t, struct thread *th)
+static void on_thread_end(struct ps_tracer *t, struct ps_tr_thread *th)
 {
 	ps__tr_unwind_below(t, th, UINT64_MAX);
 }
 
 /* The fork hook: @child's process has a copy of the parent's memory (the trampoline, the scratch
  * page), and its stack is a copy: it inherits the open frames of @parent. */
-static void on_fork(struct ps_tracer *t, struct thread *parent, struct thread *child)
+static void on_fork(struct ps_tracer *t, struct ps_tr_thread *parent, struct ps_tr_thread *child)
 {
 	const struct pt_proc *pp = pt_proc(parent->proc);
 	struct user_regs_struct r;
@@ -260,9 +260,9 @@ static void on_fork(struct ps_tracer *t, struct thread *parent, struct thread *c
 
 /* The release hook: restore, in fork child @ch's copy of memory, every breakpoint byte, the
  * trampoline and the return addresses of the frames it inherited. */
-static void on_release(struct ps_tracer *t, struct thread *ch)
+static void on_release(struct ps_tracer *t, struct ps_tr_thread *ch)
 {
-	struct proc *p = ch->proc;
+	struct ps_tr_proc *p = ch->proc;
 
 	if (p->sees_bps)
 		ps__tr_bp_unwrite(t, p);
@@ -276,9 +276,9 @@ static void on_release(struct ps_tracer *t, struct thread *ch)
 
 /* The exec hook: a new image has neither trampoline nor scratch page; the main process's exec
  * drops every breakpoint (ids restart from 0). */
-static void on_exec(struct ps_tracer *t, struct thread *th)
+static void on_exec(struct ps_tracer *t, struct ps_tr_thread *th)
 {
-	struct proc *p = th->proc;
+	struct ps_tr_proc *p = th->proc;
 
 	free(p->trap);
 	p->trap = NULL;
@@ -291,12 +291,12 @@ static void on_exec(struct ps_tracer *t, struct thread *th)
  * vfork child shares a process's memory (its parent, held, waits for the child). */
 static void unmap_scratch(struct ps_tracer *t)
 {
-	for (struct proc *p = t->procs; p; p = p->next)
+	for (struct ps_tr_proc *p = t->procs; p; p = p->next)
 		if (p->silent)
 			return;
-	for (struct proc *p = t->procs; p; p = p->next)
+	for (struct ps_tr_proc *p = t->procs; p; p = p->next)
 		for (unsigned i = 0; pt_proc(p) && pt_proc(p)->scratch && i < t->thcap; i++) {
-			struct thread *th = t->th[i];
+			struct ps_tr_thread *th = t->th[i];
 			if (th && th->proc == p && th->state == TH_HELD && !th->group &&
 			    ps__tr_scratch_unmap(t, th) < 0)
 				break; /* the page stays */
@@ -309,14 +309,14 @@ static void on_detach(struct ps_tracer *t)
 {
 	struct user_regs_struct r;
 
-	for (struct proc *p = t->procs; p; p = p->next) {
+	for (struct ps_tr_proc *p = t->procs; p; p = p->next) {
 		if (p->writes_bps)
 			ps__tr_bp_unwrite(t, p);
 		if (tramp_is_on(p))
 			mem_wr(p, p->entry, &pt_proc(p)->tramp.orig, 1);
 	}
 	for (unsigned i = 0; i < t->thcap; i++) {
-		struct thread *th = t->th[i];
+		struct ps_tr_thread *th = t->th[i];
 		if (!th || !th->proc || !nfr(th))
 			continue;
 		/* frames below the stack pointer were unwound: their slots are the program's now */

@@ -118,8 +118,8 @@ int ps__tr_bp_prepare(struct bp *b, const uint8_t *code, size_t n, struct ps_err
  * signals that arrive meanwhile are stashed for the next resume.
  * Return: 0 done (*r updated), 1 the thread is gone, 2 the instruction faulted (*fsig),
  * -1 error. */
-static int run_insn(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r, uint64_t start, uint64_t end,
-		    int step, int *fsig)
+static int run_insn(struct ps_tracer *t, struct ps_tr_thread *th, struct user_regs_struct *r, uint64_t start,
+		    uint64_t end, int step, int *fsig)
 {
 	int st;
 
@@ -163,10 +163,10 @@ static int run_insn(struct ps_tracer *t, struct thread *th, struct user_regs_str
  * executed by the program after start-up; entry itself may hold the trampoline int3). *@ret
  * gets its result; the thread's registers are left as the call left them.
  * Return: 0, 1 the thread is gone, -1 error. */
-static int inject_syscall(struct ps_tracer *t, struct thread *th, const struct user_regs_struct *r, long nr,
+static int inject_syscall(struct ps_tracer *t, struct ps_tr_thread *th, const struct user_regs_struct *r, long nr,
 			  const uint64_t a[6], uint64_t *ret)
 {
-	struct proc *p = th->proc;
+	struct ps_tr_proc *p = th->proc;
 	struct user_regs_struct s = *r;
 	uint8_t save[2], sc[2] = {0x0f, 0x05};
 	int fsig = 0, rc;
@@ -202,7 +202,7 @@ static int inject_syscall(struct ps_tracer *t, struct thread *th, const struct u
 }
 
 /* Map the scratch page in the tracee, by a mmap system call that @th runs. */
-static int scratch_map(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r)
+static int scratch_map(struct ps_tracer *t, struct ps_tr_thread *th, struct user_regs_struct *r)
 {
 	struct pt_proc *p = pt_proc_get(th->proc);
 	const uint64_t a[6] = {0, SCRATCH_SIZE, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1, 0};
@@ -219,7 +219,7 @@ static int scratch_map(struct ps_tracer *t, struct thread *th, struct user_regs_
 	return 0;
 }
 
-int ps__tr_scratch_unmap(struct ps_tracer *t, struct thread *th)
+int ps__tr_scratch_unmap(struct ps_tracer *t, struct ps_tr_thread *th)
 {
 	struct pt_proc *p = pt_proc(th->proc);
 	struct user_regs_struct r;
@@ -241,7 +241,7 @@ int ps__tr_scratch_unmap(struct ps_tracer *t, struct thread *th)
 }
 
 /* Put the copy of @b in scratch slot @slot (skipped when it is there already). */
-static int slot_fill(struct ps_tracer *t, struct proc *p, const struct bp *b, int slot, int key)
+static int slot_fill(struct ps_tracer *t, struct ps_tr_proc *p, const struct bp *b, int slot, int key)
 {
 	struct pt_proc *pp = pt_proc(p);
 
@@ -257,10 +257,10 @@ static int slot_fill(struct ps_tracer *t, struct proc *p, const struct bp *b, in
 /* Execute the instruction of @b for @th out of line; *r (rip = b->addr) is updated.
  * Return: 0 (set *r and resume), 1 (thread gone, or resumed into its fault handler:
  * *fsig set), -1. */
-static int xol(struct ps_tracer *t, struct thread *th, const struct bp *b, int slot, int key,
+static int xol(struct ps_tracer *t, struct ps_tr_thread *th, const struct bp *b, int slot, int key,
 	       struct user_regs_struct *r, int *fsig)
 {
-	struct proc *p = th->proc;
+	struct ps_tr_proc *p = th->proc;
 	struct user_regs_struct s = *r;
 	int rc;
 
@@ -333,10 +333,10 @@ static int cond(unsigned cc, unsigned long long fl)
 }
 
 /* Write 8 bytes just below rsp; when the stack must grow first, let the thread push. */
-static int push8(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r, uint64_t v, int *fsig)
+static int push8(struct ps_tracer *t, struct ps_tr_thread *th, struct user_regs_struct *r, uint64_t v, int *fsig)
 {
 	static const struct bp touch = {.xol = {0x50, 0x58, INT3}, .xol_len = 3, .len = 2, .xreg = -1, .emu = EMU_XOL};
-	struct proc *p = th->proc;
+	struct ps_tr_proc *p = th->proc;
 
 	if (!mem_wr(p, r->rsp - 8, &v, 8))
 		return 0;
@@ -354,7 +354,7 @@ static int push8(struct ps_tracer *t, struct thread *th, struct user_regs_struct
 
 /* Carry out the instruction displaced by @b for @th (regs *r, rip = b->addr).
  * Return: 0 (set *r, resume), 1 (gone, or *fsig to deliver with *r), -1 error. */
-int ps__tr_displaced(struct ps_tracer *t, struct thread *th, const struct bp *b, int slot, int key,
+int ps__tr_displaced(struct ps_tracer *t, struct ps_tr_thread *th, const struct bp *b, int slot, int key,
 		     struct user_regs_struct *r, int *fsig)
 {
 	uint64_t next = b->addr + b->len, v;
