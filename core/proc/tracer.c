@@ -1,50 +1,24 @@
 /* core/proc/tracer.c - the tracer's life: spawn or attach, run, detach, free.
  *
- * The tracer is split by concern, all behind core/proc/tracer.h and sharing core/proc/tracer_priv.h:
+ * The tracer is process control, split by concern, all behind core/proc/tracer.h and sharing
+ * core/proc/tracer_priv.h (and tracer_traps.h, what a trap layer above may use):
  *   tracer.c       spawn/attach, the run loop, detach and free
- *   tracer_proc.c  threads and processes: clone, fork, vfork, exec, exit
- *   tracer_bp.c    the breakpoint table
- *   tracer_xol.c   the displaced instruction: emulated or run out of line
- *   tracer_ret.c   catching returns (the trampoline and the shadow stacks)
- *   tracer_stop.c  handling each stop, settling every thread, resuming
+ *   tracer_stop.c  handling each stop, settling (holding) every thread
+ *   tracer_proc.c  threads and processes: clone, fork, vfork, exec, exit; resuming a thread
  *   tracer_wait.c  waiting for the next stop (sigtimedwait, deadline, interrupt)
+ * Each calls only the files below it in this list. Breakpoints, displaced instructions and
+ * caught returns are the ptrace catcher's (core/catch/ptrace/): it registers trap hooks
+ * (struct ps_tracer_traps), which the tracer calls for SIGTRAPs, thread ends, forks, execs and
+ * the detach, without knowing what they do.
  *
  * Choices:
  *
- * - Breakpoints are int3 bytes written with pwrite() on /proc/PID/mem; they stay in
- *   place while armed (no re-insertion dance). The displaced instruction is, in order of
- *   preference: emulated by the tracer (endbr64, nops, push reg, pushf, call/jmp/jcc/loop
- *   rel, ret, and the register-only mov, movzx/movsx/movsxd, lea, add/sub/and/or/xor/adc/
- *   sbb/cmp/test of x86emu.c, flags exact: no extra stop; tracer_xol.c), or executed OUT OF LINE
- *   in a scratch page mapped in the tracee (one mmap syscall injected at first need, and
- *   a munmap at detach):
- *   the instruction is copied into a slot followed by an int3 and the thread is resumed
- *   there (one extra stop); rip-relative operands are rewritten to [reg+disp32] with a
- *   free register (rsi/rdi/rbx) loaded with the original rip, as kernel uprobes do;
- *   indirect jumps/calls are single-stepped instead and a pushed return address is
- *   fixed. Out-of-line execution never removes a breakpoint, so other threads keep
- *   running and cannot miss it: no stop-the-world. The out-of-line run is waited for
- *   synchronously (waitpid on that tid); syscall/int instructions are refused so it
- *   never blocks.
- * - Returns are caught by swapping the return address at [rsp] (at function entry) for
- *   a trampoline: the ELF entry point (AT_ENTRY), which holds an int3 once the first
- *   return is caught. A per-thread shadow stack keeps (real return, entry rsp, bp,
- *   cookie). A trap at the trampoline whose rsp is entry_rsp+8 of the top frame is a
- *   return; otherwise it is the program really running _start (a return was caught in a
- *   constructor before _start ran), and _start's first instruction is run out of line.
- *   Tail calls (a caught function jumping to another caught one: [rsp] already holds
- *   the trampoline) share one slot; both frames are popped at the one return.
- *   Frames whose entry rsp is below the thread's rsp at a later stop were unwound
- *   (longjmp, exception) and are reported with unwound=1. An unwinder cannot read past
- *   the trampoline: the layer above puts the real return addresses back while a C++
- *   exception unwinds (ps_tracer_frames_restore/_reswap). Limit: a handler on a
- *   sigaltstack above the thread's stack makes its open frames look unwound.
- * - An entry may instead be reported by a hardware execute breakpoint that the layer above
- *   opened as a perf event with sigtrap=1 (PS_BP_HW_BASE in tracer.h): nothing is
- *   displaced, and the return is caught as for an int3 (tracer_stop.c).
  * - Threads live in an open-addressing hash keyed by tid; the per-stop path allocates
- *   nothing (shadow stacks grow by doubling) and uses GETREGS/SETREGS/CONT plus a pread
- *   and a pwrite when a return is caught.
+ *   nothing and uses GETREGS/SETREGS/CONT.
+ * - One struct ps_tr_proc per address space, with its /proc/PID/mem open: the trap layer reads and
+ *   writes the program's memory through it (pread/pwrite).
+ * - A spawned program gets PR_SET_PDEATHSIG(SIGKILL) and PTRACE_O_EXITKILL: it never outlives
+ *   perfsh; a program attached to by pid is detached, unharmed, when the tracer is freed.
  */
 #include <dirent.h>
 #include <elf.h>
@@ -72,10 +46,6 @@ static struct ps_tracer *tracer_new(const struct ps_tracer_ops *ops, void *ud)
 	t->ud = ud;
 	t->code = -1;
 	t->err = &t->errbuf;
-	if (ps__tr_bph_rebuild(t, 16)) {
-		free(t);
-		return NULL;
-	}
 	return t;
 }
 
@@ -133,12 +103,66 @@ static int check_program(const char *prog, struct ps_error *err)
 	return 0;
 }
 
+/* In the child of ps_tracer_spawn()'s fork: wait stopped until the tracer seized it, then exec
+ * @argv; the errno of a failed exec goes to @fd. Never returns. */
+static _Noreturn void spawn_child(char *const argv[], int fd, pid_t parent)
+{
+	int e;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(127);
+	raise(SIGSTOP);
+	execvp(argv[0], argv);
+	e = errno;
+	if (write(fd, &e, sizeof e) < 0)
+		_exit(126);
+	_exit(127);
+}
+
+/* Seize the stopped child t->pid and let it run to its exec (the PTRACE_EVENT_EXEC stop); @fd
+ * reads the errno of an exec that failed. 0, or -1 with @err set. */
+static int seize_to_exec(struct ps_tracer *t, const char *prog, int fd, struct ps_error *err)
+{
+	pid_t pid = t->pid;
+	int st = 0, e;
+
+	while (waitpid(pid, &st, WUNTRACED) < 0 && errno == EINTR)
+		;
+	if (!WIFSTOPPED(st))
+		return ps_error_set(err, ECHILD, "cannot run '%s': the child died before exec", prog);
+	if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_OPTS)) {
+		e = errno;
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		return ps_error_set(err, e, "ptrace(SEIZE, %d): %s", (int)pid, strerror(e));
+	}
+	t->attached = 1;
+	kill(pid, SIGCONT);
+	for (;;) {
+		pid_t w = waitpid(pid, &st, __WALL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 || WIFEXITED(st) || WIFSIGNALED(st)) {
+			/* the child's exec failed (it wrote errno into the pipe), or it died */
+			t->attached = 0;
+			if (read(fd, &e, sizeof e) == (ssize_t)sizeof e)
+				return ps_error_set(err, e, "cannot run '%s': %s", prog, strerror(e));
+			return ps_error_set(err, ECHILD, "cannot run '%s': it died before exec", prog);
+		}
+		int ev = st >> 16, sig = WSTOPSIG(st);
+		if (ev == PTRACE_EVENT_EXEC)
+			return 0;
+		ptrace(PTRACE_CONT, pid, 0, ev ? 0 : (long)(sig == SIGSTOP ? 0 : sig));
+	}
+}
+
 int ps_tracer_spawn(struct ps_tracer **tp, char *const argv[], const struct ps_tracer_ops *ops, void *ud,
 		    struct ps_error *err)
 {
 	struct ps_tracer *t;
-	struct proc *p;
-	int fds[2] = {-1, -1}, st = 0, e = 0;
+	struct ps_tr_proc *p;
+	int fds[2] = {-1, -1}, e = 0;
 	pid_t pid, parent = getpid();
 
 	*tp = NULL;
@@ -161,53 +185,14 @@ int ps_tracer_spawn(struct ps_tracer **tp, char *const argv[], const struct ps_t
 	}
 	if (pid == 0) {
 		close(fds[0]);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		raise(SIGSTOP);
-		execvp(argv[0], argv);
-		e = errno;
-		if (write(fds[1], &e, sizeof e) < 0)
-			_exit(126);
-		_exit(127);
+		spawn_child(argv, fds[1], parent);
 	}
 	close(fds[1]);
 	fds[1] = -1;
 	t->pid = pid;
 	t->spawned = 1;
-	while (waitpid(pid, &st, WUNTRACED) < 0 && errno == EINTR)
-		;
-	if (!WIFSTOPPED(st)) {
-		ps_error_set(err, ECHILD, "cannot run '%s': the child died before exec", argv[0]);
+	if (seize_to_exec(t, argv[0], fds[0], err))
 		goto fail;
-	}
-	if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_OPTS)) {
-		e = errno;
-		kill(pid, SIGKILL);
-		waitpid(pid, &st, 0);
-		ps_error_set(err, e, "ptrace(SEIZE, %d): %s", (int)pid, strerror(e));
-		goto fail;
-	}
-	t->attached = 1;
-	kill(pid, SIGCONT);
-	for (;;) {
-		pid_t w = waitpid(pid, &st, __WALL);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 || WIFEXITED(st) || WIFSIGNALED(st)) {
-			/* the child's exec failed (it wrote errno into the pipe), or it died */
-			t->attached = 0;
-			if (read(fds[0], &e, sizeof e) == (ssize_t)sizeof e)
-				ps_error_set(err, e, "cannot run '%s': %s", argv[0], strerror(e));
-			else
-				ps_error_set(err, ECHILD, "cannot run '%s': it died before exec", argv[0]);
-			goto fail;
-		}
-		int ev = st >> 16, sig = WSTOPSIG(st);
-		if (ev == PTRACE_EVENT_EXEC)
-			break;
-		ptrace(PTRACE_CONT, pid, 0, ev ? 0 : (long)(sig == SIGSTOP ? 0 : sig));
-	}
 	close(fds[0]);
 	fds[0] = -1;
 	errno = 0;
@@ -259,7 +244,7 @@ static int attach_denied(pid_t pid, int e, struct ps_error *err)
 
 /* One pass over /proc/@t->pid/task: seize each thread not traced yet (@*changed when one was).
  * @*p is the process, opened at the first thread. 0, or -1 with @err set. */
-static int attach_pass(struct ps_tracer *t, struct proc **p, int *changed, struct ps_error *err)
+static int attach_pass(struct ps_tracer *t, struct ps_tr_proc **p, int *changed, struct ps_error *err)
 {
 	pid_t pid = t->pid;
 	char path[64];
@@ -307,7 +292,7 @@ static int attach_pass(struct ps_tracer *t, struct proc **p, int *changed, struc
 int ps_tracer_attach(struct ps_tracer **tp, pid_t pid, const struct ps_tracer_ops *ops, void *ud, struct ps_error *err)
 {
 	struct ps_tracer *t;
-	struct proc *p = NULL;
+	struct ps_tr_proc *p = NULL;
 	int changed;
 
 	*tp = NULL;
@@ -361,7 +346,7 @@ static int run_loop(struct ps_tracer *t, struct ps_error *err)
 	/* threads found at spawn/attach are announced now; held threads (first run, or
 	 * paused by a callback) go on */
 	for (unsigned i = 0; i < t->thcap; i++) {
-		struct thread *th = t->th[i];
+		struct ps_tr_thread *th = t->th[i];
 		if (th && th->state == TH_HELD && th->proc && !th->announced) {
 			if (!th->proc->silent && t->ops.thread_new)
 				cbres(t, t->ops.thread_new(t->ud, th->tid), "thread_new");
@@ -442,7 +427,7 @@ static int drain_traps(struct ps_tracer *t)
 {
 	t->settling = 1;
 	for (unsigned i = 0; i < t->thcap; i++) {
-		struct thread *th = t->th[i];
+		struct ps_tr_thread *th = t->th[i];
 		for (int round = 0; th && round < 4 && th->state == TH_HELD && sigtrap_pending(th->tid); round++) {
 			pid_t tid = th->tid;
 			int st;
@@ -461,48 +446,15 @@ static int drain_traps(struct ps_tracer *t)
 	return 0;
 }
 
-/* Unmap each process's scratch page (tracer_xol.c) through one of its threads, so that the
- * memory map is left as it was found. Not through a thread in a group-stop (it would run on), nor
- * while a vfork child shares a process's memory (its parent, held, waits for the child). */
-static void unmap_scratch(struct ps_tracer *t)
-{
-	for (struct proc *p = t->procs; p; p = p->next)
-		if (p->silent)
-			return;
-	for (struct proc *p = t->procs; p; p = p->next)
-		for (unsigned i = 0; p->scratch && i < t->thcap; i++) {
-			struct thread *th = t->th[i];
-			if (th && th->proc == p && th->state == TH_HELD && !th->group &&
-			    ps__tr_scratch_unmap(t, th) < 0)
-				break; /* the page stays */
-		}
-}
-
 int ps_tracer_detach(struct ps_tracer *t, struct ps_error *err)
 {
-	struct user_regs_struct r;
-
 	if (!t->attached)
 		return 0;
 	t->err = err ? err : &t->errbuf;
 	if (ps__tr_settle(t) || drain_traps(t) || ps__tr_settle(t))
 		return -1;
-	for (struct proc *p = t->procs; p; p = p->next) {
-		if (p->writes_bps)
-			ps__tr_bp_unwrite(t, p);
-		if (p->tramp_on)
-			mem_wr(p, p->entry, &p->tramp.orig, 1);
-	}
-	for (unsigned i = 0; i < t->thcap; i++) {
-		struct thread *th = t->th[i];
-		if (!th || !th->proc)
-			continue;
-		/* frames below the stack pointer were unwound: their slots are the program's now */
-		if (th->nfr && !ptrace(PTRACE_GETREGS, th->tid, 0, &r))
-			ps__tr_frames_unswap(th->proc, th, r.rsp);
-		th->nfr = 0;
-	}
-	unmap_scratch(t);
+	if (t->traps)
+		t->traps->detach(t);
 	ps__tr_detach_all(t);
 	t->attached = 0;
 	return 0;
@@ -527,7 +479,7 @@ void ps_tracer_free(struct ps_tracer *t)
 					continue;
 				break;
 			}
-			struct thread *th = ps__tr_th_find(t, w);
+			struct ps_tr_thread *th = ps__tr_th_find(t, w);
 			if (WIFEXITED(st) || WIFSIGNALED(st)) {
 				if (th)
 					ps__tr_thread_gone(t, th, st);
@@ -541,15 +493,15 @@ void ps_tracer_free(struct ps_tracer *t)
 	th_free_all(t);
 	while (t->procs)
 		ps__tr_proc_free(t, t->procs);
+	if (t->traps)
+		t->traps->free(t);
 	free(t->th);
-	free(t->bp);
-	free(t->bph);
 	free(t);
 }
 
 uint64_t ps_tracer_entry(struct ps_tracer *t)
 {
-	struct proc *p = ps__tr_main_proc(t);
+	struct ps_tr_proc *p = ps__tr_main_proc(t);
 
 	if (p && !p->entry)
 		p->entry = ps__tr_read_auxv(p->pid, AT_ENTRY);
@@ -568,9 +520,10 @@ uint64_t ps_tracer_load_bias(struct ps_tracer *t, const char *path_or_null)
 	return bias;
 }
 
-void ps_tracer_hw_traps(struct ps_tracer *t, int on)
+void ps__tr_set_traps(struct ps_tracer *t, const struct ps_tracer_traps *traps, void *ud)
 {
-	t->hw_traps = on;
+	t->traps = traps;
+	t->traps_ud = ud;
 }
 
 uint64_t ps_tracer_stops(const struct ps_tracer *t)

@@ -1,8 +1,10 @@
-/* core/proc/tracer.h - ptrace mechanics: spawn/attach, breakpoints, catching returns, detach.
+/* core/proc/tracer.h - process control over ptrace: start or attach to a program, wait for its
+ * stops, follow its threads, forks and execs, hold it, detach from it.
  *
- * No Lua, no counters: the layer above opens counters per thread in thread_new() and
- * reads them in hit()/ret(). All callbacks run on the tracer's thread while the thread
- * they name is stopped. Not thread-safe: one thread drives one tracer.
+ * No Lua, no counters: the layer above opens counters per thread in thread_new(). Breakpoints and
+ * caught returns are the ptrace catcher's (core/catch/ptrace/ptrace_bp.h), which hooks into the
+ * tracer (tracer_traps.h) and reports through hit() and ret(). All callbacks run on the tracer's
+ * thread while the thread they name is stopped. Not thread-safe: one thread drives one tracer.
  *
  * Callbacks are never called from ps_tracer_detach() or ps_tracer_free().
  */
@@ -25,7 +27,7 @@ struct ps_tracer;
  *               first ps_tracer_run(), before anything runs. Return 0, or -1 to abort.
  * @thread_exit: the thread is gone (exited or killed); its open frames were reported
  *               through ret(unwound=1) just before.
- * @hit:         a breakpoint was hit; @regs are the registers with rip = breakpoint
+ * @hit:         a breakpoint of the ptrace catcher (ptrace_bp.h) was hit; @regs are the registers with rip = breakpoint
  *               address. For PS_BP_FUNC return PS_TRACER_CATCH_RETURN to have the return
  *               reported through ret(); store anything in *@cookie to get it back there.
  *               PS_TRACER_PAUSE (may be OR'd) makes ps_tracer_run() return after this
@@ -46,44 +48,8 @@ struct ps_tracer_ops {
 	int (*exec)(void *ud, pid_t pid);
 };
 
-enum { PS_BP_FUNC = 1, PS_BP_ADDR = 2 };
-
-/*
- * Hits that a perf event reports instead of an int3: a hardware execute breakpoint opened by
- * the layer above with sigtrap = 1 and sig_data = N (< 2^24) stops the thread at the entry
- * with a TRAP_PERF SIGTRAP; hit() then gets bp_id PS_BP_HW_BASE + N and may catch the return
- * as for a PS_BP_FUNC breakpoint. Such SIGTRAPs never reach the program. The layer above must
- * close those events before ps_tracer_detach().
- */
-#define PS_BP_HW_BASE 0x40000000
-/* A hardware breakpoint trap the kernel did not match to its perf event (it happens while a
- * breakpoint's period is being changed): hit() gets this id with rip at the address; the
- * entry was not counted by the event and cannot be caught. */
-#define PS_BP_HW_STRAY (PS_BP_HW_BASE - 1)
-
-/**
- * ps_tracer_frames_restore() - put the real return address back into the stack slot of every
- * open frame of stopped thread @tid, because an exception is about to unwind its stack (the
- * unwinder cannot read past the trampoline). Until ps_tracer_frames_reswap(), returns of those
- * frames are not caught; frames that the exception unwinds are reported unwound.
- */
-int ps_tracer_frames_restore(struct ps_tracer *t, pid_t tid);
-
-/**
- * ps_tracer_frames_reswap() - the exception was caught (stopped thread @tid is in its
- * handler): frames below the stack pointer are reported unwound, the others get the
- * trampoline back in their slot and their returns are caught again.
- */
-int ps_tracer_frames_reswap(struct ps_tracer *t, pid_t tid);
-
-/* ps_tracer_hw_traps() - the layer above uses hardware breakpoints (see PS_BP_HW_BASE): their
- * SIGTRAPs are taken as perfsh's, never the program's. */
-void ps_tracer_hw_traps(struct ps_tracer *t, int on);
-/* ps_tracer_ret_slot() - from hit() of a perf trap (PS_BP_HW_BASE + N): the return address of
- * the function entered is at @sp, not at the stack pointer (a uprobe's trap comes after the
- * entry's first instruction, which may have pushed). */
-void ps_tracer_ret_slot(struct ps_tracer *t, uint64_t sp);
-enum { PS_TRACER_CATCH_RETURN = 1, PS_TRACER_PAUSE = 2 };
+/* What a callback may return (besides 0 and -1): pause the run (see hit()). */
+enum { PS_TRACER_PAUSE = 2 };
 
 /* ps_tracer_load_bias() when the module is not mapped */
 #define PS_TRACER_NO_BIAS UINT64_MAX
@@ -127,22 +93,6 @@ pid_t ps_tracer_pid(const struct ps_tracer *t);
  * the same cookies).
  */
 int ps_tracer_set_follow_fork(struct ps_tracer *t, int follow);
-
-/**
- * ps_tracer_bp_add() - place an armed breakpoint at @addr (an instruction start).
- * @kind: PS_BP_FUNC (a function entry: returns can be caught) or PS_BP_ADDR.
- *
- * Adding the same address twice returns the same id: one breakpoint serves both kinds (a
- * PS_BP_ADDR that is also a function's entry becomes PS_BP_FUNC). Refused: the
- * ELF entry point (it is the return trampoline), syscall/int instructions, far
- * branches, and bytes that do not decode.
- *
- * Return: the breakpoint id (>= 0), or -1.
- */
-int ps_tracer_bp_add(struct ps_tracer *t, uint64_t addr, int kind, struct ps_error *err);
-
-/* ps_tracer_bp_enable() - arm (@on=1) or disarm a breakpoint without forgetting it. */
-int ps_tracer_bp_enable(struct ps_tracer *t, int bp_id, int on, struct ps_error *err);
 
 /**
  * ps_tracer_run() - let the traced tree run and handle its stops.

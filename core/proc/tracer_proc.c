@@ -1,6 +1,6 @@
 /* core/proc/tracer_proc.c - the tracer's threads and processes: the thread table (a hash keyed by
- * tid), one struct proc per address space (its /proc/PID/mem), and what happens to them on
- * clone, fork, vfork, exec and exit. */
+ * tid), one struct ps_tr_proc per address space (its /proc/PID/mem), what happens to them on clone,
+ * fork, vfork, exec and exit, and resuming a thread with the signals it is owed. */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,10 +19,10 @@
 
 /* A new address space of process @pid, with its /proc/PID/mem open; NULL (errno) if that
  * cannot be opened (the process died, /proc is not mounted). */
-struct proc *ps__tr_proc_new(struct ps_tracer *t, pid_t pid)
+struct ps_tr_proc *ps__tr_proc_new(struct ps_tracer *t, pid_t pid)
 {
 	char path[64];
-	struct proc *p = calloc(1, sizeof *p);
+	struct ps_tr_proc *p = calloc(1, sizeof *p);
 
 	if (!p)
 		return NULL;
@@ -39,20 +39,20 @@ struct proc *ps__tr_proc_new(struct ps_tracer *t, pid_t pid)
 }
 
 /* Take @p out of the tracer's list and release it. */
-void ps__tr_proc_free(struct ps_tracer *t, struct proc *p)
+void ps__tr_proc_free(struct ps_tracer *t, struct ps_tr_proc *p)
 {
-	for (struct proc **pp = &t->procs; *pp; pp = &(*pp)->next)
+	for (struct ps_tr_proc **pp = &t->procs; *pp; pp = &(*pp)->next)
 		if (*pp == p) {
 			*pp = p->next;
 			break;
 		}
 	close(p->memfd);
-	free(p->slot);
+	free(p->trap);
 	free(p);
 }
 
 /* One thread of @p less: @p goes with its last thread. */
-static void proc_unref(struct ps_tracer *t, struct proc *p)
+static void proc_unref(struct ps_tracer *t, struct ps_tr_proc *p)
 {
 	if (--p->nthreads <= 0)
 		ps__tr_proc_free(t, p);
@@ -63,7 +63,7 @@ static unsigned th_home(const struct ps_tracer *t, pid_t tid)
 	return ((unsigned)tid * 2654435761u) & (t->thcap - 1);
 }
 
-struct thread *ps__tr_th_find(const struct ps_tracer *t, pid_t tid)
+struct ps_tr_thread *ps__tr_th_find(const struct ps_tracer *t, pid_t tid)
 {
 	if (!t->thcap)
 		return NULL;
@@ -75,11 +75,11 @@ struct thread *ps__tr_th_find(const struct ps_tracer *t, pid_t tid)
 	}
 }
 
-static int th_put(struct ps_tracer *t, struct thread *th)
+static int th_put(struct ps_tracer *t, struct ps_tr_thread *th)
 {
 	if ((t->nth + 1) * 2 > t->thcap) {
 		unsigned ncap = t->thcap ? t->thcap * 2 : 16, ocap = t->thcap;
-		struct thread **n = calloc(ncap, sizeof *n), **o = t->th;
+		struct ps_tr_thread **n = calloc(ncap, sizeof *n), **o = t->th;
 		if (!n)
 			return -1;
 		t->th = n;
@@ -98,7 +98,7 @@ static int th_put(struct ps_tracer *t, struct thread *th)
 	return 0;
 }
 
-static void th_del(struct ps_tracer *t, struct thread *th)
+static void th_del(struct ps_tracer *t, struct ps_tr_thread *th)
 {
 	unsigned m = t->thcap - 1, i = th_home(t, th->tid);
 	while (t->th[i] != th)
@@ -116,9 +116,9 @@ static void th_del(struct ps_tracer *t, struct thread *th)
 	}
 }
 
-struct thread *ps__tr_th_new(struct ps_tracer *t, pid_t tid, struct proc *p, int state)
+struct ps_tr_thread *ps__tr_th_new(struct ps_tracer *t, pid_t tid, struct ps_tr_proc *p, int state)
 {
-	struct thread *th = calloc(1, sizeof *th);
+	struct ps_tr_thread *th = calloc(1, sizeof *th);
 
 	if (!th)
 		return NULL;
@@ -135,29 +135,23 @@ struct thread *ps__tr_th_new(struct ps_tracer *t, pid_t tid, struct proc *p, int
 	return th;
 }
 
-void ps__tr_th_free(struct ps_tracer *t, struct thread *th)
+void ps__tr_th_free(struct ps_tracer *t, struct ps_tr_thread *th)
 {
 	th_del(t, th);
 	if (th->statfd >= 0)
 		close(th->statfd);
-	free(th->fr);
+	free(th->trap);
 	if (th->proc)
 		proc_unref(t, th->proc);
 	free(th);
 }
 
-int ps__tr_fr_push(struct thread *th, const struct frame *f)
+struct ps_tr_proc *ps__tr_main_proc(struct ps_tracer *t)
 {
-	if (th->nfr == th->capfr) {
-		int ncap = th->capfr ? th->capfr * 2 : 16;
-		struct frame *n = realloc(th->fr, (size_t)ncap * sizeof *n);
-		if (!n)
-			return -1;
-		th->fr = n;
-		th->capfr = ncap;
-	}
-	th->fr[th->nfr++] = *f;
-	return 0;
+	for (struct ps_tr_proc *p = t->procs; p; p = p->next)
+		if (p->pid == t->pid)
+			return p;
+	return NULL;
 }
 
 uint64_t ps__tr_read_auxv(pid_t pid, unsigned long type)
@@ -186,11 +180,12 @@ static pid_t read_tgid(pid_t tid)
 	return ps_proc_status(tid, "Tgid", v, sizeof v) ? -1 : (pid_t)atoi(v);
 }
 
-void ps__tr_thread_gone(struct ps_tracer *t, struct thread *th, int st)
+void ps__tr_thread_gone(struct ps_tracer *t, struct ps_tr_thread *th, int st)
 {
-	struct proc *p = th->proc;
+	struct ps_tr_proc *p = th->proc;
 
-	ps__tr_unwind_below(t, th, UINT64_MAX);
+	if (t->traps)
+		t->traps->thread_end(t, th);
 	if (th->announced && !quiet(t, th) && t->ops.thread_exit)
 		t->ops.thread_exit(t->ud, th->tid);
 	if (p && th->tid == t->pid && p->pid == t->pid && !t->ended) {
@@ -255,7 +250,7 @@ void ps__tr_detach_all(struct ps_tracer *t)
 
 	while (t->nth) {
 		for (unsigned i = 0; i < t->thcap; i++) {
-			struct thread *th = t->th[i];
+			struct ps_tr_thread *th = t->th[i];
 			if (!th)
 				continue;
 			int sig = th->nsig ? th->sig[0] : 0;
@@ -274,24 +269,39 @@ void ps__tr_detach_all(struct ps_tracer *t)
 	free(dying);
 }
 
-/* Restore, in fork child @p's copy of memory, every breakpoint byte, the trampoline and
- * the return addresses of the frames @th inherited. */
-static void proc_clean(struct ps_tracer *t, struct proc *p, struct thread *th)
+/* Resume a stopped thread, delivering @sig (or the first stashed signal; more stashed
+ * signals are re-sent with tgkill). */
+void ps__tr_resume(struct ps_tracer *t, struct ps_tr_thread *th, int sig)
 {
-	if (p->sees_bps)
-		ps__tr_bp_unwrite(t, p);
-	if (p->tramp_on) {
-		mem_wr(p, p->entry, &p->tramp.orig, 1);
-		ps__tr_frames_unswap(p, th, 0);
+	if (t->pause && !t->settling) {
+		/* a callback asked to pause: keep this thread stopped until the next run */
+		if (sig)
+			stash(th, sig);
+		th->state = TH_HELD;
+		return;
 	}
-	th->nfr = 0;
+	if (th->nsig) {
+		int i = 0;
+		if (!sig)
+			sig = th->sig[i++];
+		for (; i < th->nsig; i++)
+			syscall(SYS_tgkill, th->proc ? th->proc->pid : th->tid, th->tid, th->sig[i]);
+		th->nsig = 0;
+	}
+	if (th->group && !sig)
+		ptrace(PTRACE_LISTEN, th->tid, 0, 0);
+	else
+		ptrace(PTRACE_CONT, th->tid, 0, (long)sig);
+	th->group = 0;
+	th->state = TH_RUN;
 }
 
 /* Both halves of a new tracee are known (its first stop, its parent's event). */
-int ps__tr_born(struct ps_tracer *t, struct thread *ch, int sig, int ev)
+int ps__tr_born(struct ps_tracer *t, struct ps_tr_thread *ch, int sig, int ev)
 {
 	if (ch->release) {
-		proc_clean(t, ch->proc, ch);
+		if (t->traps)
+			t->traps->release(t, ch); /* its copy of memory as the program wrote it */
 		ptrace(PTRACE_DETACH, ch->tid, 0, 0);
 		ps__tr_th_free(t, ch);
 		return 0;
@@ -309,16 +319,15 @@ int ps__tr_born(struct ps_tracer *t, struct thread *ch, int sig, int ev)
 }
 
 /* PTRACE_EVENT_CLONE/FORK/VFORK stop of @th. */
-int ps__tr_on_newchild(struct ps_tracer *t, struct thread *th, int ev)
+int ps__tr_on_newchild(struct ps_tracer *t, struct ps_tr_thread *th, int ev)
 {
 	unsigned long msg = 0;
-	struct user_regs_struct r;
-	struct proc *pp = th->proc, *p;
+	struct ps_tr_proc *pp = th->proc, *p;
 
 	if (ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &msg))
 		return 0;
 	pid_t c = (pid_t)msg;
-	struct thread *ch = ps__tr_th_find(t, c);
+	struct ps_tr_thread *ch = ps__tr_th_find(t, c);
 	int early = ch && ch->state == TH_EARLY;
 	if (!ch && !(ch = ps__tr_th_new(t, c, NULL, TH_AWAIT)))
 		return ps_error_set(t->err, ENOMEM, "out of memory");
@@ -339,13 +348,6 @@ int ps__tr_on_newchild(struct ps_tracer *t, struct thread *th, int ev)
 		p->nthreads = 1;
 		ch->proc = p;
 		p->entry = pp->entry;
-		p->tramp_on = pp->tramp_on;
-		p->tramp = pp->tramp;
-		p->scratch = pp->scratch;
-		if (pp->slot && (p->slot = malloc(NSLOT * sizeof *p->slot)))
-			memcpy(p->slot, pp->slot, NSLOT * sizeof *p->slot);
-		else
-			p->scratch = 0;
 		p->sees_bps = pp->sees_bps;
 		if (t->follow) {
 			p->writes_bps = pp->writes_bps;
@@ -354,11 +356,8 @@ int ps__tr_on_newchild(struct ps_tracer *t, struct thread *th, int ev)
 		} else {
 			ch->release = 1;
 		}
-		/* the child's stack is a copy: it inherits the open frames of @th */
-		if (!ptrace(PTRACE_GETREGS, th->tid, 0, &r))
-			for (int i = 0; i < th->nfr; i++)
-				if (th->fr[i].sp >= r.rsp)
-					ps__tr_fr_push(ch, &th->fr[i]);
+		if (t->traps)
+			t->traps->fork(t, th, ch);
 	}
 	if (early)
 		ps__tr_born(t, ch, 0, 0);
@@ -371,23 +370,25 @@ parent:
 }
 
 /* PTRACE_EVENT_EXEC stop of @th (now the leader of its process). */
-int ps__tr_on_exec(struct ps_tracer *t, struct thread *th)
+int ps__tr_on_exec(struct ps_tracer *t, struct ps_tr_thread *th)
 {
 	unsigned long former = 0;
-	struct proc *p = th->proc;
+	struct ps_tr_proc *p = th->proc;
 	char path[64];
 
 	ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &former);
 	if ((pid_t)former != th->tid) {
-		struct thread *ft = ps__tr_th_find(t, (pid_t)former);
+		struct ps_tr_thread *ft = ps__tr_th_find(t, (pid_t)former);
 		if (ft) {
-			ps__tr_unwind_below(t, ft, UINT64_MAX);
+			if (t->traps)
+				t->traps->thread_end(t, ft);
 			if (ft->announced && !quiet(t, ft) && t->ops.thread_exit)
 				t->ops.thread_exit(t->ud, ft->tid);
 			ps__tr_th_free(t, ft);
 		}
 	}
-	ps__tr_unwind_below(t, th, UINT64_MAX);
+	if (t->traps)
+		t->traps->thread_end(t, th);
 	if ((pid_t)former != th->tid && th->announced && !quiet(t, th) && t->ops.thread_exit) {
 		t->ops.thread_exit(t->ud, th->tid);
 		th->announced = 0;
@@ -400,24 +401,17 @@ int ps__tr_on_exec(struct ps_tracer *t, struct thread *th)
 		p->memfd = fd;
 	}
 	p->entry = 0;
-	p->tramp_on = 0;
-	p->scratch = 0;
 	th->rseq_cpu = 0; /* exec unregisters the rseq area */
 	th->rseq_wait = 0;
-	free(p->slot);
-	p->slot = NULL;
+	if (t->traps)
+		t->traps->exec(t, th); /* before it changes p->writes_bps */
 	if (p->silent) {
 		/* a released vfork child no longer shares our breakpoints */
 		ptrace(PTRACE_DETACH, th->tid, 0, 0);
 		ps__tr_th_free(t, th);
 		return 0;
 	}
-	if (p->pid == t->pid) {
-		ps__tr_bp_drop_all(t, p);
-		p->writes_bps = p->sees_bps = 1;
-	} else {
-		p->writes_bps = p->sees_bps = 0;
-	}
+	p->writes_bps = p->sees_bps = p->pid == t->pid;
 	if (t->settling) {
 		th->state = TH_HELD;
 		return 0;
@@ -435,7 +429,7 @@ int ps__tr_on_exec(struct ps_tracer *t, struct thread *th)
 
 /* Where the kernel keeps the CPU thread @th runs on, in its rseq area (glibc registers one for
    each thread): the address of cpu_id, or 0 if it has none (yet). */
-static uint64_t rseq_cpu(struct thread *th)
+static uint64_t rseq_cpu(struct ps_tr_thread *th)
 {
 	struct __ptrace_rseq_configuration c;
 
@@ -449,7 +443,7 @@ static uint64_t rseq_cpu(struct thread *th)
 	return th->rseq_cpu;
 }
 
-void ps__tr_prefetch(struct ps_tracer *t, struct thread *th, uint64_t rsp)
+void ps__tr_prefetch(struct ps_tracer *t, struct ps_tr_thread *th, uint64_t rsp)
 {
 	uint64_t a = th->proc ? rseq_cpu(th) : 0, ret;
 	int32_t cpu;
@@ -467,7 +461,7 @@ void ps__tr_prefetch(struct ps_tracer *t, struct thread *th, uint64_t rsp)
 
 int ps_tracer_cpu(struct ps_tracer *t, pid_t tid)
 {
-	struct thread *th = ps__tr_th_find(t, tid);
+	struct ps_tr_thread *th = ps__tr_th_find(t, tid);
 	char buf[1024], path[64];
 	ssize_t n;
 	int32_t cpu;

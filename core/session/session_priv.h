@@ -12,6 +12,7 @@
 #include "lines.h"
 #include "machine.h"
 #include "psnap.h"
+#include "ptrace_bp.h"
 #include "session.h"
 #include "symbols.h"
 #include "tracer.h"

@@ -1,4 +1,5 @@
-/* tests/c/test_tracer.c - core/proc/tracer.c and core/binary/x86/x86insn.c against real processes.
+/* tests/c/test_tracer.c - the tracer (core/proc/) with the ptrace catcher's breakpoints (core/catch/ptrace/
+ * ptrace_bp.h) and core/binary/x86/x86insn.c against real processes.
  *
  * tests/fixtures/tracer_fx.c is compiled at run time (cc -O2 -g, PIE and -no-pie) into a
  * temporary directory; function addresses come from nm plus ps_tracer_load_bias().
@@ -16,8 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ptrace_bp.h"
 #include "symbols.h"
-#include "tracer.h"
 #include "x86insn.h"
 
 #define FX_SRC "tracer_fx.c"

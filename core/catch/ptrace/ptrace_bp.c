@@ -1,31 +1,33 @@
-/* core/proc/tracer_bp.c - the breakpoint table: int3 bytes written into the tracee, found by
- * address in an open-addressing hash. What runs in place of the displaced instruction is
- * tracer_xol.c's. */
+/* core/catch/ptrace/ptrace_bp.c - the breakpoint table: int3 bytes written into the tracee, found
+ * by address in an open-addressing hash. What runs in place of the displaced instruction is
+ * ptrace_xol.c's. */
 #include <elf.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "tracer_priv.h"
+#include "ptrace_priv.h"
 
-static unsigned bp_home(const struct ps_tracer *t, uint64_t a)
+static unsigned bp_home(const struct pt *pt, uint64_t a)
 {
-	return (unsigned)((a * 0x9e3779b97f4a7c15ull) >> 32) & (t->bphcap - 1);
+	return (unsigned)((a * 0x9e3779b97f4a7c15ull) >> 32) & (pt->bphcap - 1);
 }
 
 int ps__tr_bp_find(const struct ps_tracer *t, uint64_t a)
 {
-	if (!t->bphcap)
+	const struct pt *pt = pt_of(t);
+
+	if (!pt || !pt->bphcap)
 		return -1;
-	for (unsigned i = bp_home(t, a);; i = (i + 1) & (t->bphcap - 1)) {
-		int k = t->bph[i];
-		if (k < 0 || t->bp[k].addr == a)
+	for (unsigned i = bp_home(pt, a);; i = (i + 1) & (pt->bphcap - 1)) {
+		int k = pt->bph[i];
+		if (k < 0 || pt->bp[k].addr == a)
 			return k;
 	}
 }
 
-int ps__tr_bph_rebuild(struct ps_tracer *t, unsigned cap)
+int ps__tr_bph_rebuild(struct pt *pt, unsigned cap)
 {
 	int *n = malloc(cap * sizeof *n);
 
@@ -33,14 +35,14 @@ int ps__tr_bph_rebuild(struct ps_tracer *t, unsigned cap)
 		return -1;
 	for (unsigned i = 0; i < cap; i++)
 		n[i] = -1;
-	free(t->bph);
-	t->bph = n;
-	t->bphcap = cap;
-	for (int k = 0; k < t->nbp; k++) {
-		unsigned i = bp_home(t, t->bp[k].addr);
-		while (t->bph[i] >= 0)
+	free(pt->bph);
+	pt->bph = n;
+	pt->bphcap = cap;
+	for (int k = 0; k < pt->nbp; k++) {
+		unsigned i = bp_home(pt, pt->bp[k].addr);
+		while (pt->bph[i] >= 0)
 			i = (i + 1) & (cap - 1);
-		t->bph[i] = k;
+		pt->bph[i] = k;
 	}
 	return 0;
 }
@@ -50,61 +52,59 @@ void ps__tr_bp_write(struct ps_tracer *t, const struct bp *b, int armed)
 {
 	uint8_t c = armed ? INT3 : b->orig;
 
-	for (struct proc *p = t->procs; p; p = p->next)
+	for (struct ps_tr_proc *p = t->procs; p; p = p->next)
 		if (p->writes_bps)
 			mem_wr(p, b->addr, &c, 1);
 }
 
 /* Put the original byte of every armed breakpoint back into @p's memory. */
-void ps__tr_bp_unwrite(struct ps_tracer *t, struct proc *p)
+void ps__tr_bp_unwrite(struct ps_tracer *t, struct ps_tr_proc *p)
 {
-	for (int k = 0; k < t->nbp; k++)
-		if (t->bp[k].enabled)
-			mem_wr(p, t->bp[k].addr, &t->bp[k].orig, 1);
+	const struct pt *pt = pt_of(t);
+
+	for (int k = 0; k < pt->nbp; k++)
+		if (pt->bp[k].enabled)
+			mem_wr(p, pt->bp[k].addr, &pt->bp[k].orig, 1);
 }
 
 /* Forget every breakpoint, restoring its byte in each process that carries breakpoints but
  * @except (an exec gave @except a new address space: nothing of ours is in it). */
-void ps__tr_bp_drop_all(struct ps_tracer *t, struct proc *except)
+void ps__tr_bp_drop_all(struct ps_tracer *t, struct ps_tr_proc *except)
 {
-	for (struct proc *p = t->procs; p; p = p->next)
+	struct pt *pt = pt_of(t);
+
+	for (struct ps_tr_proc *p = t->procs; p; p = p->next)
 		if (p->writes_bps && p != except)
 			ps__tr_bp_unwrite(t, p);
-	t->nbp = 0;
-	for (unsigned i = 0; i < t->bphcap; i++)
-		t->bph[i] = -1;
-	for (struct proc *p = t->procs; p; p = p->next)
-		if (p->slot)
+	pt->nbp = 0;
+	for (unsigned i = 0; i < pt->bphcap; i++)
+		pt->bph[i] = -1;
+	for (struct ps_tr_proc *p = t->procs; p; p = p->next)
+		if (pt_proc(p))
 			for (int i = 0; i < SLOT_USER; i++)
-				p->slot[i] = 0;
+				pt_proc(p)->slot[i] = 0;
 }
 
 /* Read @n bytes of code at @a from @p with our int3s replaced by the original bytes. */
-ssize_t ps__tr_code_read(struct ps_tracer *t, struct proc *p, uint64_t a, uint8_t *buf, size_t n)
+ssize_t ps__tr_code_read(struct ps_tracer *t, struct ps_tr_proc *p, uint64_t a, uint8_t *buf, size_t n)
 {
 	ssize_t got = pread(p->memfd, buf, n, (off_t)a);
 
 	for (ssize_t i = 0; i < got; i++) {
 		int k = ps__tr_bp_find(t, a + (uint64_t)i);
 		if (k >= 0)
-			buf[i] = t->bp[k].orig;
-		if (p->tramp_on && a + (uint64_t)i == p->entry)
-			buf[i] = p->tramp.orig;
+			buf[i] = pt_of(t)->bp[k].orig;
+		if (tramp_is_on(p) && a + (uint64_t)i == p->entry)
+			buf[i] = pt_proc(p)->tramp.orig;
 	}
 	return got;
 }
 
-struct proc *ps__tr_main_proc(struct ps_tracer *t)
+/* ps_tracer_bp_add() (ptrace_bp.h), the tracer's traps registered. */
+int ps__tr_bp_insert(struct ps_tracer *t, uint64_t addr, int kind, struct ps_error *err)
 {
-	for (struct proc *p = t->procs; p; p = p->next)
-		if (p->pid == t->pid)
-			return p;
-	return NULL;
-}
-
-int ps_tracer_bp_add(struct ps_tracer *t, uint64_t addr, int kind, struct ps_error *err)
-{
-	struct proc *p = ps__tr_main_proc(t);
+	struct pt *pt = pt_of(t);
+	struct ps_tr_proc *p = ps__tr_main_proc(t);
 	uint8_t code[16];
 	struct bp b;
 	int k;
@@ -116,7 +116,7 @@ int ps_tracer_bp_add(struct ps_tracer *t, uint64_t addr, int kind, struct ps_err
 	if ((k = ps__tr_bp_find(t, addr)) >= 0) {
 		/* one site serves both: a function's entry is a plain address too */
 		if (kind == PS_BP_FUNC)
-			t->bp[k].kind = PS_BP_FUNC;
+			pt->bp[k].kind = PS_BP_FUNC;
 		return k;
 	}
 	if (!p->entry)
@@ -136,45 +136,48 @@ int ps_tracer_bp_add(struct ps_tracer *t, uint64_t addr, int kind, struct ps_err
 	b.orig = code[0];
 	if (ps__tr_bp_prepare(&b, code, (size_t)n, err))
 		return -1;
-	if (t->nbp == t->capbp) {
-		int ncap = t->capbp ? t->capbp * 2 : 16;
-		struct bp *nb = realloc(t->bp, (size_t)ncap * sizeof *nb);
+	if (pt->nbp == pt->capbp) {
+		int ncap = pt->capbp ? pt->capbp * 2 : 16;
+		struct bp *nb = realloc(pt->bp, (size_t)ncap * sizeof *nb);
 		if (!nb)
 			return ps_error_set(err, ENOMEM, "out of memory");
-		t->bp = nb;
-		t->capbp = ncap;
+		pt->bp = nb;
+		pt->capbp = ncap;
 	}
 	uint8_t cc = INT3;
 	if (mem_wr(p, addr, &cc, 1))
 		return ps_error_set(err, errno, "cannot write a breakpoint at 0x%llx in %d: %s",
 				    (unsigned long long)addr, (int)p->pid, strerror(errno));
 	b.enabled = 1;
-	k = t->nbp++;
-	t->bp[k] = b;
-	if ((unsigned)t->nbp * 2 > t->bphcap) {
-		if (ps__tr_bph_rebuild(t, t->bphcap * 2)) {
-			t->nbp--;
+	k = pt->nbp++;
+	pt->bp[k] = b;
+	if ((unsigned)pt->nbp * 2 > pt->bphcap) {
+		if (ps__tr_bph_rebuild(pt, pt->bphcap * 2)) {
+			pt->nbp--;
 			mem_wr(p, addr, &b.orig, 1);
 			return ps_error_set(err, ENOMEM, "out of memory");
 		}
 	} else {
-		unsigned i = bp_home(t, addr);
-		while (t->bph[i] >= 0)
-			i = (i + 1) & (t->bphcap - 1);
-		t->bph[i] = k;
+		unsigned i = bp_home(pt, addr);
+		while (pt->bph[i] >= 0)
+			i = (i + 1) & (pt->bphcap - 1);
+		pt->bph[i] = k;
 	}
-	ps__tr_bp_write(t, &t->bp[k], 1); /* followed children too */
+	ps__tr_bp_write(t, &pt->bp[k], 1); /* followed children too */
 	return k;
 }
 
-int ps_tracer_bp_enable(struct ps_tracer *t, int id, int on, struct ps_error *err)
+/* ps_tracer_bp_enable() (ptrace_bp.h), the tracer's traps registered. */
+int ps__tr_bp_arm(struct ps_tracer *t, int id, int on, struct ps_error *err)
 {
-	if (id < 0 || id >= t->nbp)
+	struct pt *pt = pt_of(t);
+
+	if (id < 0 || id >= pt->nbp)
 		return ps_error_set(err, PS_EUSAGE, "no breakpoint %d", id);
 	on = !!on;
-	if (t->bp[id].enabled != on) {
-		t->bp[id].enabled = on;
-		ps__tr_bp_write(t, &t->bp[id], on);
+	if (pt->bp[id].enabled != on) {
+		pt->bp[id].enabled = on;
+		ps__tr_bp_write(t, &pt->bp[id], on);
 	}
 	return 0;
 }

@@ -1,7 +1,7 @@
-/* core/proc/tracer_xol.c - what runs in place of the instruction a breakpoint displaced: emulated
+/* core/catch/ptrace/ptrace_xol.c - what runs in place of the instruction a breakpoint displaced: emulated
  * on the saved registers when it is simple (no second stop), else executed out of line in a
- * scratch page of the tracee (the comment at the top of tracer.c describes both). */
-#include "tracer_priv.h"
+ * scratch page of the tracee (the comment at the top of ptrace_trap.c describes both). */
+#include "ptrace_priv.h"
 
 #include "x86insn.h"
 
@@ -118,8 +118,8 @@ int ps__tr_bp_prepare(struct bp *b, const uint8_t *code, size_t n, struct ps_err
  * signals that arrive meanwhile are stashed for the next resume.
  * Return: 0 done (*r updated), 1 the thread is gone, 2 the instruction faulted (*fsig),
  * -1 error. */
-static int run_insn(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r, uint64_t start, uint64_t end,
-		    int step, int *fsig)
+static int run_insn(struct ps_tracer *t, struct ps_tr_thread *th, struct user_regs_struct *r, uint64_t start,
+		    uint64_t end, int step, int *fsig)
 {
 	int st;
 
@@ -163,10 +163,10 @@ static int run_insn(struct ps_tracer *t, struct thread *th, struct user_regs_str
  * executed by the program after start-up; entry itself may hold the trampoline int3). *@ret
  * gets its result; the thread's registers are left as the call left them.
  * Return: 0, 1 the thread is gone, -1 error. */
-static int inject_syscall(struct ps_tracer *t, struct thread *th, const struct user_regs_struct *r, long nr,
+static int inject_syscall(struct ps_tracer *t, struct ps_tr_thread *th, const struct user_regs_struct *r, long nr,
 			  const uint64_t a[6], uint64_t *ret)
 {
-	struct proc *p = th->proc;
+	struct ps_tr_proc *p = th->proc;
 	struct user_regs_struct s = *r;
 	uint8_t save[2], sc[2] = {0x0f, 0x05};
 	int fsig = 0, rc;
@@ -202,14 +202,14 @@ static int inject_syscall(struct ps_tracer *t, struct thread *th, const struct u
 }
 
 /* Map the scratch page in the tracee, by a mmap system call that @th runs. */
-static int scratch_map(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r)
+static int scratch_map(struct ps_tracer *t, struct ps_tr_thread *th, struct user_regs_struct *r)
 {
-	struct proc *p = th->proc;
+	struct pt_proc *p = pt_proc_get(th->proc);
 	const uint64_t a[6] = {0, SCRATCH_SIZE, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1, 0};
 	uint64_t addr = 0;
 	int rc;
 
-	if (!p->slot && !(p->slot = calloc(NSLOT, sizeof *p->slot)))
+	if (!p)
 		return ps_error_set(t->err, ENOMEM, "out of memory");
 	if ((rc = inject_syscall(t, th, r, SYS_mmap, a, &addr)) != 0)
 		return rc;
@@ -219,16 +219,16 @@ static int scratch_map(struct ps_tracer *t, struct thread *th, struct user_regs_
 	return 0;
 }
 
-int ps__tr_scratch_unmap(struct ps_tracer *t, struct thread *th)
+int ps__tr_scratch_unmap(struct ps_tracer *t, struct ps_tr_thread *th)
 {
-	struct proc *p = th->proc;
-	const uint64_t a[6] = {p->scratch, SCRATCH_SIZE, 0, 0, 0, 0};
+	struct pt_proc *p = pt_proc(th->proc);
 	struct user_regs_struct r;
 	uint64_t ret;
 	int rc;
 
-	if (!p->scratch)
+	if (!p || !p->scratch)
 		return 0;
+	const uint64_t a[6] = {p->scratch, SCRATCH_SIZE, 0, 0, 0, 0};
 	if (ptrace(PTRACE_GETREGS, th->tid, 0, &r))
 		return ps_error_set(t->err, errno, "ptrace(GETREGS, %d): %s", (int)th->tid, strerror(errno));
 	if ((rc = inject_syscall(t, th, &r, SYS_munmap, a, &ret)) == 1)
@@ -241,32 +241,34 @@ int ps__tr_scratch_unmap(struct ps_tracer *t, struct thread *th)
 }
 
 /* Put the copy of @b in scratch slot @slot (skipped when it is there already). */
-static int slot_fill(struct ps_tracer *t, struct proc *p, const struct bp *b, int slot, int key)
+static int slot_fill(struct ps_tracer *t, struct ps_tr_proc *p, const struct bp *b, int slot, int key)
 {
-	if (key && p->slot[slot] == key)
+	struct pt_proc *pp = pt_proc(p);
+
+	if (key && pp->slot[slot] == key)
 		return 0;
-	if (mem_wr(p, p->scratch + (uint64_t)slot * SLOT_SIZE, b->xol, b->xol_len))
+	if (mem_wr(p, pp->scratch + (uint64_t)slot * SLOT_SIZE, b->xol, b->xol_len))
 		return ps_error_set(t->err, errno, "cannot write the scratch page of %d: %s", (int)p->pid,
 				    strerror(errno));
-	p->slot[slot] = key;
+	pp->slot[slot] = key;
 	return 0;
 }
 
 /* Execute the instruction of @b for @th out of line; *r (rip = b->addr) is updated.
  * Return: 0 (set *r and resume), 1 (thread gone, or resumed into its fault handler:
  * *fsig set), -1. */
-static int xol(struct ps_tracer *t, struct thread *th, const struct bp *b, int slot, int key,
+static int xol(struct ps_tracer *t, struct ps_tr_thread *th, const struct bp *b, int slot, int key,
 	       struct user_regs_struct *r, int *fsig)
 {
-	struct proc *p = th->proc;
+	struct ps_tr_proc *p = th->proc;
 	struct user_regs_struct s = *r;
 	int rc;
 
-	if (!p->scratch && (rc = scratch_map(t, th, r)) != 0)
+	if (!(pt_proc(p) && pt_proc(p)->scratch) && (rc = scratch_map(t, th, r)) != 0)
 		return rc;
 	if (slot_fill(t, p, b, slot, key))
 		return -1;
-	uint64_t sa = p->scratch + (uint64_t)slot * SLOT_SIZE;
+	uint64_t sa = pt_proc(p)->scratch + (uint64_t)slot * SLOT_SIZE;
 	if (b->xreg >= 0)
 		*regp(&s, b->xreg) = b->addr + b->len;
 	s.rip = sa;
@@ -331,10 +333,10 @@ static int cond(unsigned cc, unsigned long long fl)
 }
 
 /* Write 8 bytes just below rsp; when the stack must grow first, let the thread push. */
-static int push8(struct ps_tracer *t, struct thread *th, struct user_regs_struct *r, uint64_t v, int *fsig)
+static int push8(struct ps_tracer *t, struct ps_tr_thread *th, struct user_regs_struct *r, uint64_t v, int *fsig)
 {
 	static const struct bp touch = {.xol = {0x50, 0x58, INT3}, .xol_len = 3, .len = 2, .xreg = -1, .emu = EMU_XOL};
-	struct proc *p = th->proc;
+	struct ps_tr_proc *p = th->proc;
 
 	if (!mem_wr(p, r->rsp - 8, &v, 8))
 		return 0;
@@ -352,7 +354,7 @@ static int push8(struct ps_tracer *t, struct thread *th, struct user_regs_struct
 
 /* Carry out the instruction displaced by @b for @th (regs *r, rip = b->addr).
  * Return: 0 (set *r, resume), 1 (gone, or *fsig to deliver with *r), -1 error. */
-int ps__tr_displaced(struct ps_tracer *t, struct thread *th, const struct bp *b, int slot, int key,
+int ps__tr_displaced(struct ps_tracer *t, struct ps_tr_thread *th, const struct bp *b, int slot, int key,
 		     struct user_regs_struct *r, int *fsig)
 {
 	uint64_t next = b->addr + b->len, v;
