@@ -1,6 +1,5 @@
 /* core/binary/emptyhit.c - the sites of a function's empty hits (core/binary/emptyhit.h): its code read
- * from the executable segment that holds it and decoded from its first byte to its end (Zydis). */
-#include <Zydis/Zydis.h>
+ * from the executable segment that holds it and decoded from its first byte to its end (x86insn.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -11,6 +10,7 @@
 
 #include "emptyhit.h"
 #include "symbols.h"
+#include "x86insn.h"
 
 #define MAX_CODE (4u << 20) /* a function larger than this is not decoded */
 
@@ -41,64 +41,30 @@ out:
 	return buf;
 }
 
-/* An instruction after which the next one in address order runs: no branch, call, return,
-   system call or trap. */
-static bool falls_through(const ZydisDecodedInstruction *z)
-{
-	switch (z->meta.category) {
-	case ZYDIS_CATEGORY_COND_BR:
-	case ZYDIS_CATEGORY_UNCOND_BR:
-	case ZYDIS_CATEGORY_CALL:
-	case ZYDIS_CATEGORY_RET:
-	case ZYDIS_CATEGORY_SYSCALL:
-	case ZYDIS_CATEGORY_INTERRUPT:
-	case ZYDIS_CATEGORY_SYSTEM:
-		return false;
-	default:
-		return z->mnemonic != ZYDIS_MNEMONIC_UD0 && z->mnemonic != ZYDIS_MNEMONIC_UD1 &&
-		       z->mnemonic != ZYDIS_MNEMONIC_UD2 && z->mnemonic != ZYDIS_MNEMONIC_HLT;
-	}
-}
-
-/* Whether the instruction writes the stack pointer (push and pop do, through hidden operands). */
-static bool writes_sp(const ZydisDecodedInstruction *z, const ZydisDecodedOperand *op)
-{
-	for (int i = 0; i < z->operand_count; i++) {
-		ZydisRegister r = op[i].reg.value;
-		if (op[i].type == ZYDIS_OPERAND_TYPE_REGISTER && (op[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) &&
-		    (r == ZYDIS_REGISTER_RSP || r == ZYDIS_REGISTER_ESP || r == ZYDIS_REGISTER_SP ||
-		     r == ZYDIS_REGISTER_SPL))
-			return true;
-	}
-	return false;
-}
-
 /* Decode @n bytes of code at @addr into @out (entry, next, tails). */
 static int decode(const uint8_t *code, uint64_t n, uint64_t addr, struct ps_empty_hit *out, struct ps_error *err)
 {
-	ZydisDecoder dec;
 	uint64_t off = 0, prev_at = 0;
 	bool prev_ok = false;
 
-	ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
 	while (off < n) {
-		ZydisDecodedInstruction z;
-		ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
+		struct ps_x86_insn in;
 
-		if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec, code + off, n - off, &z, op)))
+		if (ps_x86_decode(code + off, n - off, addr + off, &in))
 			return ps_error_set(err, PS_EUSAGE, "cannot decode the instruction at 0x%llx",
 					    (unsigned long long)(addr + off));
-		bool through = falls_through(&z);
+		/* the next instruction in address order runs after it: no branch, call, return,
+		   system call or trap */
+		bool through = in.flow == PS_X86_NEXT || in.flow == PS_X86_NOP;
 		if (off == 0 && through)
-			out->next = addr + z.length;
-		if (z.opcode_map == ZYDIS_OPCODE_MAP_DEFAULT && (z.opcode == 0xc3 || z.opcode == 0xc2) && prev_ok &&
-		    out->ntails < PS_EMPTYHIT_MAX_TAILS) {
+			out->next = addr + in.len;
+		if (in.flow == PS_X86_RET && prev_ok && out->ntails < PS_EMPTYHIT_MAX_TAILS) {
 			out->tail[out->ntails].at = prev_at;
 			out->tail[out->ntails++].ret = addr + off;
 		}
-		prev_ok = through && !writes_sp(&z, op);
+		prev_ok = through && !(in.writes & 1u << 4); /* push and pop write rsp */
 		prev_at = addr + off;
-		off += z.length;
+		off += in.len;
 	}
 	return 0;
 }
