@@ -8,36 +8,34 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "elffile.h"
 #include "emptyhit.h"
 #include "symbols.h"
 #include "x86insn.h"
 
 #define MAX_CODE (4u << 20) /* a function larger than this is not decoded */
 
-/* The @size bytes at link-time address @addr, from the executable PT_LOAD segment of @fd's ELF
-   that maps them; malloc'd, or NULL. */
-static uint8_t *read_code(int fd, uint64_t addr, uint64_t size)
+/* The @size bytes at link-time address @addr, from the executable PT_LOAD segment of @f that
+   maps them; malloc'd, or NULL. */
+static uint8_t *read_code(const struct ps_elf_file *f, uint64_t addr, uint64_t size)
 {
-	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
 	uint8_t *buf = NULL;
 	size_t nph;
 
-	if (!elf || elf_getphdrnum(elf, &nph) != 0)
-		goto out;
+	if (elf_getphdrnum(f->elf, &nph) != 0)
+		return NULL;
 	for (size_t i = 0; i < nph; i++) {
 		GElf_Phdr ph;
-		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) ||
+		if (!gelf_getphdr(f->elf, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) ||
 		    addr < ph.p_vaddr || addr + size > ph.p_vaddr + ph.p_filesz)
 			continue;
 		if ((buf = malloc(size)) &&
-		    pread(fd, buf, size, (off_t)(ph.p_offset + (addr - ph.p_vaddr))) != (ssize_t)size) {
+		    pread(f->fd, buf, size, (off_t)(ph.p_offset + (addr - ph.p_vaddr))) != (ssize_t)size) {
 			free(buf);
 			buf = NULL;
 		}
 		break;
 	}
-out:
-	elf_end(elf);
 	return buf;
 }
 
@@ -76,7 +74,8 @@ int ps_empty_hit_sites(const char *path, const char *func, struct ps_empty_hit *
 	uint64_t addr, end;
 	uint8_t *code;
 	char *tail;
-	int fd, rc;
+	struct ps_elf_file *f;
+	int rc;
 
 	memset(out, 0, sizeof *out);
 	if (ps_sym_open(&st, path, err) < 0)
@@ -99,12 +98,10 @@ int ps_empty_hit_sites(const char *path, const char *func, struct ps_empty_hit *
 	ps_sym_close(st);
 	if (end - addr > MAX_CODE)
 		return ps_error_set(err, PS_EUSAGE, "%s: %s is larger than %u bytes", path, func, MAX_CODE);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-		rc = errno;
-		return ps_error_set(err, rc, "cannot open %s: %s", path, strerror(rc));
-	}
-	code = read_code(fd, addr, end - addr);
-	close(fd);
+	if (ps_elf_open(&f, path, err))
+		return -1;
+	code = read_code(f, addr, end - addr);
+	ps_elf_close(f);
 	if (!code)
 		return ps_error_set(err, PS_EUSAGE, "%s: the code of %s is not in an executable segment", path, func);
 	out->entry = addr;

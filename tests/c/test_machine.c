@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "machine.h"
+#include "procmaps.h"
 #include "x86insn.h"
 
 TEST(machine_entry_step)
@@ -102,9 +103,9 @@ TEST(machine_self_tests)
 	if (up)
 		CHECK(ps_machine_uprobe_type() >= 0);
 	/* a function of this program is in this program's file */
-	CHECK_EQ_INT(ps_machine_file_offset(0, (uint64_t)(uintptr_t)seven, path, sizeof path, &off, &err), 0);
+	CHECK_EQ_INT(ps_maps_file_offset(0, (uint64_t)(uintptr_t)seven, path, sizeof path, &off, &err), 0);
 	CHECK(strstr(path, "tests/c/run") != NULL);
 	CHECK(off > 0);
-	CHECK_EQ_INT(ps_machine_file_offset(0, 8, path, sizeof path, &off, &err), -1);
+	CHECK_EQ_INT(ps_maps_file_offset(0, 8, path, sizeof path, &off, &err), -1);
 	CHECK(seven(1) == 7);
 }
