@@ -56,11 +56,13 @@ int ps__tr_bp_prepare(struct bp *b, const uint8_t *code, size_t n, struct ps_err
 		b->emu = EMU_PUSHF;
 	else if (in.flow == PS_X86_NEXT && !ps_x86_emu_prepare(&b->x, code, n, b->addr))
 		b->emu = EMU_REG;
+	/* the out-of-line copy: the instruction, rip-relative operand rewritten, then int3 */
+	b->xreg = (int8_t)ps_x86_relocate(&in, code, b->xol);
+	if (b->xreg == PS_X86_OTHREG)
+		bad = "no register is free to take rip's place in its copy";
 	if (bad)
 		return ps_error_set(err, PS_EUSAGE, "cannot place a breakpoint at 0x%llx: %s",
 				    (unsigned long long)b->addr, bad);
-	/* the out-of-line copy: the instruction, rip-relative operand rewritten, then int3 */
-	b->xreg = (int8_t)ps_x86_relocate(&in, code, b->xol);
 	b->xol[in.len] = INT3;
 	b->xol_len = (uint8_t)(in.len + 1);
 	return 0;

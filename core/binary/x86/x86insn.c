@@ -240,6 +240,8 @@ int ps_x86_relocate(const struct ps_x86_insn *in, const uint8_t *code, uint8_t *
 	for (size_t i = 0; i < sizeof cand && xreg < 0; i++)
 		if (!(used & bit(cand[i])))
 			xreg = cand[i];
+	if (xreg < 0)
+		return PS_X86_OTHREG;
 	/* mod 00 rm 101 [rip + disp32] becomes mod 10 rm xreg [xreg + disp32]; the register is one
 	   of the first eight, so REX.B (VEX/EVEX: inverted B) must say so */
 	out[in->modrm_off] = (uint8_t)(0x80 | (code[in->modrm_off] & 0x38) | xreg);

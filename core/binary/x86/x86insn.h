@@ -135,7 +135,8 @@ int ps_x86_decode(const uint8_t *buf, size_t n, uint64_t addr, struct ps_x86_ins
  * while the copy runs.
  * @out:  receives @in->len bytes
  *
- * Return: that register (0..7), or PS_X86_NOREG when the copy is the instruction unchanged.
+ * Return: that register (0..7), PS_X86_NOREG when the copy is the instruction unchanged, or
+ * PS_X86_OTHREG when the instruction uses every register that could take rip's place (no copy).
  */
 int ps_x86_relocate(const struct ps_x86_insn *in, const uint8_t *code, uint8_t *out);
 
