@@ -1,19 +1,16 @@
 /* lua/lsyms.c - what a program file names and is: core.symbols, core.source_files (completion);
  * core.code_check (whether an address a region names is code); core.build_id,
  * core.empty_hit_sites (perfsh check). */
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <elfutils/libdw.h>
-
 #include "buildid.h"
 #include "codeaddr.h"
 #include "emptyhit.h"
 #include "lhelp.h"
+#include "lines.h"
 #include "regionspec.h"
 #include "symbols.h"
 
@@ -38,42 +35,28 @@ static int l_symbols(lua_State *L)
 	return 1;
 }
 
+static int push_file(void *ud, const char *file)
+{
+	lua_State *L = ud;
+
+	lua_pushstring(L, file);
+	lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+	return 0;
+}
+
 /* core.source_files(path): the source files of an ELF file's line tables (an empty table
    without DWARF), or nil, message. */
 static int l_source_files(lua_State *L)
 {
 	const char *path = luaL_checkstring(L, 1);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct ps_error err;
 
-	if (fd < 0) {
+	lua_newtable(L);
+	if (ps_lines_source_files(path, push_file, L, &err)) {
 		lua_pushnil(L);
-		lua_pushfstring(L, "cannot open %s: %s", path, strerror(errno));
+		lua_pushstring(L, err.msg);
 		return 2;
 	}
-	lua_newtable(L);
-	Dwarf *dw = dwarf_begin(fd, DWARF_C_READ);
-	lua_Integer k = 0;
-	if (dw) {
-		Dwarf_Off off = 0, next;
-		size_t hsize;
-		while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
-			Dwarf_Die die;
-			Dwarf_Files *files;
-			size_t nfiles;
-			if (dwarf_offdie(dw, off + hsize, &die) && dwarf_getsrcfiles(&die, &files, &nfiles) == 0) {
-				for (size_t i = 1; i < nfiles; i++) {
-					const char *f = dwarf_filesrc(files, i, NULL, NULL);
-					if (f) {
-						lua_pushstring(L, f);
-						lua_rawseti(L, -2, ++k);
-					}
-				}
-			}
-			off = next;
-		}
-		dwarf_end(dw);
-	}
-	close(fd);
 	return 1;
 }
 

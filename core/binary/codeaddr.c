@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "elffile.h"
 #include "x86insn.h"
 
 /* The allocated section that holds an address, and where the file's code lies. */
@@ -187,24 +188,16 @@ static int check_elf(Elf *elf, const char *path, const struct ps_symtab *st, uin
 int ps_code_check(const char *path, const struct ps_symtab *st, uint64_t addr, unsigned flags, struct ps_error *err)
 {
 	struct ps_symtab *own = NULL;
+	struct ps_elf_file *f;
 	struct ps_error e2;
-	Elf *elf;
-	int fd, rc;
+	int rc;
 
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return ps_error_set(err, PS_EUSAGE, "libelf: %s", elf_errmsg(-1));
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return ps_error_set(err, errno, "cannot open %s: %s", path, strerror(errno));
-	if (!(elf = elf_begin(fd, ELF_C_READ, NULL)) || elf_kind(elf) != ELF_K_ELF) {
-		elf_end(elf);
-		close(fd);
-		return ps_error_set(err, PS_EUSAGE, "%s is not an ELF file", path);
-	}
+	if (ps_elf_open(&f, path, err))
+		return -1;
 	if (!st && ps_sym_open(&own, path, &e2) == 0)
 		st = own; /* without symbols, instructions are decoded from their section's start */
-	rc = check_elf(elf, path, st, addr, flags, err);
+	rc = check_elf(f->elf, path, st, addr, flags, err);
 	ps_sym_close(own);
-	elf_end(elf);
-	close(fd);
+	ps_elf_close(f);
 	return rc;
 }

@@ -1,6 +1,5 @@
 /* core/binary/emptyhit.c - the sites of a function's empty hits (core/binary/emptyhit.h): its code read
- * from the executable segment that holds it and decoded from its first byte to its end (Zydis). */
-#include <Zydis/Zydis.h>
+ * from the executable segment that holds it and decoded from its first byte to its end (x86insn.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -9,96 +8,61 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "elffile.h"
 #include "emptyhit.h"
 #include "symbols.h"
+#include "x86insn.h"
 
 #define MAX_CODE (4u << 20) /* a function larger than this is not decoded */
 
-/* The @size bytes at link-time address @addr, from the executable PT_LOAD segment of @fd's ELF
-   that maps them; malloc'd, or NULL. */
-static uint8_t *read_code(int fd, uint64_t addr, uint64_t size)
+/* The @size bytes at link-time address @addr, from the executable PT_LOAD segment of @f that
+   maps them; malloc'd, or NULL. */
+static uint8_t *read_code(const struct ps_elf_file *f, uint64_t addr, uint64_t size)
 {
-	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
 	uint8_t *buf = NULL;
 	size_t nph;
 
-	if (!elf || elf_getphdrnum(elf, &nph) != 0)
-		goto out;
+	if (elf_getphdrnum(f->elf, &nph) != 0)
+		return NULL;
 	for (size_t i = 0; i < nph; i++) {
 		GElf_Phdr ph;
-		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) ||
+		if (!gelf_getphdr(f->elf, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) ||
 		    addr < ph.p_vaddr || addr + size > ph.p_vaddr + ph.p_filesz)
 			continue;
 		if ((buf = malloc(size)) &&
-		    pread(fd, buf, size, (off_t)(ph.p_offset + (addr - ph.p_vaddr))) != (ssize_t)size) {
+		    pread(f->fd, buf, size, (off_t)(ph.p_offset + (addr - ph.p_vaddr))) != (ssize_t)size) {
 			free(buf);
 			buf = NULL;
 		}
 		break;
 	}
-out:
-	elf_end(elf);
 	return buf;
-}
-
-/* An instruction after which the next one in address order runs: no branch, call, return,
-   system call or trap. */
-static bool falls_through(const ZydisDecodedInstruction *z)
-{
-	switch (z->meta.category) {
-	case ZYDIS_CATEGORY_COND_BR:
-	case ZYDIS_CATEGORY_UNCOND_BR:
-	case ZYDIS_CATEGORY_CALL:
-	case ZYDIS_CATEGORY_RET:
-	case ZYDIS_CATEGORY_SYSCALL:
-	case ZYDIS_CATEGORY_INTERRUPT:
-	case ZYDIS_CATEGORY_SYSTEM:
-		return false;
-	default:
-		return z->mnemonic != ZYDIS_MNEMONIC_UD0 && z->mnemonic != ZYDIS_MNEMONIC_UD1 &&
-		       z->mnemonic != ZYDIS_MNEMONIC_UD2 && z->mnemonic != ZYDIS_MNEMONIC_HLT;
-	}
-}
-
-/* Whether the instruction writes the stack pointer (push and pop do, through hidden operands). */
-static bool writes_sp(const ZydisDecodedInstruction *z, const ZydisDecodedOperand *op)
-{
-	for (int i = 0; i < z->operand_count; i++) {
-		ZydisRegister r = op[i].reg.value;
-		if (op[i].type == ZYDIS_OPERAND_TYPE_REGISTER && (op[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) &&
-		    (r == ZYDIS_REGISTER_RSP || r == ZYDIS_REGISTER_ESP || r == ZYDIS_REGISTER_SP ||
-		     r == ZYDIS_REGISTER_SPL))
-			return true;
-	}
-	return false;
 }
 
 /* Decode @n bytes of code at @addr into @out (entry, next, tails). */
 static int decode(const uint8_t *code, uint64_t n, uint64_t addr, struct ps_empty_hit *out, struct ps_error *err)
 {
-	ZydisDecoder dec;
 	uint64_t off = 0, prev_at = 0;
 	bool prev_ok = false;
 
-	ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
 	while (off < n) {
-		ZydisDecodedInstruction z;
-		ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
+		struct ps_x86_insn in;
 
-		if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec, code + off, n - off, &z, op)))
+		if (ps_x86_decode(code + off, n - off, addr + off, &in))
 			return ps_error_set(err, PS_EUSAGE, "cannot decode the instruction at 0x%llx",
 					    (unsigned long long)(addr + off));
-		bool through = falls_through(&z);
+		/* the next instruction in address order runs after it: no branch, call, return,
+		   system call or trap */
+		bool through = in.flow == PS_X86_NEXT || in.flow == PS_X86_NOP;
 		if (off == 0 && through)
-			out->next = addr + z.length;
-		if (z.opcode_map == ZYDIS_OPCODE_MAP_DEFAULT && (z.opcode == 0xc3 || z.opcode == 0xc2) && prev_ok &&
-		    out->ntails < PS_EMPTYHIT_MAX_TAILS) {
+			out->next = addr + in.len;
+		if (in.flow == PS_X86_RET && prev_ok && out->ntails < PS_EMPTYHIT_MAX_TAILS) {
 			out->tail[out->ntails].at = prev_at;
 			out->tail[out->ntails++].ret = addr + off;
 		}
-		prev_ok = through && !writes_sp(&z, op);
+		prev_ok = through && !(in.writes & 1u << 4); /* push and pop write rsp */
 		prev_at = addr + off;
-		off += z.length;
+		off += in.len;
 	}
 	return 0;
 }
@@ -110,7 +74,8 @@ int ps_empty_hit_sites(const char *path, const char *func, struct ps_empty_hit *
 	uint64_t addr, end;
 	uint8_t *code;
 	char *tail;
-	int fd, rc;
+	struct ps_elf_file *f;
+	int rc;
 
 	memset(out, 0, sizeof *out);
 	if (ps_sym_open(&st, path, err) < 0)
@@ -133,12 +98,10 @@ int ps_empty_hit_sites(const char *path, const char *func, struct ps_empty_hit *
 	ps_sym_close(st);
 	if (end - addr > MAX_CODE)
 		return ps_error_set(err, PS_EUSAGE, "%s: %s is larger than %u bytes", path, func, MAX_CODE);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-		rc = errno;
-		return ps_error_set(err, rc, "cannot open %s: %s", path, strerror(rc));
-	}
-	code = read_code(fd, addr, end - addr);
-	close(fd);
+	if (ps_elf_open(&f, path, err))
+		return -1;
+	code = read_code(f, addr, end - addr);
+	ps_elf_close(f);
 	if (!code)
 		return ps_error_set(err, PS_EUSAGE, "%s: the code of %s is not in an executable segment", path, func);
 	out->entry = addr;

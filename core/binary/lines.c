@@ -8,9 +8,7 @@
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
-#include <elfutils/libdwelf.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,77 +22,13 @@ void ps_lines_close(struct ps_lines *l)
 {
 	if (!l)
 		return;
-	if (l->dw)
-		dwarf_end(l->dw);
-	elf_end(l->delf);
-	elf_end(l->elf);
-	if (l->dfd >= 0)
-		close(l->dfd);
-	if (l->fd >= 0)
-		close(l->fd);
+	ps_elf_close(l->file);
 	for (size_t i = 0; i < l->npool; i++)
 		free(l->pool[i]);
 	free(l->pool);
 	free(l->rows);
 	free(l->path);
 	free(l);
-}
-
-/*
- * Do the string sections of @e end in a NUL? libdw (0.188) reads their strings with strlen()
- * and would run past the end of a damaged one.
- */
-static bool strings_terminated(Elf *e)
-{
-	size_t shstrndx;
-	Elf_Scn *scn = NULL;
-
-	if (elf_getshdrstrndx(e, &shstrndx) != 0)
-		return false;
-	while ((scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-		const char *name;
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
-		    !(name = elf_strptr(e, shstrndx, sh.sh_name)))
-			continue;
-		if (strcmp(name, ".debug_str") && strcmp(name, ".debug_line_str"))
-			continue;
-		if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
-			return false;
-		d = elf_getdata(scn, NULL);
-		if (d && d->d_size && (!d->d_buf || ((const char *)d->d_buf)[d->d_size - 1] != '\0'))
-			return false;
-	}
-	return true;
-}
-
-static Dwarf *begin_dwarf(Elf *e)
-{
-	return strings_terminated(e) ? dwarf_begin_elf(e, DWARF_C_READ, NULL) : NULL;
-}
-
-/* The DWARF of @l->elf, or of its /usr/lib/debug/.build-id/ file. */
-static Dwarf *open_dwarf(struct ps_lines *l)
-{
-	const unsigned char *id;
-	char dpath[300];
-	ssize_t n = dwelf_elf_gnu_build_id(l->elf, (const void **)&id);
-	Dwarf *dw = begin_dwarf(l->elf);
-	int used;
-
-	if (dw || n < 2)
-		return dw;
-	used = snprintf(dpath, sizeof dpath, "/usr/lib/debug/.build-id/%02x/", id[0]);
-	for (ssize_t i = 1; i < n && used < 250; i++)
-		used += snprintf(dpath + used, sizeof dpath - (size_t)used, "%02x", id[i]);
-	snprintf(dpath + used, sizeof dpath - (size_t)used, ".debug");
-	if ((l->dfd = open(dpath, O_RDONLY | O_CLOEXEC)) < 0)
-		return NULL;
-	if (!(l->delf = elf_begin(l->dfd, ELF_C_READ, NULL)))
-		return NULL;
-	return begin_dwarf(l->delf);
 }
 
 static int add_row(struct ps_lines *l, const struct row *r)
@@ -153,23 +87,16 @@ int ps_lines_open(struct ps_lines **out, const char *path, struct ps_error *err)
 	int e;
 
 	*out = NULL;
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return ps_error_set(err, PS_EUSAGE, "libelf: %s", elf_errmsg(-1));
 	if (!(l = calloc(1, sizeof *l)) || !(l->path = strdup(path))) {
 		free(l);
 		return ps_error_set(err, ENOMEM, "out of memory");
 	}
-	l->dfd = -1;
-	if ((l->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-		e = errno;
+	if (ps_elf_open(&l->file, path, err)) {
 		ps_lines_close(l);
-		return ps_error_set(err, e, "cannot open %s: %s", path, strerror(e));
+		return -1;
 	}
-	if (!(l->elf = elf_begin(l->fd, ELF_C_READ, NULL)) || elf_kind(l->elf) != ELF_K_ELF) {
-		ps_lines_close(l);
-		return ps_error_set(err, PS_EUSAGE, "%s is not an ELF file", path);
-	}
-	if (!(l->dw = open_dwarf(l)) || read_rows(l) < 0 || l->nrows == 0) {
+	l->elf = l->file->elf;
+	if (!(l->dw = ps_elf_dwarf(l->file)) || read_rows(l) < 0 || l->nrows == 0) {
 		e = l->dw && l->nrows ? ENOMEM : PS_EUSAGE;
 		ps_lines_close(l);
 		if (e == ENOMEM)
@@ -177,6 +104,32 @@ int ps_lines_open(struct ps_lines **out, const char *path, struct ps_error *err)
 		return ps_error_set(err, e, "%s has no DWARF line info: rebuild with -g", path);
 	}
 	*out = l;
+	return 0;
+}
+
+int ps_lines_source_files(const char *path, int (*fn)(void *ud, const char *file), void *ud, struct ps_error *err)
+{
+	struct ps_elf_file *f;
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	Dwarf *dw;
+	int stop = 0;
+
+	if (ps_elf_open(&f, path, err))
+		return err->code == PS_EUSAGE ? 0 : -1; /* no ELF file: no source files */
+	dw = ps_elf_dwarf(f);
+	while (dw && !stop && dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die die;
+		Dwarf_Files *files;
+		size_t nfiles;
+		if (dwarf_offdie(dw, off + hsize, &die) && dwarf_getsrcfiles(&die, &files, &nfiles) == 0)
+			for (size_t i = 1; i < nfiles && !stop; i++) {
+				const char *name = dwarf_filesrc(files, i, NULL, NULL);
+				stop = name && fn(ud, name);
+			}
+		off = next;
+	}
+	ps_elf_close(f);
 	return 0;
 }
 

@@ -27,6 +27,15 @@ int ps_lines_open(struct ps_lines **l, const char *path, struct ps_error *err);
 void ps_lines_close(struct ps_lines *l);
 
 /**
+ * ps_lines_source_files() - the source files the line tables of ELF file @path name (none
+ * when it has no DWARF or is no ELF file): @fn is called with each, in the order of the
+ * tables, until it returns nonzero.
+ *
+ * Return: 0, or -1 with @err set when @path cannot be opened.
+ */
+int ps_lines_source_files(const char *path, int (*fn)(void *ud, const char *file), void *ud, struct ps_error *err);
+
+/**
  * ps_lines_addrs() - the addresses where code for FILE:LINE begins.
  * @l:           the tables.
  * @file:        a source file: its basename, a suffix of its path at a '/', or its path.

@@ -1,11 +1,11 @@
-/* core/binary/lines_graph.c - the flow graph of one function's machine code (Zydis): instructions,
+/* core/binary/lines_graph.c - the flow graph of one function's machine code (x86insn.h): instructions,
  * their successors, gcc's jump tables, and what the entry reaches. */
-#include <Zydis/Zydis.h>
 #include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lines_graph.h"
+#include "x86insn.h"
 
 static int cmp_insn(const void *pa, const void *pb)
 {
@@ -48,38 +48,32 @@ static const uint8_t *elf_bytes(Elf *elf, uint64_t lo, uint64_t hi, bool exec)
 	return NULL;
 }
 
-static void classify(struct insn *in, const ZydisDecodedInstruction *zi, const ZydisDecodedOperand *op)
+static void classify(struct insn *in, const struct ps_x86_insn *x)
 {
-	in->kind = K_PLAIN;
-	if (zi->meta.category == ZYDIS_CATEGORY_COND_BR)
-		in->kind = K_JCC;
-	else if (zi->meta.category == ZYDIS_CATEGORY_UNCOND_BR)
-		in->kind = zi->raw.imm[0].is_relative ? K_JMP : K_IND;
-	else if (zi->meta.category == ZYDIS_CATEGORY_CALL)
-		in->kind = K_CALL;
-	else if (zi->meta.category == ZYDIS_CATEGORY_RET || zi->mnemonic == ZYDIS_MNEMONIC_UD2 ||
-		 zi->mnemonic == ZYDIS_MNEMONIC_HLT)
-		in->kind = K_STOP;
-	if (zi->raw.imm[0].is_relative)
-		in->target = in->addr + zi->length + (uint64_t)zi->raw.imm[0].value.s;
-	if (zi->mnemonic == ZYDIS_MNEMONIC_LEA && op[1].type == ZYDIS_OPERAND_TYPE_MEMORY &&
-	    op[1].mem.base == ZYDIS_REGISTER_RIP && op[1].mem.index == ZYDIS_REGISTER_NONE) {
+	static const uint8_t kind[] = {
+	    [PS_X86_JCC] = K_JCC,	[PS_X86_LOOP] = K_JCC,	  [PS_X86_XBEGIN] = K_JCC,   [PS_X86_JMP] = K_JMP,
+	    [PS_X86_JMP_IND] = K_IND,	[PS_X86_FAR_JMP] = K_IND, [PS_X86_CALL] = K_CALL,    [PS_X86_CALL_IND] = K_CALL,
+	    [PS_X86_FAR_CALL] = K_CALL, [PS_X86_RET] = K_STOP,	  [PS_X86_FAR_RET] = K_STOP, [PS_X86_STOP] = K_STOP,
+	    [PS_X86_IRET] = K_STOP,	[PS_X86_XEND] = K_JCC,	  [PS_X86_XABORT] = K_IND,
+	};
+	const struct ps_x86_opnd *m = &x->opnd[x->op == PS_X86_LEA ? 1 : 0];
+
+	in->kind = x->flow < sizeof kind ? kind[x->flow] : K_PLAIN;
+	in->target = x->target;
+	if (x->op == PS_X86_LEA && m->riprel && m->index == PS_X86_NOREG) {
 		in->lea = 1;
-		in->reg = op[0].reg.value;
-		in->target = in->addr + zi->length + (uint64_t)op[1].mem.disp.value;
+		in->reg = x->opnd[0].reg;
+		in->target = in->addr + x->len + (uint64_t)m->val;
 	}
 	/* jmp *TABLE(,%reg,8): a table of absolute addresses (non-PIE) */
-	if (in->kind == K_IND && op[0].type == ZYDIS_OPERAND_TYPE_MEMORY && op[0].mem.base == ZYDIS_REGISTER_NONE &&
-	    op[0].mem.scale == 8 && op[0].mem.disp.has_displacement)
-		in->table = (uint64_t)op[0].mem.disp.value | 1; /* bit 0: absolute entries */
+	if (in->kind == K_IND && m->kind == PS_X86_OPND_MEM && !m->riprel && m->base == PS_X86_NOREG && m->scale == 8)
+		in->table = (uint64_t)m->val | 1; /* bit 0: absolute entries */
 }
 
 int ps__graph_decode(Elf *elf, struct fn *f)
 {
-	ZydisDecoder dec;
 	size_t cap = 0;
 
-	ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
 	for (int r = 0; r < f->nr; r++)
 		cap += f->hi[r] - f->lo[r];
 	if (!(f->in = calloc(cap ? cap : 1, sizeof *f->in)))
@@ -91,16 +85,15 @@ int ps__graph_decode(Elf *elf, struct fn *f)
 		if (!buf)
 			return -1;
 		while (a < f->hi[r]) {
-			ZydisDecodedInstruction zi;
-			ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
+			struct ps_x86_insn x;
 			struct insn *in = &f->in[f->n];
 
-			if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec, buf + (a - f->lo[r]), f->hi[r] - a, &zi, op)))
+			if (ps_x86_decode(buf + (a - f->lo[r]), f->hi[r] - a, a, &x))
 				return -1;
 			in->addr = a;
-			in->len = zi.length;
-			classify(in, &zi, op);
-			a += zi.length;
+			in->len = x.len;
+			classify(in, &x);
+			a += x.len;
 			f->n++;
 		}
 	}

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "elffile.h"
 #include "lines.h"
 
 struct row {
@@ -19,9 +20,9 @@ struct row {
 
 struct ps_lines {
 	char *path;
-	int fd, dfd; /* the file, and its separate debug file (-1 if none) */
-	Elf *elf, *delf;
-	Dwarf *dw;
+	struct ps_elf_file *file;
+	Elf *elf;  /* file->elf */
+	Dwarf *dw; /* ps_elf_dwarf(file) */
 	struct row *rows;
 	size_t nrows, cap;
 	char **pool; /* strings made here (demangled callers) */

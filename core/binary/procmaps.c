@@ -1,6 +1,8 @@
-/* core/binary/procmaps.c - the one reader of /proc/PID/maps and /proc/PID/status, and load biases
- * (see procmaps.h). */
+/* core/binary/procmaps.c - the one reader of /proc/PID/maps and /proc/PID/status, load biases, and
+ * addresses to file offsets (see procmaps.h). */
 #include "procmaps.h"
+
+#include "elffile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +28,8 @@ int ps_map_parse(char *line, struct ps_map *m)
 	return 0;
 }
 
-/* Call @fn for each mapping of process @pid until it returns nonzero. 0, or -1 with @err set. */
+/* Call @fn for each mapping of process @pid (0: this one) until it returns nonzero. 0, or -1
+   with @err set. */
 static int maps_each(pid_t pid, int (*fn)(void *ud, const struct ps_map *m), void *ud, struct ps_error *err)
 {
 	char fname[64], *line = NULL;
@@ -34,7 +37,10 @@ static int maps_each(pid_t pid, int (*fn)(void *ud, const struct ps_map *m), voi
 	struct ps_map m;
 	FILE *f;
 
-	snprintf(fname, sizeof fname, "/proc/%d/maps", (int)pid);
+	if (pid)
+		snprintf(fname, sizeof fname, "/proc/%d/maps", (int)pid);
+	else
+		snprintf(fname, sizeof fname, "/proc/self/maps");
 	if (!(f = fopen(fname, "re"))) {
 		int e = errno;
 		return ps_error_set(err, e, "cannot read %s: %s", fname, strerror(e));
@@ -150,33 +156,85 @@ int ps_maps_find(pid_t pid, const char *want, int how, char *path, size_t n, str
 int ps_elf_load_base(const char *path, uint64_t *vaddr, uint64_t *off, struct ps_error *err)
 {
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	struct ps_elf_file *f;
 	size_t nph = 0;
-	int fd, found = 0;
-	Elf *elf;
+	int found = 0;
 
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return ps_error_set(err, PS_EUSAGE, "libelf: %s", elf_errmsg(-1));
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-		int e = errno;
-		return ps_error_set(err, e, "cannot open %s: %s", path, strerror(e));
-	}
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (elf && elf_kind(elf) == ELF_K_ELF && elf_getphdrnum(elf, &nph) == 0) {
+	if (ps_elf_open(&f, path, err))
+		return -1;
+	if (elf_getphdrnum(f->elf, &nph) == 0) {
 		for (size_t i = 0; i < nph; i++) {
 			GElf_Phdr ph;
-			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && (!found || ph.p_vaddr < *vaddr)) {
+			if (gelf_getphdr(f->elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
+			    (!found || ph.p_vaddr < *vaddr)) {
 				*vaddr = ph.p_vaddr;
 				*off = ph.p_offset;
 				found = 1;
 			}
 		}
 	}
-	elf_end(elf);
-	close(fd);
+	ps_elf_close(f);
 	if (!found)
 		return ps_error_set(err, PS_EUSAGE, "%s is not an ELF file with loadable segments", path);
 	*vaddr &= ~(page - 1);
 	*off &= ~(page - 1);
+	return 0;
+}
+
+int ps_elf_file_offset(Elf *elf, uint64_t vaddr, uint64_t *off)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Phdr ph;
+	GElf_Shdr sh;
+	size_t n;
+
+	if (elf_getphdrnum(elf, &n) == 0)
+		for (size_t i = 0; i < n; i++)
+			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && vaddr >= ph.p_vaddr &&
+			    vaddr - ph.p_vaddr < ph.p_filesz) {
+				*off = vaddr - ph.p_vaddr + ph.p_offset;
+				return 0;
+			}
+	while ((scn = elf_nextscn(elf, scn)))
+		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_ALLOC) && sh.sh_type != SHT_NOBITS &&
+		    vaddr >= sh.sh_addr && vaddr - sh.sh_addr < sh.sh_size) {
+			*off = vaddr - sh.sh_addr + sh.sh_offset;
+			return 0;
+		}
+	return -1;
+}
+
+struct holder {
+	uint64_t addr, off;
+	char *path;
+	size_t n;
+	int found;
+};
+
+static int holder_one(void *ud, const struct ps_map *m)
+{
+	struct holder *h = ud;
+
+	if (h->addr < m->lo || h->addr >= m->hi)
+		return 0;
+	if (m->path[0] == '/' && strlen(m->path) < h->n) {
+		snprintf(h->path, h->n, "%s", m->path);
+		h->off = h->addr - m->lo + m->off;
+		h->found = 1;
+	}
+	return 1;
+}
+
+int ps_maps_file_offset(pid_t pid, uint64_t addr, char *path, size_t n, uint64_t *off, struct ps_error *err)
+{
+	struct holder h = {.addr = addr, .path = path, .n = n};
+
+	if (maps_each(pid, holder_one, &h, err))
+		return -1;
+	if (!h.found)
+		return ps_error_set(err, PS_ENOTFOUND, "0x%llx is not in a mapped file of process %d",
+				    (unsigned long long)addr, (int)(pid ? pid : getpid()));
+	*off = h.off;
 	return 0;
 }
 

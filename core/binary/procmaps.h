@@ -1,13 +1,15 @@
-/* core/binary/procmaps.h - the one reader of /proc/PID/maps and of /proc/PID/status, and where a
- * mapped ELF file is loaded.
+/* core/binary/procmaps.h - the one reader of /proc/PID/maps and of /proc/PID/status, where a mapped
+ * ELF file is loaded, and the one translation of addresses to file offsets.
  *
  * An ELF file's load bias is the address its mapping starts at minus the page-aligned p_vaddr
  * of its lowest PT_LOAD segment: a symbol's address in the file plus the bias is its address in
- * the process. core/binary/symbols.c (ps_sym_find_mapping) and core/proc/tracer.c (ps_tracer_load_bias) both
- * ask here. */
+ * the process. A link-time address becomes a file offset through the segment that holds it
+ * (ps_elf_file_offset()), a run-time one through the mapping that holds it
+ * (ps_maps_file_offset()): uprobes and SDT probes are placed by file offset. */
 #ifndef PS_PROCMAPS_H
 #define PS_PROCMAPS_H
 
+#include <libelf.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -70,6 +72,25 @@ int ps_lib_resolve(pid_t pid, const char *want, char *path, size_t n, struct ps_
  * Return: 0, or -1 with @err set (cannot open, not ELF, no PT_LOAD).
  */
 int ps_elf_load_base(const char *path, uint64_t *vaddr, uint64_t *off, struct ps_error *err);
+
+/**
+ * ps_elf_file_offset() - the file offset of link-time address @vaddr in ELF file @elf: through
+ * the PT_LOAD segment whose file part holds it, else (a file without program headers) through
+ * an allocated section with contents.
+ *
+ * Return: 0, or -1 when nothing in the file holds @vaddr.
+ */
+int ps_elf_file_offset(Elf *elf, uint64_t vaddr, uint64_t *off);
+
+/**
+ * ps_maps_file_offset() - the file mapped at run-time address @addr in process @pid (0: this
+ * process), and the offset in it that is mapped there.
+ * @path: receives the file's path (@n bytes)
+ *
+ * Return: 0, or -1 with @err set: /proc unreadable, or PS_ENOTFOUND when no file (with a path
+ * that fits) is mapped at @addr.
+ */
+int ps_maps_file_offset(pid_t pid, uint64_t addr, char *path, size_t n, uint64_t *off, struct ps_error *err);
 
 /**
  * ps_maps_bias() - the load bias of file @path (exactly as /proc/PID/maps names it) in process

@@ -16,34 +16,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "elffile.h"
+#include "procmaps.h"
 #include "suggest.h"
 
 #define NT_STAPSDT 3
-
-/* The file offset of link-time address @addr: through the PT_LOAD segment whose file part holds
-   it, else through an allocated section with contents. -1 when nothing in the file holds it. */
-static int file_offset(Elf *elf, uint64_t addr, uint64_t *off)
-{
-	Elf_Scn *scn = NULL;
-	GElf_Phdr ph;
-	GElf_Shdr sh;
-	size_t n;
-
-	if (elf_getphdrnum(elf, &n) == 0)
-		for (size_t i = 0; i < n; i++)
-			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && addr >= ph.p_vaddr &&
-			    addr - ph.p_vaddr < ph.p_filesz) {
-				*off = addr - ph.p_vaddr + ph.p_offset;
-				return 0;
-			}
-	while ((scn = elf_nextscn(elf, scn)))
-		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_ALLOC) && sh.sh_type != SHT_NOBITS &&
-		    addr >= sh.sh_addr && addr - sh.sh_addr < sh.sh_size) {
-			*off = addr - sh.sh_addr + sh.sh_offset;
-			return 0;
-		}
-	return -1;
-}
 
 /* The section named @name, with its header in @sh; NULL when there is none. */
 static Elf_Scn *section(Elf *elf, const char *name, GElf_Shdr *sh)
@@ -173,13 +150,13 @@ static int read_notes(Elf *elf, Elf_Scn *scn, const char *what, struct ps_sdt_se
 			if (pr->sema)
 				pr->sema += base_addr - pr->base;
 		}
-		if (file_offset(elf, pr->addr, &pr->offset))
+		if (ps_elf_file_offset(elf, pr->addr, &pr->offset))
 			return ps_error_set(
 			    err, PS_EUSAGE,
 			    "%s: SDT note #%d (%s:%s) is malformed: its site 0x%llx is in no loaded part "
 			    "of the file",
 			    what, idx, pr->provider, pr->name, (unsigned long long)pr->addr);
-		if (pr->sema && file_offset(elf, pr->sema, &pr->sema_offset))
+		if (pr->sema && ps_elf_file_offset(elf, pr->sema, &pr->sema_offset))
 			return ps_error_set(
 			    err, PS_EUSAGE,
 			    "%s: SDT note #%d (%s:%s) is malformed: its semaphore 0x%llx is in no loaded "
@@ -220,20 +197,14 @@ static int finish(int rc, struct ps_sdt_set *out)
 
 int ps_sdt_read(const char *path, struct ps_sdt_set *out, struct ps_error *err)
 {
-	Elf *elf;
-	int fd, rc;
+	struct ps_elf_file *f;
+	int rc;
 
 	memset(out, 0, sizeof *out);
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return ps_error_set(err, PS_EUSAGE, "libelf: %s", elf_errmsg(-1));
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-		rc = errno;
-		return ps_error_set(err, rc, "cannot open %s: %s", path, strerror(rc));
-	}
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	rc = read_elf(elf, path, out, err);
-	elf_end(elf);
-	close(fd);
+	if (ps_elf_open(&f, path, err))
+		return -1;
+	rc = read_elf(f->elf, path, out, err);
+	ps_elf_close(f);
 	return finish(rc, out);
 }
 

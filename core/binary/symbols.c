@@ -7,6 +7,7 @@
  */
 #include "symbols.h"
 
+#include "elffile.h"
 #include "procmaps.h"
 
 #include <errno.h>
@@ -296,26 +297,21 @@ static int read_elf(struct ps_symtab *st, Elf *elf, struct ps_error *err)
 int ps_sym_open(struct ps_symtab **out, const char *path, struct ps_error *err)
 {
 	struct ps_symtab *st;
-	Elf *elf;
+	struct ps_elf_file *f;
 	size_t j = 0;
-	int fd, rc;
+	int rc;
 
 	*out = NULL;
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return ps_error_set(err, PS_EUSAGE, "libelf: %s", elf_errmsg(-1));
 	if (!(st = calloc(1, sizeof *st)) || !(st->path = strdup(path))) {
 		free(st);
 		return ps_error_set(err, ENOMEM, "out of memory");
 	}
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-		rc = errno;
+	if (ps_elf_open(&f, path, err)) {
 		ps_sym_close(st);
-		return ps_error_set(err, rc, "cannot open %s: %s", path, strerror(rc));
+		return -1;
 	}
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	rc = elf ? read_elf(st, elf, err) : ps_error_set(err, PS_EUSAGE, "%s is not an ELF file", path);
-	elf_end(elf);
-	close(fd);
+	rc = read_elf(st, f->elf, err);
+	ps_elf_close(f);
 	if (rc < 0) {
 		ps_sym_close(st);
 		return -1;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "machine.h"
+#include "procmaps.h"
 
 #define PROBE_CALLS 5
 
@@ -122,7 +123,7 @@ int ps_machine_uprobes_fire(char *why, size_t n)
 			snprintf(reason, sizeof reason,
 				 "the kernel has no uprobe PMU (/sys/bus/event_source/devices/uprobe)");
 			known = 0;
-		} else if (ps_machine_file_offset(0, (uint64_t)(uintptr_t)probe_call, path, sizeof path, &off, &err)) {
+		} else if (ps_maps_file_offset(0, (uint64_t)(uintptr_t)probe_call, path, sizeof path, &off, &err)) {
 			snprintf(reason, sizeof reason, "%.200s", err.msg);
 			known = 0;
 		} else {
@@ -138,41 +139,4 @@ int ps_machine_uprobes_fire(char *why, size_t n)
 	if (!known)
 		snprintf(why, n, "%s", reason);
 	return known;
-}
-
-int ps_machine_file_offset(pid_t pid, uint64_t addr, char *path, size_t n, uint64_t *off, struct ps_error *err)
-{
-	char fname[64], *line = NULL;
-	size_t cap = 0;
-	int found = 0;
-	FILE *f;
-
-	if (pid)
-		snprintf(fname, sizeof fname, "/proc/%d/maps", (int)pid);
-	else
-		snprintf(fname, sizeof fname, "/proc/self/maps");
-	if (!(f = fopen(fname, "re"))) {
-		int e = errno;
-		return ps_error_set(err, e, "cannot read %s: %s", fname, strerror(e));
-	}
-	while (!found && getline(&line, &cap, f) > 0) {
-		unsigned long lo, hi, foff;
-		int pos = 0;
-
-		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &lo, &hi, &foff, &pos) < 3 || !pos || addr < lo ||
-		    addr >= hi)
-			continue;
-		line[strcspn(line, "\n")] = '\0';
-		if (line[pos] != '/' || strlen(line + pos) >= n)
-			break;
-		snprintf(path, n, "%s", line + pos);
-		*off = addr - lo + foff;
-		found = 1;
-	}
-	free(line);
-	fclose(f);
-	if (!found)
-		return ps_error_set(err, PS_ENOTFOUND, "0x%llx is not in a mapped file of process %d",
-				    (unsigned long long)addr, (int)(pid ? pid : getpid()));
-	return 0;
 }

@@ -43,10 +43,4 @@ int ps_machine_uprobes_fire(char *why, size_t n);
 /* The uprobe PMU's perf event type (/sys/bus/event_source/devices/uprobe/type), or -1. */
 int ps_machine_uprobe_type(void);
 
-/**
- * ps_machine_file_offset() - the file that maps run-time address @addr in process @pid
- * (@path) and the offset of @addr in it (@off), from /proc/PID/maps; pid 0 is this process.
- */
-int ps_machine_file_offset(pid_t pid, uint64_t addr, char *path, size_t n, uint64_t *off, struct ps_error *err);
-
 #endif

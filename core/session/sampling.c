@@ -32,6 +32,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "procmaps.h"
 #include "session_priv.h"
 #include "x86insn.h"
 
@@ -210,7 +211,7 @@ static int uprobe_fits(struct ps_session *s, int id, struct sampler *sm, char *w
 		snprintf(why, n, "another region's breakpoint is at its entry");
 		return -1;
 	}
-	if (ps_machine_file_offset(s->pid, ri->addr, sm->path, sizeof sm->path, &sm->off, &e)) {
+	if (ps_maps_file_offset(s->pid, ri->addr, sm->path, sizeof sm->path, &sm->off, &e)) {
 		snprintf(why, n, "%.200s", e.msg);
 		return -1;
 	}

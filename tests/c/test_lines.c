@@ -216,6 +216,43 @@ TEST(lines_errors)
 	ps_lines_close(NULL);
 }
 
+struct named {
+	int n, lines_c;
+};
+
+static int one_file(void *ud, const char *file)
+{
+	struct named *nm = ud;
+	size_t len = strlen(file);
+
+	nm->n++;
+	nm->lines_c += len >= 8 && strcmp(file + len - 8, "/lines.c") == 0;
+	return 0;
+}
+
+/* The source files of the line tables (what completion offers): the fixture's own source among
+   them; none without DWARF or without ELF; an error only for a file that cannot be opened. */
+TEST(lines_source_files)
+{
+	const char *exe = fixture(), *nodebug = build("nodebug", "-O2");
+	struct named nm = {0, 0};
+	struct ps_error err;
+
+	if (!exe || !nodebug) {
+		CHECK(!"cannot build the fixture with cc");
+		return;
+	}
+	CHECK_EQ_INT(ps_lines_source_files(exe, one_file, &nm, &err), 0);
+	CHECK(nm.n >= 1);
+	CHECK_EQ_INT(nm.lines_c, 1);
+	nm.n = 0;
+	CHECK_EQ_INT(ps_lines_source_files(nodebug, one_file, &nm, &err), 0);
+	CHECK_EQ_INT(ps_lines_source_files(src_path(), one_file, &nm, &err), 0);
+	CHECK_EQ_INT(nm.n, 0);
+	CHECK_EQ_INT(ps_lines_source_files("/nonexistent/prog", one_file, &nm, &err), -1);
+	CHECK_EQ_INT(err.code, ENOENT);
+}
+
 TEST(lines_inlined_copies)
 {
 	const char *exe = fixture();

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "machine.h"
+#include "procmaps.h"
 #include "x86insn.h"
 
 TEST(machine_entry_step)
@@ -36,6 +37,11 @@ TEST(machine_entry_step)
 	    {"lea 0x8(%rsp),%rsp", {0x48, 0x8d, 0x64, 0x24, 0x08}, 5, -1, 0, 0},
 	    {"add $0x8,%rsp", {0x48, 0x83, 0xc4, 0x08}, 4, -1, 0, 0},
 	    {"sub $0x8,%r12: not the stack", {0x49, 0x83, 0xec, 0x08}, 4, 0, 4, 0},
+	    {"cmpb $0x0,(%rdi)", {0x80, 0x3f, 0x00}, 3, 0, 3, 0},
+	    {"imul $0x3,%edi,%eax", {0x6b, 0xc7, 0x03}, 3, 0, 3, 0},
+	    {"mov $1,%cl: an argument", {0xb1, 0x01}, 2, -1, 0, 0},
+	    {"imul %esi: writes rdx, an argument", {0xf7, 0xee}, 2, -1, 0, 0},
+	    {"pop %rbx: moves the stack", {0x5b}, 1, -1, 0, 0},
 	    {"jmp", {0xe9, 0, 0, 0, 0}, 5, -1, 0, 0},
 	    {"call", {0xe8, 0, 0, 0, 0}, 5, -1, 0, 0},
 	    {"ret", {0xc3}, 1, -1, 0, 0},
@@ -97,9 +103,9 @@ TEST(machine_self_tests)
 	if (up)
 		CHECK(ps_machine_uprobe_type() >= 0);
 	/* a function of this program is in this program's file */
-	CHECK_EQ_INT(ps_machine_file_offset(0, (uint64_t)(uintptr_t)seven, path, sizeof path, &off, &err), 0);
+	CHECK_EQ_INT(ps_maps_file_offset(0, (uint64_t)(uintptr_t)seven, path, sizeof path, &off, &err), 0);
 	CHECK(strstr(path, "tests/c/run") != NULL);
 	CHECK(off > 0);
-	CHECK_EQ_INT(ps_machine_file_offset(0, 8, path, sizeof path, &off, &err), -1);
+	CHECK_EQ_INT(ps_maps_file_offset(0, 8, path, sizeof path, &off, &err), -1);
 	CHECK(seven(1) == 7);
 }

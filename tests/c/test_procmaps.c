@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "elffile.h"
 #include "procmaps.h"
 
 static const struct {
@@ -131,6 +132,30 @@ TEST(procmaps_bias_matches_the_loader)
 	CHECK_STR(strrchr(path, '/'), "/libc.so.6");
 	CHECK_EQ_INT(ps_maps_bias(getpid(), path, &bias, &err), 0);
 	CHECK_EQ_INT(bias, libc.addr);
+}
+
+/* A run-time address and its link-time one (less the load bias) give the same file offset: one
+   through the mapping that holds it, the other through the segment that holds it. */
+TEST(procmaps_file_offsets_agree)
+{
+	char path[1024];
+	uint64_t rt_off = 0, link_off = 1, bias = 0, addr = (uint64_t)(uintptr_t)ps_map_parse;
+	struct ps_elf_file *f;
+	struct ps_error err;
+
+	CHECK_EQ_INT(ps_maps_file_offset(getpid(), addr, path, sizeof path, &rt_off, &err), 0);
+	CHECK(strstr(path, "tests/c/run") != NULL);
+	CHECK_EQ_INT(ps_maps_bias(getpid(), path, &bias, &err), 0);
+	CHECK_EQ_INT(ps_elf_open(&f, path, &err), 0);
+	if (f) {
+		CHECK_EQ_INT(ps_elf_file_offset(f->elf, addr - bias, &link_off), 0);
+		CHECK_EQ_INT(link_off, rt_off);
+		CHECK_EQ_INT(ps_elf_file_offset(f->elf, 0x7fff00000000, &link_off), -1); /* past every segment */
+		ps_elf_close(f);
+	}
+	CHECK_EQ_INT(ps_maps_file_offset(0, 8, path, sizeof path, &rt_off, &err), -1);
+	CHECK_EQ_INT(err.code, PS_ENOTFOUND);
+	CHECK_EQ_INT(ps_maps_file_offset(0, addr, path, 4, &rt_off, &err), -1);
 }
 
 TEST(procmaps_find_by_prefix_only_when_asked)

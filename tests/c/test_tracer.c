@@ -299,7 +299,7 @@ TEST(tracer_x86_decode_table)
 		const uint8_t *b = (const uint8_t *)rows[i].bytes;
 		uint8_t buf[16] = {0};
 		memcpy(buf, b, (size_t)rows[i].len);
-		int rc = ps_x86_decode(buf, sizeof buf, &in);
+		int rc = ps_x86_decode(buf, sizeof buf, 0x1000, &in);
 		CHECK_EQ_INT(rc, 0);
 		if (rc == 0 && (in.len != rows[i].len || in.riprel != rows[i].riprel))
 			fprintf(stderr, "  row %zu: len %d riprel %d\n", i, in.len, in.riprel);
@@ -308,7 +308,7 @@ TEST(tracer_x86_decode_table)
 	}
 	uint8_t bad[16] = {0x06};
 	struct ps_x86_insn in;
-	CHECK_EQ_INT(ps_x86_decode(bad, sizeof bad, &in), -1);
+	CHECK_EQ_INT(ps_x86_decode(bad, sizeof bad, 0x1000, &in), -1);
 }
 
 /* Every instruction objdump shows in libc's text decodes to objdump's length. */
@@ -350,9 +350,9 @@ TEST(tracer_x86_decode_libc)
 		if ((eof || newinsn) && have && ncur > 0) {
 			struct ps_x86_insn in;
 			total++;
-			if (ps_x86_decode(cur, (size_t)ncur, &in) || in.len != ncur) {
+			if (ps_x86_decode(cur, (size_t)ncur, 0x1000, &in) || in.len != ncur) {
 				if (wrong++ < 5) {
-					fprintf(stderr, "  len %d, objdump %d:", ps_x86_decode(cur, (size_t)ncur, &in) ? -1 : in.len, ncur);
+					fprintf(stderr, "  len %d, objdump %d:", ps_x86_decode(cur, (size_t)ncur, 0x1000, &in) ? -1 : in.len, ncur);
 					for (int i = 0; i < ncur; i++)
 						fprintf(stderr, " %02x", cur[i]);
 					fprintf(stderr, "\n");

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "machine.h"
+#include "procmaps.h"
 #include "symbols.h"
 #include "uprobe.h"
 
@@ -247,7 +248,7 @@ static int open_self(struct ps_uprobe **u, pid_t tid, unsigned pages, struct ps_
 	static struct ps_event ev[2];
 	uint64_t off;
 
-	if (counters(ev) || ps_machine_file_offset(0, (uint64_t)(uintptr_t)ut_work, path, sizeof path, &off, err))
+	if (counters(ev) || ps_maps_file_offset(0, (uint64_t)(uintptr_t)ut_work, path, sizeof path, &off, err))
 		return -1;
 	site = (struct ps_uprobe_site){.path = path, .offset = off, .ret = 1};
 	struct ps_uprobe_opts o = {.ev = ev, .nev = 2, .sites = &site, .nsites = 1, .ring_pages = pages, .enabled = 1};
@@ -351,8 +352,8 @@ TEST(uprobe_sites_in_batches)
 	if (!ps_uprobe_available(why, sizeof why))
 		SKIP("%s", why);
 	CHECK(counters(ev) == 0);
-	if (ps_machine_file_offset(0, (uint64_t)(uintptr_t)ut_work, path[0], sizeof path[0], &off[0], &err) ||
-	    ps_machine_file_offset(0, (uint64_t)(uintptr_t)ut_other, path[1], sizeof path[1], &off[1], &err)) {
+	if (ps_maps_file_offset(0, (uint64_t)(uintptr_t)ut_work, path[0], sizeof path[0], &off[0], &err) ||
+	    ps_maps_file_offset(0, (uint64_t)(uintptr_t)ut_other, path[1], sizeof path[1], &off[1], &err)) {
 		CHECK(!"file offsets");
 		return;
 	}
@@ -418,7 +419,7 @@ TEST(uprobe_return_depth_limit)
 
 	if (!ps_uprobe_available(why, sizeof why))
 		SKIP("%s", why);
-	if (counters(ev) || ps_machine_file_offset(0, (uint64_t)(uintptr_t)ut_deep, path, sizeof path, &off, &err)) {
+	if (counters(ev) || ps_maps_file_offset(0, (uint64_t)(uintptr_t)ut_deep, path, sizeof path, &off, &err)) {
 		CHECK(!"file offset");
 		return;
 	}

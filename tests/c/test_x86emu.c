@@ -39,6 +39,11 @@ static const struct row rows[] = {
     {"push %r15", {0x41, 0x57}, 2},
     {"push %rsp", {0x54}, 1},
     {"push %rax", {0x50}, 1},
+    {"push %rdx (ff /6)", {0xff, 0xf2}, 2},
+    {"pause", {0xf3, 0x90}, 2},
+    {"cs nopw 0x0(%rax,%rax,1)", {0x66, 0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00}, 10},
+    {"test $0x72,%r9b (f6 /1)", {0x41, 0xf6, 0xc9, 0x72}, 4},
+    {"movsxd %si,%si (66 63)", {0x66, 0x63, 0xf6}, 3},
     {"sub $0x18,%rsp", {0x48, 0x83, 0xec, 0x18}, 4},
     {"sub $0x1000,%rsp", {0x48, 0x81, 0xec, 0x00, 0x10, 0x00, 0x00}, 7},
     {"add $0x18,%rsp", {0x48, 0x83, 0xc4, 0x18}, 4},
@@ -245,7 +250,7 @@ static int run_row(pid_t pid, int memfd, uint64_t page, uint64_t stack, const st
 		return fprintf(stderr, "  %s: not emulated\n", w->text), 1;
 	if (e.len != w->len)
 		return fprintf(stderr, "  %s: length %d, not %d\n", w->text, e.len, w->len), 1;
-	int push = w->code[0] == 0x50 + (w->code[0] & 7) || (w->code[0] == 0x41 && (w->code[1] & 0xf8) == 0x50);
+	int push = !strncmp(w->text, "push ", 5);
 	for (unsigned i = 0; i < NEDGE && bad < 3; i++)
 		for (unsigned j = 0; j < NEDGE && bad < 3; j++)
 			for (int f = 0; f < 2 && bad < 3; f++) {

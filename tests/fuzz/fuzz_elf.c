@@ -1,10 +1,13 @@
 /* tests/fuzz/fuzz_elf.c - the ELF and DWARF readers (core/binary/symbols.c, core/binary/lines.c) on a
  * mutated executable. The corpus starts from examples/sum, sum-stripped, inlined and cxx.
  *
+ * The source files of the line tables (completion) are listed too.
+ *
  * The input is written to a memfd and opened by its /proc path, as a file on disk would be;
  * every query a session makes is asked of what opened.
  */
 #include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -60,6 +63,12 @@ static void query_lines(const char *path)
 	ps_lines_close(l);
 }
 
+static int source_file(void *ud, const char *file)
+{
+	*(size_t *)ud += strlen(file);
+	return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char path[64];
@@ -71,6 +80,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
 		query_symbols(path);
 		query_lines(path);
+		size_t chars = 0;
+		struct ps_error err;
+		(void)ps_lines_source_files(path, source_file, &chars, &err);
 	}
 	close(fd);
 	return 0;

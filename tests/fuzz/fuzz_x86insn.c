@@ -1,6 +1,6 @@
 /* tests/fuzz/fuzz_x86insn.c - the instruction decoder (core/binary/x86/x86insn.c) and the preparation of
  * a displaced instruction (emulated or copied out of line, rip-relative operand rewritten) on
- * any bytes, as a breakpoint may be placed on any address of a tracee; and the walk that
+ * any bytes (what it reports stays inside the instruction), as a breakpoint may be placed on any address of a tracee; and the walk that
  * finds where instructions begin (ps_x86_find_boundary). */
 #include <string.h>
 
@@ -14,12 +14,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct ps_error err;
 	struct bp b;
 
-	if (ps_x86_decode(data, size, &in) == 0) {
+	if (ps_x86_decode(data, size, 0x401000, &in) == 0) {
 		/* every part it reports lies inside the instruction, inside the bytes given */
-		if (in.len < 1 || in.len > 15 || in.len > size || in.opc_off >= in.len ||
-		    (in.has_modrm && in.modrm_off >= in.len) || in.disp_off + in.disp_len > in.len ||
-		    in.imm_off + in.imm_len > in.len || (in.riprel && (!in.has_modrm || in.disp_len != 4)) ||
-		    (in.rex && in.rex_off >= in.opc_off) || (in.vex && in.vex_off + in.vex > in.len))
+		if (in.len < 1 || in.len > 15 || in.len > size || in.nopnd > 4 || (in.riprel && in.modrm_off >= in.len) ||
+		    ((in.prefixes & PS_X86_REX) && in.rex_off >= in.len) || (in.vex && in.vex_off + in.vex > in.len))
+			__builtin_trap();
+		/* a relocated rip-relative operand names a register the instruction does not use */
+		uint8_t copy[15];
+		int xreg = ps_x86_relocate(&in, data, copy);
+		if ((xreg >= 0) != !!in.riprel || (xreg >= 0 && ((in.reads | in.writes) & 1u << xreg)))
 			__builtin_trap();
 	}
 	/* the walk to the last byte: a boundary there, inside an instruction within the bytes, or

@@ -75,130 +75,64 @@ static void set(struct user_regs_struct *r, int n, unsigned size, uint64_t v)
 		*p = (*p & ~mask(size)) | (v & mask(size));
 }
 
-/* A byte register's number: without REX, 4..7 name ah ch dh bh. */
-static int8_t byte_reg(int n, int rex)
+/* The source of @e: a general register or an immediate. Return 0, or -1 for anything else. */
+static int source(struct ps_x86_emu *e, const struct ps_x86_opnd *s)
 {
-	return (int8_t)(!rex && n >= 4 && n < 8 ? 16 + n - 4 : n);
+	if (s->kind == PS_X86_OPND_IMM) {
+		e->imm = s->val;
+		return 0;
+	}
+	if (s->kind != PS_X86_OPND_REG || s->reg < 0)
+		return -1;
+	e->src = s->reg;
+	if (e->op == E_MOVZX || e->op == E_MOVSX)
+		e->srcsize = s->size;
+	return 0;
 }
 
-static int64_t le_signed(const uint8_t *p, int len)
+/* lea: any address (it reads no memory), rip-relative ones from the next instruction's address. */
+static int lea(struct ps_x86_emu *e, const struct ps_x86_opnd *m, uint64_t next)
 {
-	uint64_t v = 0;
-	for (int i = len - 1; i >= 0; i--)
-		v = v << 8 | p[i];
-	if (len > 0 && len < 8 && (v >> (8 * len - 1)) & 1)
-		v |= ~0ull << (8 * len);
-	return (int64_t)v;
+	if (m->kind != PS_X86_OPND_MEM || m->base == PS_X86_OTHREG || m->index == PS_X86_OTHREG || e->size == 2)
+		return -1;
+	e->op = E_LEA;
+	e->imm = m->val + (m->riprel ? (int64_t)next : 0);
+	e->base = m->base;
+	e->index = m->index;
+	e->scale = m->scale;
+	return 0;
 }
 
-/* The one-byte map. Return 0 if emulable. */
-static int map0(struct ps_x86_emu *e, const struct ps_x86_insn *in, const uint8_t *code, uint64_t next)
+/* What instruction @in does to a general register (its first operand), from its operands. */
+static int operands(struct ps_x86_emu *e, const struct ps_x86_insn *in, uint64_t next)
 {
-	uint8_t op = in->opcode, rex = in->rex;
-	int mod = in->modrm >> 6, sub = (in->modrm >> 3) & 7;
-	int reg = sub | (rex & 4 ? 8 : 0), rm = (in->modrm & 7) | (rex & 1 ? 8 : 0);
-	unsigned osz = rex & 8 ? 8 : in->p66 ? 2 : 4;
-	int regform = in->has_modrm && mod == 3;
+	const struct ps_x86_opnd *d = &in->opnd[0], *s = &in->opnd[1];
 
-	e->size = (uint8_t)osz;
-	if (op < 0x40 && (op & 7) < 6) {
-		int form = op & 7;
-		e->op = (uint8_t)(E_ALU + (op >> 3));
-		if (!(form & 1))
-			e->size = 1;
-		if (form >= 4) {
-			e->dst = 0;
-			return 0;
-		}
-		if (!regform)
-			return -1;
-		int d = form & 2 ? reg : rm, s = form & 2 ? rm : reg;
-		e->dst = (int8_t)(e->size == 1 ? byte_reg(d, rex) : d);
-		e->src = (int8_t)(e->size == 1 ? byte_reg(s, rex) : s);
-		return 0;
-	}
-	switch (op) {
-	case 0x80:
-	case 0x81:
-	case 0x83:
-	case 0xc6:
-	case 0xc7:
-	case 0xf6:
-	case 0xf7:
-		if (!regform)
-			return -1;
-		if (op >= 0xc6 && sub != 0)
-			return -1; /* c6/c7 /0 mov; f6/f7 /0 test (the others: not, neg, mul, div) */
-		e->op = (uint8_t)(op == 0xc6 || op == 0xc7 ? E_MOV : op >= 0xf6 ? E_TEST : E_ALU + sub);
-		if (!(op & 1))
-			e->size = 1;
-		e->dst = (int8_t)(e->size == 1 ? byte_reg(rm, rex) : rm);
-		return 0;
-	case 0xa8:
-	case 0xa9:
-		e->op = E_TEST;
-		e->dst = 0;
-		if (op == 0xa8)
-			e->size = 1;
-		return 0;
-	case 0x84:
-	case 0x85:
-	case 0x88:
-	case 0x89:
-	case 0x8a:
-	case 0x8b: {
-		if (!regform)
-			return -1;
-		int d = op == 0x8a || op == 0x8b ? reg : rm, s = op == 0x8a || op == 0x8b ? rm : reg;
-		e->op = op <= 0x85 ? E_TEST : E_MOV;
-		if (!(op & 1))
-			e->size = 1;
-		e->dst = (int8_t)(e->size == 1 ? byte_reg(d, rex) : d);
-		e->src = (int8_t)(e->size == 1 ? byte_reg(s, rex) : s);
-		return 0;
-	}
-	case 0x63: /* movsxd with REX.W (without it: a 32-bit mov the SDM discourages) */
-		if (!regform || !(rex & 8))
-			return -1;
-		e->op = E_MOVSX;
-		e->srcsize = 4;
-		e->dst = (int8_t)reg;
-		e->src = (int8_t)rm;
-		return 0;
-	case 0x8d:
-		if (!in->has_modrm || mod == 3 || in->p66)
-			return -1;
-		e->op = E_LEA;
-		e->dst = (int8_t)reg;
-		e->imm = in->disp_len ? le_signed(code + in->disp_off, in->disp_len) : 0;
-		if (in->riprel) {
-			e->imm += (int64_t)next;
-		} else if ((in->modrm & 7) == 4) {
-			uint8_t sib = code[in->modrm_off + 1];
-			int idx = ((sib >> 3) & 7) | (rex & 2 ? 8 : 0);
-			e->scale = (uint8_t)(1 << (sib >> 6));
-			e->index = (int8_t)(idx == 4 ? -1 : idx);
-			e->base = (int8_t)((sib & 7) == 5 && mod == 0 ? -1 : (sib & 7) | (rex & 1 ? 8 : 0));
-		} else {
-			e->base = (int8_t)rm;
-		}
-		return 0;
-	}
-	if (op >= 0x50 && op <= 0x57 && !in->p66) {
+	if (!in->nopnd || d->kind != PS_X86_OPND_REG || d->reg < 0)
+		return -1;
+	e->dst = d->reg;
+	e->size = d->size;
+	if (in->op == PS_X86_PUSH) {
 		e->op = E_PUSH;
-		e->size = 8;
-		e->dst = (int8_t)((op & 7) | (rex & 1 ? 8 : 0));
-		return 0;
+		return in->nopnd == 1 && d->size == 8 ? 0 : -1;
 	}
-	if (op >= 0xb0 && op <= 0xbf) {
-		int n = (op & 7) | (rex & 1 ? 8 : 0);
+	if (in->nopnd != 2)
+		return -1;
+	if (in->op >= PS_X86_ADD && in->op <= PS_X86_CMP)
+		e->op = (uint8_t)(E_ALU + in->op - PS_X86_ADD);
+	else if (in->op == PS_X86_TEST)
+		e->op = E_TEST;
+	else if (in->op == PS_X86_MOV)
 		e->op = E_MOV;
-		if (op < 0xb8)
-			e->size = 1;
-		e->dst = (int8_t)(e->size == 1 ? byte_reg(n, rex) : n);
-		return 0;
-	}
-	return -1;
+	else if (in->op == PS_X86_MOVZX)
+		e->op = E_MOVZX;
+	else if (in->op == PS_X86_MOVSX && (d->size == 8 || s->size < 4)) /* movsxd: with REX.W */
+		e->op = E_MOVSX;
+	else if (in->op == PS_X86_LEA)
+		return lea(e, s, next);
+	else
+		return -1;
+	return source(e, s);
 }
 
 int ps_x86_emu_prepare(struct ps_x86_emu *e, const uint8_t *code, size_t n, uint64_t addr)
@@ -207,31 +141,15 @@ int ps_x86_emu_prepare(struct ps_x86_emu *e, const uint8_t *code, size_t n, uint
 
 	memset(e, 0, sizeof *e);
 	e->src = e->base = e->index = -1;
-	if (ps_x86_decode(code, n, &in) || in.vex || in.lock)
+	if (ps_x86_decode(code, n, addr, &in) || in.vex || (in.prefixes & PS_X86_LOCK))
 		return -1;
 	e->len = in.len;
 	e->op = E_NOP;
-	if (in.map == 1 && in.opcode == 0x1e && in.pf3 && (in.modrm == 0xfa || in.modrm == 0xfb))
-		return 0; /* endbr64, endbr32 */
-	if (in.pf2 || in.pf3 || in.p67 || in.other_prefix)
-		return -1;
-	if ((in.map == 0 && in.opcode == 0x90 && !(in.rex & 1)) ||
-	    (in.map == 1 && in.opcode == 0x1f && !((in.modrm >> 3) & 7)))
+	if (in.flow == PS_X86_NOP)
 		return 0;
-	if (in.imm_len)
-		e->imm = le_signed(code + in.imm_off, in.imm_len);
-	if (in.map == 0)
-		return map0(e, &in, code, addr + in.len);
-	if (in.map != 1 || (in.opcode & 0xf6) != 0xb6 || !in.has_modrm || in.modrm >> 6 != 3)
+	if (in.flow != PS_X86_NEXT || (in.prefixes & (PS_X86_REP | PS_X86_REPNE | PS_X86_P67 | PS_X86_SEG)))
 		return -1;
-	/* movzx (0f b6, b7), movsx (0f be, bf) from a register */
-	int reg = ((in.modrm >> 3) & 7) | (in.rex & 4 ? 8 : 0), rm = (in.modrm & 7) | (in.rex & 1 ? 8 : 0);
-	e->op = in.opcode & 8 ? E_MOVSX : E_MOVZX;
-	e->size = in.rex & 8 ? 8 : in.p66 ? 2 : 4;
-	e->srcsize = in.opcode & 1 ? 2 : 1;
-	e->dst = (int8_t)reg;
-	e->src = (int8_t)(e->srcsize == 1 ? byte_reg(rm, in.rex) : rm);
-	return 0;
+	return operands(e, &in, addr + in.len);
 }
 
 /* ZF SF PF of a @size-byte result. */

@@ -2,12 +2,14 @@
  * entries, on a saved register set: what the tracer does in place of an instruction its entry
  * breakpoint displaced, so the hit costs no second stop.
  *
- * Covered (no memory operand; 8-, 16-, 32- and 64-bit forms where the encoding has them):
- * mov reg/imm to reg, movzx/movsx/movsxd reg to reg, lea (any address, rip-relative too: lea
- * reads no memory), add/or/adc/sbb/and/sub/xor/cmp reg or imm with a register, test reg/imm
- * with a register, and push reg (whose store the caller does). CF PF AF ZF SF OF are set as the
- * SDM defines them; AF, undefined after and/or/xor/test, is cleared as Intel and AMD processors
- * do. Anything else (memory operands, lock, segment prefixes, 67h) is refused.
+ * Covered (no memory operand; 8-, 16-, 32- and 64-bit forms where the encoding has them), as
+ * Zydis decodes the operands (x86insn.h): mov reg/imm to reg, movzx/movsx/movsxd reg to reg, lea
+ * (any address, rip-relative too: lea reads no memory), add/or/adc/sbb/and/sub/xor/cmp reg or
+ * imm with a register, test reg/imm with a register, push reg (whose store the caller does),
+ * and what does nothing (nop, nop r/m, pause, endbr64/32). CF PF AF ZF SF OF are set as
+ * the SDM defines them; AF, undefined after and/or/xor/test, is cleared as Intel and AMD
+ * processors do. Anything else (memory operands, lock, rep, segment and 67h prefixes on
+ * anything but a nop) is refused.
  */
 #ifndef PS_X86EMU_H
 #define PS_X86EMU_H

@@ -1,50 +1,144 @@
-/* core/binary/x86/x86insn.h - x86-64 instruction decoding (by Zydis), enough to relocate one instruction.
+/* core/binary/x86/x86insn.h - what one x86-64 instruction means, read from the operands Zydis decodes.
  *
- * The tracer uses it to find how long the instruction under a breakpoint is, whether it
- * addresses memory relative to rip (and where its ModRM and displacement are), and which
- * opcode it is, so the instruction can be emulated or executed out of line.
+ * One decode answers what every reader of machine code asks: the instruction's length, how
+ * control leaves it (falls through, branches, returns, traps, enters the kernel), the general
+ * registers it reads and writes, its operands (registers, immediates, memory addresses) for
+ * the emulator (x86emu.h), and how to run a copy of it at another address (ps_x86_relocate()).
+ * The tracer, the sampler's entry step, the line flow graph and the empty-hit analysis all
+ * read instructions through it; nothing else parses x86 encodings.
  */
 #ifndef PS_X86INSN_H
 #define PS_X86INSN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+/* How control leaves an instruction. */
+enum ps_x86_flow {
+	PS_X86_NEXT,	 /* runs on to the next instruction */
+	PS_X86_NOP,	 /* that and nothing else: nop, nop r/m, pause, endbr64, endbr32 */
+	PS_X86_JCC,	 /* conditional relative jump to @target, condition @cc (0 jo .. 15 jnle) */
+	PS_X86_LOOP,	 /* to @target: @cc 0 loopne, 1 loope, 2 loop, 3 jrcxz */
+	PS_X86_JMP,	 /* relative jump to @target */
+	PS_X86_CALL,	 /* relative call to @target */
+	PS_X86_JMP_IND,	 /* near jump through a register or memory */
+	PS_X86_CALL_IND, /* near call through a register or memory */
+	PS_X86_RET,	 /* near return; @pop: bytes it releases above the return address */
+	PS_X86_FAR_JMP,	 /* far jump, far call, far return */
+	PS_X86_FAR_CALL,
+	PS_X86_FAR_RET,
+	PS_X86_INT, /* int, int3, int1, into */
+	PS_X86_IRET,
+	PS_X86_SYSCALL, /* syscall, sysenter, sysret, sysexit */
+	PS_X86_XBEGIN,	/* xbegin: goes to @target when the transaction aborts */
+	PS_X86_XEND,	/* xend: commits, or goes to the abort target of the transaction */
+	PS_X86_XABORT,	/* xabort: goes to the abort target of the transaction, if any */
+	PS_X86_STOP,	/* ud0, ud1, ud2, hlt: no next instruction */
+	PS_X86_SYSTEM,	/* another system instruction (lgdt, wrmsr, ...) */
+};
+
+/* The operations the emulator and the entry step know by name (@op); PS_X86_OTHER any other. */
+enum ps_x86_op {
+	PS_X86_OTHER,
+	PS_X86_ADD, /* ADD .. CMP in the order of their /reg extension: 0..7 */
+	PS_X86_OR,
+	PS_X86_ADC,
+	PS_X86_SBB,
+	PS_X86_AND,
+	PS_X86_SUB,
+	PS_X86_XOR,
+	PS_X86_CMP,
+	PS_X86_TEST,
+	PS_X86_MOV,
+	PS_X86_MOVZX,
+	PS_X86_MOVSX, /* movsx and movsxd */
+	PS_X86_LEA,
+	PS_X86_PUSH,
+	PS_X86_PUSHFQ,
+	PS_X86_IMUL,
+};
+
+/* Prefixes (@prefixes), as Zydis saw them. */
+#define PS_X86_P66 0x01u   /* operand size */
+#define PS_X86_P67 0x02u   /* address size */
+#define PS_X86_LOCK 0x04u  /* f0 */
+#define PS_X86_REP 0x08u   /* f3 */
+#define PS_X86_REPNE 0x10u /* f2 */
+#define PS_X86_SEG 0x20u   /* a segment or branch-hint prefix: 2e 36 3e 26 64 65 */
+#define PS_X86_REX 0x40u
+
+/* General registers are numbered as the encoding does: 0 rax, 1 rcx, 2 rdx, 3 rbx, 4 rsp,
+   5 rbp, 6 rsi, 7 rdi, 8..15 r8..r15; 16..19 name ah ch dh bh. */
+#define PS_X86_NOREG (-1)  /* none */
+#define PS_X86_OTHREG (-2) /* a register that is not a general one (segment, vector, control) */
+
+enum { PS_X86_OPND_NONE, PS_X86_OPND_REG, PS_X86_OPND_MEM, PS_X86_OPND_IMM };
+
 /**
- * struct ps_x86_insn - one decoded instruction (64-bit mode).
- * @len:       total length in bytes (1..15)
- * @opc_off:   offset of the opcode byte (after prefixes, REX, VEX/EVEX)
- * @map:       opcode map: 0 one-byte, 1 0f, 2 0f38, 3 0f3a, 5/6 EVEX maps
- * @opcode:    the opcode byte in that map
- * @has_modrm: 1 if a ModRM byte follows the opcode; @modrm and @modrm_off then describe it
- * @disp_off, @disp_len: where the displacement is (len 0: none)
- * @imm_off, @imm_len:   where the immediate is (len 0: none)
- * @rex:       the REX byte, 0 if none; @rex_off its offset
- * @vex:       0, 2 (c5), 3 (c4) or 4 (62, EVEX); @vex_off offset of that first byte
- * @vvvv:      the register named by VEX/EVEX.vvvv (0..15), 0 without VEX
- * @p66, @pf2, @pf3, @p67, @lock: legacy prefixes seen; @nlegacy how many legacy prefixes
- * @other_prefix: a segment or branch-hint prefix (2e 36 3e 26 64 65) was seen
- * @riprel:    the ModRM operand is [rip + disp32]
+ * struct ps_x86_opnd - one visible operand.
+ * @kind:  PS_X86_OPND_REG, _MEM or _IMM
+ * @size:  its size in bytes
+ * @reg:   REG: the general register (0..19), or PS_X86_OTHREG
+ * @base, @index, @scale: MEM: the address registers (PS_X86_NOREG: none; @scale with @index)
+ * @riprel: MEM: the address is rip + @val
+ * @val:   IMM: the value, sign-extended where the instruction extends it; MEM: the displacement
  */
-struct ps_x86_insn {
-	uint8_t len, opc_off, map, opcode;
-	uint8_t has_modrm, modrm, modrm_off;
-	uint8_t disp_off, disp_len, imm_off, imm_len;
-	uint8_t rex, rex_off, vex, vex_off, vvvv;
-	uint8_t p66, pf2, pf3, p67, lock, nlegacy, other_prefix;
-	uint8_t riprel;
+struct ps_x86_opnd {
+	uint8_t kind, size, scale, riprel;
+	int8_t reg, base, index;
+	int64_t val;
 };
 
 /**
- * ps_x86_decode() - decode the instruction at @buf.
+ * struct ps_x86_insn - one decoded instruction (64-bit mode).
+ * @len:      length in bytes (1..15)
+ * @flow:     how control leaves it (enum ps_x86_flow)
+ * @op:       what it does, where the emulator or the entry step may care (enum ps_x86_op)
+ * @cc:       PS_X86_JCC and PS_X86_LOOP: the condition
+ * @prefixes: PS_X86_P66 ...
+ * @vex:      0 legacy encoding, 2 or 3 VEX (c5, c4), 4 EVEX
+ * @target:   a relative branch's destination (with the address given to ps_x86_decode())
+ * @pop:      PS_X86_RET: the immediate of ret imm16 (0 for ret)
+ * @nopnd:    visible operands in @opnd (at most 4 kept)
+ * @reads, @writes: the general registers it reads / writes, hidden operands and address
+ *            registers included: bit n for register n (a byte register counts as its whole one)
+ * @riprel:   an operand addresses memory relative to rip (its displacement is 32 bits)
+ * @modrm_off, @rex_off, @vex_off: where the ModRM byte, REX prefix and VEX/EVEX prefix are
+ *            (what ps_x86_relocate() rewrites)
+ */
+struct ps_x86_insn {
+	uint8_t len, flow, op, cc, prefixes, vex;
+	uint8_t nopnd, riprel, modrm_off, rex_off, vex_off;
+	uint16_t pop;
+	uint32_t reads, writes;
+	uint64_t target;
+	struct ps_x86_opnd opnd[4];
+};
+
+/**
+ * ps_x86_decode() - decode the instruction at @buf, which is at address @addr.
  * @buf: instruction bytes
  * @n:   bytes available (at most 15 are looked at)
+ * @addr: its address (for @target and rip-relative operands)
  * @in:  filled on success
  *
  * Return: 0, or -1 if the bytes are not a valid 64-bit instruction this decoder knows
  * (invalid opcodes, 3DNow!, XOP, MVEX) or @n is too short.
  */
-int ps_x86_decode(const uint8_t *buf, size_t n, struct ps_x86_insn *in);
+int ps_x86_decode(const uint8_t *buf, size_t n, uint64_t addr, struct ps_x86_insn *in);
+
+/**
+ * ps_x86_relocate() - a copy of instruction @in (bytes @code) that does the same when it runs at
+ * another address: its rip-relative operand becomes [reg + disp32], with a register the
+ * instruction does not use, which must hold the original next address (@code's address + len)
+ * while the copy runs.
+ * @out:  receives @in->len bytes
+ *
+ * Return: that register (0..7), PS_X86_NOREG when the copy is the instruction unchanged, or
+ * PS_X86_OTHREG when the instruction uses every register that could take rip's place (no copy).
+ */
+int ps_x86_relocate(const struct ps_x86_insn *in, const uint8_t *code, uint8_t *out);
 
 /**
  * ps_x86_find_boundary() - decode code from its start up to @addr: does an instruction begin

@@ -19,95 +19,52 @@
 
 int ps__tr_bp_prepare(struct bp *b, const uint8_t *code, size_t n, struct ps_error *err)
 {
+	/* what runs for each flow of control (x86insn.h), and why some cannot be displaced */
+	static const uint8_t emu[] = {
+	    [PS_X86_NOP] = EMU_SKIP,  [PS_X86_JCC] = EMU_JCC,	   [PS_X86_LOOP] = EMU_LOOP,	 [PS_X86_JMP] = EMU_JMP,
+	    [PS_X86_CALL] = EMU_CALL, [PS_X86_JMP_IND] = EMU_STEP, [PS_X86_CALL_IND] = EMU_STEP,
+	};
+	static const char *const why[] = {
+	    [PS_X86_FAR_JMP] = "a far call or jump",
+	    [PS_X86_FAR_CALL] = "a far call or jump",
+	    [PS_X86_FAR_RET] = "a far return",
+	    [PS_X86_INT] = "an int/iret instruction",
+	    [PS_X86_IRET] = "an int/iret instruction",
+	    [PS_X86_SYSCALL] = "a syscall instruction",
+	    [PS_X86_XBEGIN] = "xbegin",
+	};
+	/* prefixes a relative branch must not have, nor a return that is emulated */
+	const unsigned brpfx = PS_X86_P66 | PS_X86_P67 | PS_X86_LOCK | PS_X86_REP;
 	struct ps_x86_insn in;
-	const char *bad = NULL;
+	const char *bad;
 
-	if (ps_x86_decode(code, n, &in))
+	if (ps_x86_decode(code, n, b->addr, &in))
 		return ps_error_set(err, PS_EUSAGE,
 				    "cannot decode the instruction at 0x%llx (not an instruction start?)",
 				    (unsigned long long)b->addr);
 	b->len = in.len;
-	b->emu = EMU_XOL;
-	b->xreg = -1;
-	b->fixcall = 0;
-	uint8_t op = in.opcode, reg = (in.modrm >> 3) & 7;
-	int plain = !in.nlegacy, rex = in.rex;
-	int brpfx = in.p66 || in.p67 || in.lock || in.pf3; /* prefixes a branch must not have */
-	uint64_t next = b->addr + in.len;
-	int64_t rel = 0;
-	if (in.imm_len == 1)
-		rel = (int8_t)code[in.imm_off];
-	else if (in.imm_len == 4)
-		rel = (int32_t)((uint32_t)code[in.imm_off] | (uint32_t)code[in.imm_off + 1] << 8 |
-				(uint32_t)code[in.imm_off + 2] << 16 | (uint32_t)code[in.imm_off + 3] << 24);
-
-	if (in.vex) {
-		/* out of line */
-	} else if (in.map == 0) {
-		if (op == 0xcc || op == 0xcd || op == 0xf1 || op == 0xcf)
-			bad = "an int/iret instruction";
-		else if (op == 0xca || op == 0xcb)
-			bad = "a far return";
-		else if (op == 0xff && (reg == 3 || reg == 5))
-			bad = "a far call or jump";
-		else if (op == 0xc7 && in.modrm == 0xf8)
-			bad = "xbegin";
-		else if (op == 0x90 && !(rex & 1) && !in.pf2)
-			b->emu = EMU_SKIP;
-		else if (op == 0x9c && plain && !rex)
-			b->emu = EMU_PUSHF;
-		else if (op == 0xe8 || op == 0xe9 || op == 0xeb || (op >= 0x70 && op <= 0x7f) ||
-			 (op >= 0xe0 && op <= 0xe3)) {
-			if (brpfx)
-				bad = "a relative branch with an operand- or address-size prefix";
-			b->arg = (int64_t)next + rel;
-			b->emu = op == 0xe8		    ? EMU_CALL
-				 : op == 0xe9 || op == 0xeb ? EMU_JMP
-				 : op <= 0x7f		    ? EMU_JCC
-							    : EMU_LOOP;
-			b->cc = op <= 0x7f ? (op & 15) : (op & 3);
-		} else if (op == 0xc3 && !brpfx && !rex)
-			b->emu = EMU_RET;
-		else if (op == 0xc2 || (op == 0xff && (reg == 2 || reg == 4))) {
-			b->emu = EMU_STEP;
-			b->fixcall = op == 0xff && reg == 2;
-		} else if (!ps_x86_emu_prepare(&b->x, code, n, b->addr))
-			b->emu = EMU_REG;
-	} else if (in.map == 1) {
-		if (op == 0x05 || op == 0x07 || op == 0x34 || op == 0x35)
-			bad = "a syscall instruction";
-		else if (op == 0x1e && in.pf3 && (in.modrm == 0xfa || in.modrm == 0xfb))
-			b->emu = EMU_SKIP;
-		else if (op == 0x1f && !in.pf2 && !in.pf3)
-			b->emu = EMU_SKIP;
-		else if (op >= 0x80 && op <= 0x8f) {
-			if (brpfx)
-				bad = "a relative branch with an operand- or address-size prefix";
-			b->emu = EMU_JCC;
-			b->cc = op & 15;
-			b->arg = (int64_t)next + rel;
-		} else if (!ps_x86_emu_prepare(&b->x, code, n, b->addr))
-			b->emu = EMU_REG; /* movzx, movsx */
-	}
+	b->emu = in.flow < sizeof emu ? emu[in.flow] : EMU_XOL;
+	b->fixcall = in.flow == PS_X86_CALL_IND;
+	b->arg = (int64_t)in.target;
+	b->cc = in.cc;
+	bad = in.flow < sizeof why / sizeof why[0] ? why[in.flow] : NULL;
+	if (in.flow >= PS_X86_JCC && in.flow <= PS_X86_CALL && (in.prefixes & brpfx))
+		bad = "a relative branch with an operand- or address-size prefix";
+	if (in.flow == PS_X86_RET)
+		b->emu = in.pop ? EMU_STEP : in.prefixes & (brpfx | PS_X86_REX) ? EMU_XOL : EMU_RET;
+	else if (in.flow == PS_X86_NEXT && in.op == PS_X86_PUSHFQ && !in.prefixes)
+		b->emu = EMU_PUSHF;
+	else if (in.flow == PS_X86_NEXT && !ps_x86_emu_prepare(&b->x, code, n, b->addr))
+		b->emu = EMU_REG;
+	/* the out-of-line copy: the instruction, rip-relative operand rewritten, then int3 */
+	b->xreg = (int8_t)ps_x86_relocate(&in, code, b->xol);
+	if (b->xreg == PS_X86_OTHREG)
+		bad = "no register is free to take rip's place in its copy";
 	if (bad)
 		return ps_error_set(err, PS_EUSAGE, "cannot place a breakpoint at 0x%llx: %s",
 				    (unsigned long long)b->addr, bad);
-
-	/* the out-of-line copy: the instruction, rip-relative operand rewritten, then int3 */
-	memcpy(b->xol, code, in.len);
 	b->xol[in.len] = INT3;
 	b->xol_len = (uint8_t)(in.len + 1);
-	if (in.riprel) {
-		static const int8_t cand[3] = {6, 7, 3}; /* rsi, rdi, rbx */
-		for (int i = 0; i < 3 && b->xreg < 0; i++)
-			if (cand[i] != reg && (!in.vex || cand[i] != (in.vvvv & 7)))
-				b->xreg = cand[i];
-		b->xol[in.modrm_off] = (uint8_t)(0x80 | (reg << 3) | b->xreg);
-		if (in.rex)
-			b->xol[in.rex_off] &= (uint8_t)~1; /* REX.B = 0 */
-		if (in.vex == 3 || in.vex == 4)
-			b->xol[in.vex_off + 1] |= 0x20; /* inverted B = 1 */
-	}
 	return 0;
 }
 

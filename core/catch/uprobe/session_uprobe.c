@@ -322,29 +322,18 @@ int ps__uprobe_site(struct ps_session *s, const char *path, uint64_t offset, int
 int ps__uprobe_role(struct ps_session *s, uint64_t addr, int region, enum role_kind role, struct ps_error *err)
 {
 	const char *name = region >= 0 ? s->reg[region].name : "";
-	char maps[64], line[PATH_MAX + 128], path[PATH_MAX];
+	char path[PATH_MAX];
 	uint64_t offset = 0;
-	struct ps_map m;
-	FILE *f;
-	int found = 0;
 
 	if (role != ROLE_ENTRY && role != ROLE_START && role != ROLE_END)
 		return ps_error_set(err, PS_EUSAGE,
 				    "the uprobe catcher probes only code mapped at the start; a function in a library "
 				    "loaded later needs the ptrace catcher (--backend ptrace)");
-	snprintf(maps, sizeof maps, "/proc/%d/maps", (int)s->pid);
-	if (!(f = fopen(maps, "re")))
-		return ps_error_set(err, errno, "%s: %s", maps, strerror(errno));
-	while (!found && fgets(line, sizeof line, f))
-		if (!ps_map_parse(line, &m) && addr >= m.lo && addr < m.hi && m.path[0] == '/') {
-			snprintf(path, sizeof path, "%s", m.path);
-			offset = addr - m.lo + m.off;
-			found = 1;
-		}
-	fclose(f);
-	if (!found)
-		return ps_error_set(err, PS_ENOTFOUND, "region '%s': no file is mapped at 0x%llx", name,
-				    (unsigned long long)addr);
+	if (ps_maps_file_offset(s->pid, addr, path, sizeof path, &offset, err))
+		return err->code == PS_ENOTFOUND
+			   ? ps_error_set(err, PS_ENOTFOUND, "region '%s': no file is mapped at 0x%llx", name,
+					  (unsigned long long)addr)
+			   : -1;
 	return ps__uprobe_site(s, path, offset, region,
 			       role == ROLE_ENTRY   ? PS_UPOINT_ENTRY
 			       : role == ROLE_START ? PS_UPOINT_START

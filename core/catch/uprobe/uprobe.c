@@ -15,7 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "elffile.h"
 #include "machine.h"
+#include "procmaps.h"
 
 #define BOUNCE 65536 /* a record's size is a u16: the largest one fits */
 #define ID_COUNTER 0xffffffffu
@@ -532,33 +534,14 @@ int ps_uprobe_site_is_nop5(const char *path, uint64_t off, struct ps_error *err)
 
 int ps_uprobe_file_offset(const char *path, uint64_t vaddr, uint64_t *off, struct ps_error *err)
 {
-	int fd, found = 0, e;
-	size_t nph = 0;
-	Elf *elf;
+	struct ps_elf_file *f;
+	int rc = 0;
 
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return ps_error_set(err, PS_EUSAGE, "uprobe: libelf: %s", elf_errmsg(-1));
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-		e = errno;
-		return ps_error_set(err, e, "uprobe: cannot open %s: %s", path, strerror(e));
-	}
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf || elf_getphdrnum(elf, &nph) != 0) {
-		ps_error_set(err, PS_EUSAGE, "uprobe: %s is not an ELF file with program headers", path);
-		found = -1;
-	}
-	for (size_t i = 0; found == 0 && i < nph; i++) {
-		GElf_Phdr ph;
-		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && vaddr >= ph.p_vaddr &&
-		    vaddr < ph.p_vaddr + ph.p_filesz) {
-			*off = vaddr - ph.p_vaddr + ph.p_offset;
-			found = 1;
-		}
-	}
-	if (found == 0)
-		ps_error_set(err, PS_ENOTFOUND, "uprobe: address 0x%llx is in no loaded segment of %s",
-			     (unsigned long long)vaddr, path);
-	elf_end(elf);
-	close(fd);
-	return found == 1 ? 0 : -1;
+	if (ps_elf_open(&f, path, err))
+		return -1;
+	if (ps_elf_file_offset(f->elf, vaddr, off))
+		rc = ps_error_set(err, PS_ENOTFOUND, "uprobe: address 0x%llx is in no loaded segment of %s",
+				  (unsigned long long)vaddr, path);
+	ps_elf_close(f);
+	return rc;
 }
