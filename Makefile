@@ -7,7 +7,7 @@ PKGS    := lua5.4 libelf libdw libedit
 
 # Debian packages the project needs to build and test (make deps); libpapi-dev only for bench/marker.
 DEBS := build-essential pkg-config lua5.4 liblua5.4-dev libpfm4-dev libelf-dev \
-        libdw-dev libedit-dev libiberty-dev liblapacke-dev zlib1g-dev lua-busted lua-dkjson lua-check lua-argparse g++ valgrind \
+        libdw-dev libedit-dev libiberty-dev liblapacke-dev zlib1g-dev lua-busted lua-dkjson lua-check lua-argparse luarocks g++ valgrind \
         procps binutils clang libclang-rt-dev libzydis-dev \
         systemtap-sdt-dev tmux groff-base libpapi-dev
 

@@ -6,8 +6,9 @@
  *   perfsh NAME args...          run the recipe NAME (scripts/NAME.lua)
  *   perfsh --list [hw|sw|cache|pmu|tracepoint|all|WORD], --list sdt BINARY, --help, --version
  *
- * Modules and recipes are found beside the executable: in a source tree (lua/, scripts/) or in
- * an installed prefix (share/lua/5.4, share/perfsh/scripts). No environment variable is needed.
+ * Modules and recipes are found beside the executable: in a source tree (lua/, scripts/), in
+ * an installed prefix (share/lua/5.4, share/perfsh/scripts) or in a LuaRocks tree (share/lua/5.4,
+ * the recipes in share/lua/5.4/perfsh/recipes). No environment variable is needed.
  */
 #include <errno.h>
 #include <libgen.h>
@@ -74,7 +75,7 @@ static const char usage[] =
 
 /* ---- paths ---- */
 
-static char lua_dir[PATH_MAX + 64], script_dir[PATH_MAX + 64];
+static char lua_dir[PATH_MAX + 64], script_dir[PATH_MAX + 128];
 
 static int is_file(const char *p)
 {
@@ -101,6 +102,8 @@ static void find_dirs(void)
 	if (is_file(probe)) {
 		snprintf(lua_dir, sizeof lua_dir, "%s/../share/lua/5.4", dir);
 		snprintf(script_dir, sizeof script_dir, "%s/../share/perfsh/scripts", dir);
+		if (!is_file(script_dir)) /* a LuaRocks tree: the recipes are beside the modules */
+			snprintf(script_dir, sizeof script_dir, "%s/perfsh/recipes", lua_dir);
 		return;
 	}
 	/* build/perfsh or build-san/perfsh in a source tree */
