@@ -40,7 +40,8 @@ external_dependencies = {
 build = {
    type = "make",
    -- the executable (perfsh.core built in) and perfsh/core.so for a plain lua5.4; the Makefile
-   -- sets its own flags (C11, warnings, pkg-config for lua5.4, libelf, libdw, libedit)
+   -- sets its own flags (C11, warnings, pkg-config for lua5.4, libelf, libdw, libedit). LuaRocks
+   -- warns that CFLAGS is not passed: passed on make's command line, it would replace them.
    build_target = "perfsh build/lib/perfsh/core.so",
    install_pass = false,
    install = {

@@ -1,5 +1,6 @@
-/* lua/ltracee.c - the perfsh.tracee userdata over core/session/session.c: a traced program, its
- * regions, and the records of their hits. */
+/* lua/ltracee.c - the perfsh.tracee userdata over core/session/session.c: a traced program and
+ * its regions (the records of their hits: lua/lhits.c; the marker catcher's methods:
+ * lua/lmarkers.c). */
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -9,8 +10,6 @@
 #include <unistd.h>
 
 #include "lhelp.h"
-#include "lview.h"
-#include "psnap.h"
 #include "session.h"
 #include "uprobe.h"
 
