@@ -7,7 +7,7 @@ PKGS    := lua5.4 libelf libdw libedit
 
 # Debian packages the project needs to build and test (make deps); libpapi-dev only for bench/marker.
 DEBS := build-essential pkg-config lua5.4 liblua5.4-dev libpfm4-dev libelf-dev \
-        libdw-dev libedit-dev libiberty-dev liblapacke-dev zlib1g-dev lua-busted lua-dkjson lua-check lua-argparse g++ valgrind \
+        libdw-dev libedit-dev libiberty-dev liblapacke-dev zlib1g-dev lua-busted lua-dkjson lua-check lua-argparse luarocks g++ valgrind \
         procps binutils clang libclang-rt-dev libzydis-dev \
         systemtap-sdt-dev tmux groff-base libpapi-dev
 
@@ -31,7 +31,8 @@ endif
 # core/ is in rooms, one concept a folder (core/README.md); every room's headers are on the include path.
 CORE_SRC := $(sort $(shell find core -name '*.c'))
 CORE_INC := $(addprefix -I,$(sort $(shell find core -type d)))
-BIND_SRC := $(sort $(filter-out lua/main.c lua/repl.c,$(wildcard lua/*.c)))
+HOST_SRC := lua/main.c lua/repl.c lua/host.c
+BIND_SRC := $(sort $(filter-out $(HOST_SRC),$(wildcard lua/*.c)))
 TEST_SRC := $(sort $(wildcard tests/c/*.c))
 EX_SRC   := $(sort $(wildcard examples/*.c examples/*.cpp))
 BENCH_SRC := $(sort $(filter-out bench/hit_target.c,$(wildcard bench/*.c)))
@@ -102,7 +103,7 @@ $(B)/%.o: %.c
 
 # The executable is built in $(B); a plain build copies it to ./perfsh (a SAN build leaves
 # ./perfsh alone and is run as build-san/perfsh).
-$(B)/perfsh: $(B)/lua/main.o $(B)/lua/repl.o $(BIND_OBJ) $(CORE_OBJ)
+$(B)/perfsh: $(HOST_SRC:%.c=$(B)/%.o) $(BIND_OBJ) $(CORE_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LUA_LIBS) $(EDIT_LIBS) $(CORE_LIBS) -ldl
 
 ifeq ($(SAN),1)

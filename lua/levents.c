@@ -45,20 +45,6 @@ static int l_resolve(lua_State *L)
 	return 1;
 }
 
-void ps_l_push_notes(lua_State *L, const struct ps_event *ev, int n)
-{
-	char buf[512];
-	int k = 0;
-
-	lua_newtable(L);
-	for (int i = 0; i < n; i++) {
-		if (ps_event_note(&ev[i], buf, sizeof buf)) {
-			lua_pushstring(L, buf);
-			lua_rawseti(L, -2, ++k);
-		}
-	}
-}
-
 static unsigned parse_kinds(lua_State *L, int idx)
 {
 	static const char *const names[] = {"hw", "sw", "cache", "pmu", "tracepoint", "all", NULL};

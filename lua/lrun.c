@@ -10,15 +10,6 @@
 #include "lhelp.h"
 #include "run.h"
 
-void ps_l_push_signame(lua_State *L, int n)
-{
-	const char *abbrev = sigabbrev_np(n);
-	if (abbrev)
-		lua_pushfstring(L, "SIG%s", abbrev);
-	else
-		lua_pushfstring(L, "signal %d", n);
-}
-
 /* The terminal sends its keys' signals to the command itself (same process group). */
 static void forward(int sig, int from_tty)
 {
@@ -49,9 +40,9 @@ static int l_run(lua_State *L)
 		lua_insert(L, 3);
 	}
 	argv[argc] = NULL;
-	ps_l_interrupt_cb = forward; /* a signal perfsh gets is the command's too */
+	atomic_store(&ps_l_interrupt_cb, forward); /* a signal perfsh gets is the command's too */
 	rc = ps_run(argv, ev, n, &res, &err);
-	ps_l_interrupt_cb = NULL;
+	atomic_store(&ps_l_interrupt_cb, NULL);
 	if (rc)
 		return ps_l_fail(L, &err);
 	ps_l_push_reading(L, ev, &res.reading);

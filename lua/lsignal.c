@@ -2,7 +2,7 @@
  *
  * A handler only notes the signal (two flags) and calls ps_l_interrupt_cb, which stops the
  * C loop running at that moment (a traced run: the tracer's flag; core.run: forward the
- * signal to the command). The host's handlers (lua/main.c) also stop the Lua code; a recipe
+ * signal to the command). The host's handlers (lua/host.c) also stop the Lua code; a recipe
  * that calls core.defer_signals() keeps running instead, sees its runs end "interrupted",
  * reads core.signal() and reports what was measured before it exits.
  */
@@ -11,7 +11,8 @@
 
 #include "lhelp.h"
 
-void (*volatile ps_l_interrupt_cb)(int sig, int from_tty);
+_Atomic(ps_l_interrupt_fn) ps_l_interrupt_cb;
+_Static_assert(ATOMIC_POINTER_LOCK_FREE == 2, "a signal handler reads a pointer: it must be lock-free");
 
 static volatile sig_atomic_t caught; /* the last signal noted, 0: none */
 static volatile sig_atomic_t seen;   /* how many were noted (wraps; compared for change) */
@@ -19,7 +20,7 @@ static int deferred;
 
 void ps_l_signal_note(int sig, int from_tty)
 {
-	void (*cb)(int, int) = ps_l_interrupt_cb;
+	ps_l_interrupt_fn cb = atomic_load(&ps_l_interrupt_cb);
 
 	caught = sig;
 	seen = (seen + 1) & 0x3fffffff;

@@ -1,15 +1,15 @@
-/* lua/ltracee.c - the perfsh.tracee userdata over core/session/session.c: a traced program, its
- * regions, and the records of their hits. */
+/* lua/ltracee.c - the perfsh.tracee userdata over core/session/session.c: a traced program and
+ * its regions (the records of their hits: lua/lhits.c; the marker catcher's methods:
+ * lua/lmarkers.c). */
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "lhelp.h"
-#include "lview.h"
-#include "psnap.h"
 #include "session.h"
 #include "uprobe.h"
 
@@ -19,11 +19,14 @@ struct ltracee {
 	struct ps_session *s;
 };
 
-static struct ps_session *running; /* the session inside t:run(), for the signal handlers */
+/* The session inside t:run(), for the signal handler (interrupt_running): a lock-free atomic,
+   which a handler may read (C11 7.14.1.1). */
+static _Atomic(struct ps_session *) running;
+_Static_assert(ATOMIC_POINTER_LOCK_FREE == 2, "a signal handler reads a pointer: it must be lock-free");
 
 static void interrupt_running(int sig, int from_tty)
 {
-	struct ps_session *s = running;
+	struct ps_session *s = atomic_load(&running);
 	(void)sig;
 	(void)from_tty;
 	if (s)
@@ -287,12 +290,12 @@ static int l_run(lua_State *L)
 	struct ps_error err;
 	int rc = 0;
 
-	running = s;
-	ps_l_interrupt_cb = interrupt_running; /* before the check: a signal after it interrupts */
+	atomic_store(&running, s);
+	atomic_store(&ps_l_interrupt_cb, interrupt_running); /* before the check: a signal after it interrupts */
 	if (!(ps_l_signal_deferred() && ps_l_signal_caught()))
 		rc = (go_on ? ps_session_run_on : ps_session_run)(s, (uint64_t)max, (uint64_t)deadline, &err);
-	ps_l_interrupt_cb = NULL;
-	running = NULL;
+	atomic_store(&ps_l_interrupt_cb, NULL);
+	atomic_store(&running, NULL);
 	if (rc < 0)
 		return ps_l_fail(L, &err);
 	if (rc == 0 && (ps_l_signal_seen() != seen || ps_l_signal_deferred()) && ps_l_signal_caught())
@@ -343,49 +346,6 @@ static int l_detach(lua_State *L)
 	if (ps_session_detach(s, &err))
 		return ps_l_fail(L, &err);
 	lua_pushboolean(L, 1);
-	return 1;
-}
-
-/* t:spill(path) / t:spill_flush() / t:spill_meta(k, v) / t:spill_close() -> true | nil, msg */
-static int l_spill(lua_State *L)
-{
-	struct ps_error err;
-	if (ps_session_spill(check(L), luaL_checkstring(L, 2), &err))
-		return ps_l_fail(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
-}
-
-static int l_spill_flush(lua_State *L)
-{
-	struct ps_error err;
-	if (ps_session_spill_flush(check(L), &err))
-		return ps_l_fail(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
-}
-
-static int l_spill_meta(lua_State *L)
-{
-	struct ps_error err;
-	if (ps_session_spill_meta(check(L), luaL_checkstring(L, 2), luaL_checkstring(L, 3), &err))
-		return ps_l_fail(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
-}
-
-static int l_spill_close(lua_State *L)
-{
-	struct ps_error err;
-	if (ps_session_spill_close(check(L), &err))
-		return ps_l_fail(L, &err);
-	lua_pushboolean(L, 1);
-	return 1;
-}
-
-static int l_nrecords(lua_State *L)
-{
-	lua_pushinteger(L, (lua_Integer)ps_session_nrecords(check(L)));
 	return 1;
 }
 
@@ -446,7 +406,7 @@ static int l_info(lua_State *L)
 	return 1;
 }
 
-static const struct ps_region_info *check_region(lua_State *L, struct ps_session *s, int idx)
+const struct ps_region_info *ps_l_tracee_region(lua_State *L, struct ps_session *s, int idx)
 {
 	lua_Integer id = luaL_checkinteger(L, idx);
 	const struct ps_region_info *ri = ps_session_region(s, (int)id);
@@ -460,7 +420,7 @@ static const struct ps_region_info *check_region(lua_State *L, struct ps_session
 static int l_region_info(lua_State *L)
 {
 	struct ps_session *s = check(L);
-	const struct ps_region_info *ri = check_region(L, s, 2);
+	const struct ps_region_info *ri = ps_l_tracee_region(L, s, 2);
 	static const char *const kinds[] = {"", "func", "range", "sdt", "point", "marker"};
 
 	lua_createtable(L, 0, 11);
@@ -503,103 +463,6 @@ static int l_region_info(lua_State *L)
 	return 1;
 }
 
-/* The session's records as a view (valid until the next run). */
-static void view_of(struct ps_session *s, struct ps_view *v)
-{
-	v->base = (const unsigned char *)ps_session_record(s, 0);
-	v->get = NULL;
-	v->ctx = NULL;
-	v->n = ps_session_nrecords(s);
-	if (v->n && !ps_session_record(s, v->n - 1))
-		v->n = 0; /* spilled to a file: none are in memory */
-	v->recsize = ps_session_recsize(s);
-	v->nev = ps_session_nevents(s);
-	for (int k = 0; k < v->nev; k++) {
-		v->names[k] = ps_session_event(s, k)->name;
-		v->group[k] = ps_session_event_group(s, k);
-	}
-}
-
-/* t:record(i) (1-based) -> a record table (README: r:hits()) | nil */
-static int l_record(lua_State *L)
-{
-	struct ps_session *s = check(L);
-	lua_Integer i = luaL_checkinteger(L, 2);
-	struct ps_view v;
-
-	view_of(s, &v);
-	if (i < 1) {
-		lua_pushnil(L);
-		return 1;
-	}
-	ps_l_push_record(L, &v, (uint64_t)(i - 1));
-	return 1;
-}
-
-/* t:stats(id [, "thread"|"cpu"]) -> {hits, incomplete, migrated, ratio_min,
-   [event|"time_ns"|"wall_ns"] = {count, sum, ...}}, or an array of them by thread (tid) or CPU (cpu) */
-static int l_stats(lua_State *L)
-{
-	struct ps_session *s = check(L);
-	const struct ps_region_info *ri = check_region(L, s, 2);
-	struct ps_view v;
-
-	view_of(s, &v);
-	return ps_l_push_region_stats(L, &v, ri->id, 3);
-}
-
-/* t:series(id, event_index | -1 (time_ns) | -2 (wall_ns)) -> array over the complete hits */
-static int l_series(lua_State *L)
-{
-	struct ps_session *s = check(L);
-	const struct ps_region_info *ri = check_region(L, s, 2);
-	lua_Integer k = luaL_checkinteger(L, 3);
-	struct ps_view v;
-
-	view_of(s, &v);
-	luaL_argcheck(L, k >= -2 && k < v.nev, 3, "an event index, -1 or -2");
-	return ps_l_push_series(L, &v, ri->id, (int)k);
-}
-
-/* t:save(path [, {key = value}]) -> number of records | nil, msg: a .psnap file with the
-   session's header (event and region names, group layout) and the given metadata. */
-static int l_save(lua_State *L)
-{
-	struct ps_session *s = check(L);
-	const char *path = luaL_checkstring(L, 2);
-	struct ps_psnap_meta *meta = NULL;
-	struct ps_error err;
-	size_t nmeta = 0, cap = 0;
-
-	lua_settop(L, 3);
-	lua_newtable(L); /* 4: key, value, key, ... as strings, anchored while meta points at them */
-	if (lua_type(L, 3) == LUA_TTABLE) {
-		lua_pushnil(L);
-		while (lua_next(L, 3)) {
-			if (lua_type(L, -2) == LUA_TSTRING && lua_isstring(L, -1)) {
-				lua_pushvalue(L, -2);
-				lua_rawseti(L, 4, (lua_Integer)(2 * cap + 1));
-				lua_pushstring(L, lua_tostring(L, -1)); /* a number as its text */
-				lua_rawseti(L, 4, (lua_Integer)(2 * cap + 2));
-				cap++;
-			}
-			lua_pop(L, 1);
-		}
-	}
-	meta = lua_newuserdatauv(L, (cap ? cap : 1) * sizeof *meta, 0);
-	for (nmeta = 0; nmeta < cap; nmeta++) {
-		lua_rawgeti(L, 4, (lua_Integer)(2 * nmeta + 1));
-		meta[nmeta].key = lua_tostring(L, -1);
-		lua_rawgeti(L, 4, (lua_Integer)(2 * nmeta + 2));
-		meta[nmeta].value = lua_tostring(L, -1);
-		lua_pop(L, 2);
-	}
-	if (ps_session_save(s, path, meta, nmeta, &err))
-		return ps_l_fail(L, &err);
-	lua_pushinteger(L, (lua_Integer)ps_session_nrecords(s));
-	return 1;
-}
-
 static const luaL_Reg methods[] = {{"add_events", l_add_events},
 				   {"follow_fork", l_follow_fork},
 				   {"uprobe_ring", l_uprobe_ring},
@@ -608,12 +471,6 @@ static const luaL_Reg methods[] = {{"add_events", l_add_events},
 				   {"region_sdt", l_region_sdt},
 				   {"region_sample", l_region_sample},
 				   {"region_args", l_region_args},
-				   {"save", l_save},
-				   {"nrecords", l_nrecords},
-				   {"spill", l_spill},
-				   {"spill_flush", l_spill_flush},
-				   {"spill_meta", l_spill_meta},
-				   {"spill_close", l_spill_close},
 				   {"run", l_run},
 				   {"hold", l_hold},
 				   {"status", l_status},
@@ -621,9 +478,6 @@ static const luaL_Reg methods[] = {{"add_events", l_add_events},
 				   {"close", l_close},
 				   {"info", l_info},
 				   {"region_info", l_region_info},
-				   {"record", l_record},
-				   {"stats", l_stats},
-				   {"series", l_series},
 				   {NULL, NULL}};
 
 static const luaL_Reg metamethods[] = {
@@ -650,6 +504,7 @@ void ps_l_open_tracee(lua_State *L)
 	luaL_setfuncs(L, metamethods, 0);
 	luaL_newlib(L, methods);
 	luaL_setfuncs(L, ps_l_marker_methods, 0);
+	luaL_setfuncs(L, ps_l_hits_methods, 0);
 	lua_setfield(L, -2, "__index");
 	lua_pop(L, 1);
 	luaL_setfuncs(L, funcs, 0);

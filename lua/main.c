@@ -6,8 +6,9 @@
  *   perfsh NAME args...          run the recipe NAME (scripts/NAME.lua)
  *   perfsh --list [hw|sw|cache|pmu|tracepoint|all|WORD], --list sdt BINARY, --help, --version
  *
- * Modules and recipes are found beside the executable: in a source tree (lua/, scripts/) or in
- * an installed prefix (share/lua/5.4, share/perfsh/scripts). No environment variable is needed.
+ * Modules and recipes are found beside the executable: in a source tree (lua/, scripts/), in
+ * an installed prefix (share/lua/5.4, share/perfsh/scripts) or in a LuaRocks tree (share/lua/5.4,
+ * the recipes in share/lua/5.4/perfsh/recipes). No environment variable is needed.
  */
 #include <errno.h>
 #include <libgen.h>
@@ -24,8 +25,6 @@
 
 #include "host.h"
 #include "lhelp.h"
-
-static lua_State *globalL;
 
 static const char usage[] =
     "usage: perfsh [options] [script.lua | recipe] [args...]\n"
@@ -76,7 +75,7 @@ static const char usage[] =
 
 /* ---- paths ---- */
 
-static char lua_dir[PATH_MAX + 64], script_dir[PATH_MAX + 64];
+static char lua_dir[PATH_MAX + 64], script_dir[PATH_MAX + 128];
 
 static int is_file(const char *p)
 {
@@ -103,6 +102,8 @@ static void find_dirs(void)
 	if (is_file(probe)) {
 		snprintf(lua_dir, sizeof lua_dir, "%s/../share/lua/5.4", dir);
 		snprintf(script_dir, sizeof script_dir, "%s/../share/perfsh/scripts", dir);
+		if (!is_file(script_dir)) /* a LuaRocks tree: the recipes are beside the modules */
+			snprintf(script_dir, sizeof script_dir, "%s/perfsh/recipes", lua_dir);
 		return;
 	}
 	/* build/perfsh or build-san/perfsh in a source tree */
@@ -137,74 +138,6 @@ static void setup_paths(lua_State *L)
 	lua_insert(L, -2);
 	lua_setfield(L, -2, "perfsh.host");
 	lua_pop(L, 2);
-}
-
-/* ---- running chunks (after lua.c) ---- */
-
-int ps_host_repl_mode;
-
-static void lstop(lua_State *L, lua_Debug *ar)
-{
-	int sig = ps_l_signal_caught();
-	(void)ar;
-	lua_sethook(L, NULL, 0, 0);
-	if (sig && sig != SIGINT)
-		luaL_error(L, "terminated by SIG%s", sigabbrev_np(sig));
-	luaL_error(L, "interrupted!");
-}
-
-/* SIGINT, SIGTERM, SIGHUP while a chunk runs: stop the C loop running (a traced run: it only
-   sets a flag) and the Lua code, except Ctrl-C in the REPL during t:run(), which pauses it. */
-static void laction(int sig, siginfo_t *si, void *uc)
-{
-	int flag = LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT;
-	int in_run = ps_l_interrupt_cb != NULL;
-	(void)uc;
-	ps_l_signal_note(sig, si && si->si_code == SI_KERNEL);
-	if (sig == SIGINT && in_run && ps_host_repl_mode)
-		return;
-	lua_sethook(globalL, lstop, flag, 1);
-}
-
-static int msghandler(lua_State *L)
-{
-	const char *msg = lua_tostring(L, 1);
-	if (msg == NULL) {
-		if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
-			return 1;
-		msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
-	}
-	luaL_traceback(L, L, msg, 1);
-	return 1;
-}
-
-int ps_host_docall(lua_State *L, int narg, int nres)
-{
-	static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
-	int base = lua_gettop(L) - narg, status;
-	struct sigaction sa = {0}, old[3];
-
-	lua_pushcfunction(L, msghandler);
-	lua_insert(L, base);
-	globalL = L;
-	sa.sa_sigaction = laction;
-	sa.sa_flags = SA_SIGINFO; /* no SA_RESTART: blocking waits return EINTR */
-	sigemptyset(&sa.sa_mask);
-	for (int i = 0; i < 3; i++)
-		sigaction(sigs[i], &sa, &old[i]);
-	status = lua_pcall(L, narg, nres, base);
-	for (int i = 0; i < 3; i++)
-		sigaction(sigs[i], &old[i], NULL);
-	lua_remove(L, base);
-	return status;
-}
-
-void ps_host_report(lua_State *L)
-{
-	const char *msg = lua_tostring(L, -1);
-	fprintf(stderr, "perfsh: %s\n", msg ? msg : "(error object is not a string)");
-	fflush(stderr);
-	lua_pop(L, 1);
 }
 
 /* Make the global 'arg' table: arg[0] = script, arg[1..] = its arguments. */
@@ -292,11 +225,70 @@ static void unblock_stop_signals(void)
 	sigprocmask(SIG_UNBLOCK, &stop, NULL);
 }
 
+/* What the command line asked for so far: -e code ran, -i given, or perfsh is done (-h, -v,
+   --list, a bad option or failed -e code) with the status. */
+struct cmdline {
+	int ran, interactive, done, status;
+};
+
+/* One option at argv[*i] (-e consumes its code too). */
+static void option(lua_State *L, int argc, char **argv, int *i, struct cmdline *c)
+{
+	const char *a = argv[*i];
+
+	c->done = 1;
+	if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+		fputs(usage, stdout);
+	} else if (!strcmp(a, "-v") || !strcmp(a, "--version")) {
+		printf("perfsh %s (%s)\n", PS_VERSION, LUA_RELEASE);
+	} else if (!strcmp(a, "--list") && *i + 1 < argc && !strcmp(argv[*i + 1], "sdt")) {
+		c->status = call_lib(L, "perfsh", "print_sdt", *i + 2 < argc ? argv[*i + 2] : NULL);
+	} else if (!strcmp(a, "--list")) {
+		c->status = call_lib(L, "perfsh", "print_events", *i + 1 < argc ? argv[*i + 1] : NULL);
+	} else if (!strcmp(a, "-i")) {
+		c->interactive = 1;
+		c->done = 0;
+	} else if (!strcmp(a, "-e")) {
+		if (++*i >= argc) {
+			fprintf(stderr, "perfsh: -e needs code after it\n");
+			c->status = 2;
+			return;
+		}
+		create_arg(L, argv, argc, *i);
+		if (run_chunk(L, luaL_loadbuffer(L, argv[*i], strlen(argv[*i]), "=(command line)")) != LUA_OK) {
+			c->status = 1;
+			return;
+		}
+		c->ran = 1;
+		c->done = 0;
+	} else {
+		fprintf(stderr, "perfsh: unknown option '%s' (perfsh --help lists them)\n", a);
+		c->status = 2;
+	}
+}
+
+/* Run argv[i]: `recipes`, a recipe's name or a script. Returns the exit status. */
+static int run_target(lua_State *L, int argc, char **argv, int i)
+{
+	const char *target = argv[i];
+	char path[2 * PATH_MAX];
+
+	create_arg(L, argv, argc, i);
+	if (!strcmp(target, "recipes"))
+		return call_lib(L, "perfsh", "print_recipes", NULL);
+	if (recipe_path(target, path, sizeof path))
+		return run_script(L, path, argv, argc, i);
+	if (is_file(target))
+		return run_script(L, target, argv, argc, i);
+	fprintf(stderr, "perfsh: '%s' is neither a script nor a recipe (perfsh recipes lists the recipes)\n", target);
+	return 2;
+}
+
 int main(int argc, char **argv)
 {
 	lua_State *L = luaL_newstate();
-	int status = 0, ran = 0, interactive = 0, i;
-	char path[2 * PATH_MAX];
+	struct cmdline c = {0};
+	int i;
 
 	if (!L) {
 		fprintf(stderr, "perfsh: cannot create the Lua state: out of memory\n");
@@ -315,65 +307,21 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	lua_setglobal(L, "perfsh");
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(usage, stdout);
-			goto out;
-		} else if (!strcmp(a, "-v") || !strcmp(a, "--version")) {
-			printf("perfsh %s (%s)\n", PS_VERSION, LUA_RELEASE);
-			goto out;
-		} else if (!strcmp(a, "--list") && i + 1 < argc && !strcmp(argv[i + 1], "sdt")) {
-			status = call_lib(L, "perfsh", "print_sdt", i + 2 < argc ? argv[i + 2] : NULL);
-			goto out;
-		} else if (!strcmp(a, "--list")) {
-			status = call_lib(L, "perfsh", "print_events", i + 1 < argc ? argv[i + 1] : NULL);
-			goto out;
-		} else if (!strcmp(a, "-i")) {
-			interactive = 1;
-		} else if (!strcmp(a, "-e")) {
-			if (++i >= argc) {
-				fprintf(stderr, "perfsh: -e needs code after it\n");
-				status = 2;
-				goto out;
-			}
-			create_arg(L, argv, argc, i);
-			if (run_chunk(L, luaL_loadbuffer(L, argv[i], strlen(argv[i]), "=(command line)")) != LUA_OK) {
-				status = 1;
-				goto out;
-			}
-			ran = 1;
-		} else if (!strcmp(a, "--")) {
+	for (i = 1; i < argc && !c.done; i++) {
+		if (!strcmp(argv[i], "--")) {
 			i++;
 			break;
-		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "perfsh: unknown option '%s' (perfsh --help lists them)\n", a);
-			status = 2;
-			goto out;
-		} else {
+		}
+		if (argv[i][0] != '-' || !argv[i][1])
 			break;
-		}
+		option(L, argc, argv, &i, &c);
 	}
-	if (i < argc) {
-		const char *target = argv[i];
-		create_arg(L, argv, argc, i);
-		if (!strcmp(target, "recipes")) {
-			status = call_lib(L, "perfsh", "print_recipes", NULL);
-		} else if (recipe_path(target, path, sizeof path)) {
-			status = run_script(L, path, argv, argc, i);
-		} else if (is_file(target)) {
-			status = run_script(L, target, argv, argc, i);
-		} else {
-			fprintf(stderr,
-				"perfsh: '%s' is neither a script nor a recipe (perfsh recipes lists the recipes)\n",
-				target);
-			status = 2;
-		}
-		ran = 1;
+	if (!c.done && i < argc) {
+		c.status = run_target(L, argc, argv, i);
+		c.ran = 1;
 	}
-	if (!ran || interactive)
-		status = ps_host_repl(L);
-out:
+	if (!c.done && (!c.ran || c.interactive))
+		c.status = ps_host_repl(L);
 	lua_close(L);
-	return status;
+	return c.status;
 }

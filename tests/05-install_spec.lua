@@ -75,3 +75,41 @@ int main(void)
     support.sh("rm -rf " .. q(dir))
   end)
 end)
+
+describe("luarocks make (perfsh-0.1.0-1.rockspec)", function()
+  it("installs into a tree a perfsh that runs the recipes, every module and recipe, and perfsh.core", function()
+    if support.build ~= "build" then
+      pending("a sanitizer build: the rockspec builds the plain build/ (as make does)")
+      return
+    end
+    if not support.need_command(pending, "luarocks") then return end
+    local q = support.q
+    local tree = os.tmpname()
+    os.remove(tree)
+    local out, err, rc = support.sh(("luarocks --lua-version 5.4 make --tree %s"):format(q(tree)))
+    assert.are.equal(0, rc, out .. err)
+    -- the installed perfsh, with a clean environment, counts sum()'s one call
+    out, err, rc = support.sh(("env -i %s/bin/perfsh stat -r sum ./examples/sum"):format(q(tree)))
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("region sum (func, 1 hit)", 1, true), out)
+    assert.are.equal("1", out:match("\n  time %(us%) +(%d+) "), out) -- the hits column
+    -- every module of lua/perfsh/ and every recipe, where the executable finds them
+    local lua = tree .. "/share/lua/5.4/perfsh/"
+    for f in support.sh("ls lua/perfsh/"):gmatch("[%w_]+%.lua") do
+      assert.truthy(io.open(lua .. f), "the rockspec leaves out lua/perfsh/" .. f)
+    end
+    for f in support.sh("ls scripts/"):gmatch("[%w_]+%.lua") do
+      assert.truthy(io.open(lua .. "recipes/" .. f), "the rockspec leaves out scripts/" .. f)
+    end
+    out, err, rc = support.sh(("cd / && env -i %s/bin/perfsh recipes"):format(q(tree)))
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("\n  stat ", 1, true), out)
+    -- a plain lua5.4 with the tree's paths (luarocks path) loads perfsh and perfsh.core
+    out, err, rc = support.sh(("cd / && eval \"$(luarocks --lua-version 5.4 path --tree %s)\" && lua5.4 -e "
+      .. "'print(package.searchpath(\"perfsh\", package.path), require(\"perfsh\").core.pmu_counters() >= 0)'")
+      :format(q(tree)))
+    assert.are.equal(0, rc, err)
+    assert.are.equal(lua .. "init.lua\ttrue\n", out)
+    support.sh("rm -rf " .. q(tree))
+  end)
+end)

@@ -3,7 +3,8 @@
  *   TEST(name) { CHECK(x == 1); CHECK_EQ_INT(a, b); CHECK_STR(s, "x"); SKIP("no PMU"); }
  *
  * Each TEST registers itself; tests/c/main.c runs them all and prints
- * "c: N passed, N failed, N skipped".
+ * "c: N passed, N failed, N skipped". A test that failed a CHECK counts failed, even when it
+ * skipped afterwards (ctest_verdict).
  */
 #ifndef CTEST_H
 #define CTEST_H
@@ -21,6 +22,12 @@ struct ctest {
 };
 
 void ctest_register(struct ctest *t);
+
+enum ctest_verdict { CTEST_PASSED, CTEST_FAILED, CTEST_SKIPPED };
+
+/* What test @t, once run, counts as: failed if any CHECK failed (skipped or not), else
+   skipped if it skipped, else passed. */
+enum ctest_verdict ctest_verdict(const struct ctest *t);
 
 #define TEST(tname)                                                        \
 	static void tname##_fn(struct ctest *ctest_self);                   \
