@@ -2,6 +2,9 @@
  *
  * tracefs keeps one directory per subsystem and one per tracepoint below it, with the
  * tracepoint's perf config in "id": /sys/kernel/tracing/events/syscalls/sys_enter_write/id.
+ * Read by hand rather than through libtracefs (1.6): its tracefs_tracing_dir() mounts tracefs
+ * where it is not mounted, its tracefs_event_systems() leaves out subsystems without an "enable"
+ * file (ftrace), and it would link into every program that uses the marker library.
  */
 #include "tracepoint.h"
 

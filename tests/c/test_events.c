@@ -361,6 +361,38 @@ TEST(event_tracepoint_shapes)
 	remove_fake_tracefs();
 }
 
+/* 1 when /proc/mounts lists a file system of @type (" tracefs "), -1 when it cannot be read. */
+static int fs_mounted(const char *type)
+{
+	char line[1024];
+	FILE *f = fopen("/proc/mounts", "re");
+	int found = 0;
+
+	if (!f)
+		return -1;
+	while (!found && fgets(line, sizeof line, f))
+		found = strstr(line, type) != NULL;
+	fclose(f);
+	return found;
+}
+
+/*
+ * Where tracefs is not mounted, resolving a tracepoint says what is missing and mounts nothing
+ * (libtracefs' tracefs_tracing_dir() would mount it). Where debugfs is mounted, the kernel
+ * mounts tracefs below it on the first look, so the test needs neither.
+ */
+TEST(event_tracepoint_unmounted_mounts_nothing)
+{
+	struct ps_event ev;
+	struct ps_error err = {0};
+
+	if (fs_mounted(" tracefs ") != 0 || fs_mounted(" debugfs ") != 0)
+		SKIP("tracefs or debugfs is mounted here (or /proc/mounts cannot be read)");
+	CHECK(ps_event_resolve("syscalls:sys_enter_write", &ev, &err) == -1);
+	CHECK(strstr(err.msg, "tracefs") != NULL);
+	CHECK_EQ_INT(fs_mounted(" tracefs "), 0);
+}
+
 static int tp_count_cb(const struct ps_event_info *e, void *ud)
 {
 	char *buf = ud;
