@@ -13,18 +13,6 @@
 #include "sysfs_pmu.h"
 #include "tracepoint.h"
 
-static const char *sysfs_root = "/sys/bus/event_source/devices";
-
-void ps_events_set_sysfs_root(const char *dir)
-{
-	sysfs_root = dir;
-}
-
-const char *ps_events_sysfs_root(void)
-{
-	return sysfs_root;
-}
-
 /* The names perf itself prints, with what they count. All resolve through libpfm4. */
 static const struct {
 	const char *name;
@@ -129,12 +117,6 @@ static int resolve_raw(const char *name, struct perf_event_attr *attr, struct ps
 
 static void suggest_all(struct ps_suggest *s);
 
-int ps_event_modifier_like(const char *s)
-{
-	size_t n = strlen(s);
-	return n >= 1 && n <= 4 && strspn(s, "ukhpPGHIS") == n;
-}
-
 /* 1 when a libpfm4 name carries a privilege modifier (":u", ":k", ":h", ":u=1", ...). */
 static int pfm_priv_mods(const char *name)
 {
@@ -171,7 +153,7 @@ int ps_event_resolve(const char *name, struct ps_event *ev, struct ps_error *err
 	}
 	if (rc < 0)
 		return -1;
-	rc = ps_sysfs_parse(sysfs_root, name, &ev->attr, err);
+	rc = ps_sysfs_parse(ps_sysfs_root(), name, &ev->attr, err);
 	if (rc == 0) {
 		ev->source = PS_SRC_SYSFS;
 		ev->explicit_priv = strrchr(name, '/')[1] != '\0';
@@ -187,7 +169,8 @@ int ps_event_resolve(const char *name, struct ps_event *ev, struct ps_error *err
 	}
 	if (err && err->code == PS_EUSAGE)
 		return -1;
-	if ((mods = strrchr(name, ':')) && ps_event_modifier_like(mods + 1) && (size_t)(mods - name) < sizeof base) {
+	if ((mods = strrchr(name, ':')) && ps_tracepoint_modifier_like(mods + 1) &&
+	    (size_t)(mods - name) < sizeof base) {
 		/* "instrs:u": the perf names closest to "instrs", with the modifier kept */
 		memcpy(base, name, (size_t)(mods - name));
 		base[mods - name] = '\0';
@@ -222,7 +205,7 @@ static void suggest_all(struct ps_suggest *s)
 {
 	for (size_t i = 0; i < NPERF; i++)
 		ps_suggest_add(s, perf_names[i].name);
-	ps_sysfs_foreach(sysfs_root, consider_sysfs, s);
+	ps_sysfs_foreach(ps_sysfs_root(), consider_sysfs, s);
 }
 
 int ps_event_suggest(const char *name, char (*out)[128], int max)
@@ -340,7 +323,7 @@ int ps_events_foreach(unsigned kinds, const char *filter, ps_event_cb cb, void *
 			return rc;
 	}
 	if (kinds & PS_KIND_PMU) {
-		if ((rc = ps_sysfs_foreach(sysfs_root, list_sysfs, &lc)))
+		if ((rc = ps_sysfs_foreach(ps_sysfs_root(), list_sysfs, &lc)))
 			return rc;
 		if ((rc = list_pfm_native(&lc)))
 			return rc;

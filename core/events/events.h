@@ -48,9 +48,6 @@ enum ps_event_kind { PS_KIND_HW = 1, PS_KIND_SW = 2, PS_KIND_CACHE = 4, PS_KIND_
  */
 int ps_event_resolve(const char *name, struct ps_event *ev, struct ps_error *err);
 
-/* 1 when @s reads as the modifiers after an event's colon ("u", "uk", "ppp"). */
-int ps_event_modifier_like(const char *s);
-
 /**
  * ps_event_relax() - after perf_event_open(@attr) of @ev failed with errno @e, change @attr as
  * perf does when the privilege bits perfsh chose by default are the cause: a PMU that refuses
@@ -104,10 +101,6 @@ int ps_pmu_present(void);
  * x86) or, where it does not say, the largest group of branch events that opens.
  */
 int ps_pmu_counters(void);
-
-/* Directory of the kernel's PMUs; tests may point it elsewhere. */
-void ps_events_set_sysfs_root(const char *dir);
-const char *ps_events_sysfs_root(void);
 
 /* 1 when @ev opens on this thread, with ps_event_relax()'s fallback where it needs one. */
 int ps_event_opens(const struct ps_event *ev);

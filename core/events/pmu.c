@@ -120,7 +120,7 @@ int ps_event_takes_counter(const struct perf_event_attr *attr)
 		return 1;
 	if (attr->type < PERF_TYPE_MAX)
 		return 0;
-	n = ps_sysfs_pmu_names(ps_events_sysfs_root(), names, types, 64);
+	n = ps_sysfs_pmu_names(ps_sysfs_root(), names, types, 64);
 	for (int i = 0; i < n; i++)
 		if (types[i] == attr->type)
 			return ps_sysfs_pmu_is_core(names[i]);
@@ -130,7 +130,7 @@ int ps_event_takes_counter(const struct perf_event_attr *attr)
 void ps_event_countable_text(char *buf, size_t size)
 {
 	char names[64][64], list[512] = "";
-	int n = ps_sysfs_pmu_names(ps_events_sysfs_root(), names, NULL, 64), k = 0, shown = 0;
+	int n = ps_sysfs_pmu_names(ps_sysfs_root(), names, NULL, 64), k = 0, shown = 0;
 	size_t len;
 
 	for (int i = 0; i < n; i++)

@@ -125,27 +125,24 @@ static pid_t reap(pid_t pid, int *status, struct ps_run_result *res)
 	return r;
 }
 
-int ps_run(char *const argv[], const struct ps_event *ev, int n, struct ps_run_result *res, struct ps_error *err)
+/* Fork @argv's child: it waits for a byte on @gate[0], then execs, writing its errno to
+   @report[1] if exec fails. Returns its pid with @gate[1] and @report[0] open in the parent
+   (the child's ends closed), or -1 with @err and every pipe closed. */
+static pid_t start_child(char *const argv[], int gate[2], int report[2], struct ps_error *err)
 {
-	int gate[2] = {-1, -1}, report[2] = {-1, -1}, status, child_errno = 0;
-	struct ps_group g = {0};
 	pid_t pid;
-	uint64_t t0;
-	ssize_t got;
+	int e;
 
-	memset(res, 0, sizeof *res);
-	forward_sig = 0;
-	if (!argv || !argv[0])
-		return ps_error_set(err, PS_EUSAGE, "no command to run");
+	gate[0] = gate[1] = report[0] = report[1] = -1;
 	if (pipe2(gate, O_CLOEXEC) || pipe2(report, O_CLOEXEC)) {
-		int e = errno;
+		e = errno;
 		close_pair(gate);
 		close_pair(report);
 		return ps_error_set(err, e, "pipe: %s", strerror(e));
 	}
 	pid = fork();
 	if (pid < 0) {
-		int e = errno;
+		e = errno;
 		close_pair(gate);
 		close_pair(report);
 		return ps_error_set(err, e, "fork: %s", strerror(e));
@@ -157,7 +154,7 @@ int ps_run(char *const argv[], const struct ps_event *ev, int n, struct ps_run_r
 		if (read(gate[0], &c, 1) != 1)
 			_exit(127); /* the parent gave up */
 		execvp(argv[0], argv);
-		int e = errno;
+		e = errno;
 		if (write(report[1], &e, sizeof e) < 0)
 			_exit(127);
 		_exit(127);
@@ -165,6 +162,23 @@ int ps_run(char *const argv[], const struct ps_event *ev, int n, struct ps_run_r
 	close(gate[0]);
 	close(report[1]);
 	gate[0] = report[1] = -1;
+	return pid;
+}
+
+int ps_run(char *const argv[], const struct ps_event *ev, int n, struct ps_run_result *res, struct ps_error *err)
+{
+	int gate[2], report[2], status, child_errno = 0;
+	struct ps_group g = {0};
+	pid_t pid;
+	uint64_t t0;
+	ssize_t got;
+
+	memset(res, 0, sizeof *res);
+	forward_sig = 0;
+	if (!argv || !argv[0])
+		return ps_error_set(err, PS_EUSAGE, "no command to run");
+	if ((pid = start_child(argv, gate, report, err)) < 0)
+		return -1;
 	if (n > 0 && ps_group_open(&g, ev, n, pid, -1, PS_GROUP_INHERIT | PS_GROUP_ENABLE_ON_EXEC, err)) {
 		close_pair(gate);
 		close_pair(report);
@@ -184,7 +198,6 @@ int ps_run(char *const argv[], const struct ps_event *ev, int n, struct ps_run_r
 		return ps_error_set(err, e, "starting '%s': %s", argv[0], strerror(e));
 	}
 	close(gate[1]);
-	gate[1] = -1;
 	do
 		got = read(report[0], &child_errno, sizeof child_errno);
 	while (got < 0 && errno == EINTR);

@@ -16,6 +16,18 @@
 
 #include "suggest.h"
 
+static const char *root_dir = PS_SYSFS_ROOT;
+
+void ps_sysfs_set_root(const char *dir)
+{
+	root_dir = dir ? dir : PS_SYSFS_ROOT;
+}
+
+const char *ps_sysfs_root(void)
+{
+	return root_dir;
+}
+
 static int read_line(const char *path, char *buf, size_t n)
 {
 	FILE *f = fopen(path, "re");

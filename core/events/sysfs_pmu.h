@@ -6,6 +6,15 @@
 
 #include "error.h"
 
+/* The kernel's PMUs: one directory each, with type, format/ and events/. */
+#define PS_SYSFS_ROOT "/sys/bus/event_source/devices"
+
+/* Point the directory of PMUs elsewhere (tests, fuzz targets); NULL restores PS_SYSFS_ROOT. */
+void ps_sysfs_set_root(const char *dir);
+
+/* The directory of PMUs in use: the @root that resolving, listing and suggesting pass below. */
+const char *ps_sysfs_root(void);
+
 /**
  * ps_sysfs_parse() - parse "pmu/term=val,term,.../mods" or "pmu/eventname/mods" against
  * the PMU's type and format files under @root. Sets attr->type, config, config1, config2 and,

@@ -2,6 +2,9 @@
  *
  * tracefs keeps one directory per subsystem and one per tracepoint below it, with the
  * tracepoint's perf config in "id": /sys/kernel/tracing/events/syscalls/sys_enter_write/id.
+ * Read by hand rather than through libtracefs (1.6): its tracefs_tracing_dir() mounts tracefs
+ * where it is not mounted, its tracefs_event_systems() leaves out subsystems without an "enable"
+ * file (ftrace), and it would link into every program that uses the marker library.
  */
 #include "tracepoint.h"
 
@@ -13,7 +16,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "events.h"
 #include "suggest.h"
 
 static const char *root_override;
@@ -33,6 +35,12 @@ const char *ps_tracepoint_root(void)
 		if (access(dirs[i], R_OK | X_OK) == 0)
 			return dirs[i];
 	return NULL;
+}
+
+int ps_tracepoint_modifier_like(const char *s)
+{
+	size_t n = strlen(s);
+	return n >= 1 && n <= 4 && strspn(s, "ukhpPGHIS") == n;
 }
 
 /* Characters of subsystem and tracepoint names; no '/' or '.', so a name never leaves the tree. */
@@ -145,7 +153,7 @@ int ps_tracepoint_parse(const char *name, struct perf_event_attr *attr, struct p
 	root = ps_tracepoint_root();
 	if (!root) {
 		struct stat st;
-		if (ps_event_modifier_like(event))
+		if (ps_tracepoint_modifier_like(event))
 			return 1;
 		if (!root_override && (stat("/sys/kernel/tracing/events", &st) == 0 || errno == EACCES))
 			return ps_error_set(err, EACCES,
@@ -159,7 +167,7 @@ int ps_tracepoint_parse(const char *name, struct perf_event_attr *attr, struct p
 	}
 	snprintf(path, sizeof path, "%s/%s", root, subsys);
 	if (!is_dir(path))
-		return ps_event_modifier_like(event) ? 1 : unknown_subsys(root, name, subsys, event, err);
+		return ps_tracepoint_modifier_like(event) ? 1 : unknown_subsys(root, name, subsys, event, err);
 	snprintf(path, sizeof path, "%s/%s/%s/id", root, subsys, event);
 	if (!(f = fopen(path, "re"))) {
 		struct ps_suggest s;

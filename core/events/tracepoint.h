@@ -16,6 +16,13 @@ void ps_tracepoint_set_root(const char *events_dir);
 /* The events directory in use, or NULL when tracefs is not mounted (or not readable). */
 const char *ps_tracepoint_root(void);
 
+/*
+ * ps_tracepoint_modifier_like() - 1 when @s reads as the modifiers after an event's colon ("u",
+ * "uk", "ppp"): "instructions:u" is an event with a modifier, not a tracepoint "u" of a
+ * subsystem "instructions" (unless that subsystem exists).
+ */
+int ps_tracepoint_modifier_like(const char *s);
+
 /**
  * ps_tracepoint_parse() - resolve "SUBSYS:NAME" to PERF_TYPE_TRACEPOINT and the id in
  * EVENTS/SUBSYS/NAME/id. Counts kernel and user (no exclude bits). Opens nothing but the id file.

@@ -10,6 +10,14 @@ function topology.read(root)
   return core.topology(root)
 end
 
+-- The keys a hit started on @cpu is grouped under: its CPU, its core, its L3 domain.
+local function places(topo, cpu)
+  local c = topo[cpu]
+  if not c then return ("cpu%d"):format(cpu), "unknown", "unknown" end
+  return ("cpu%d"):format(cpu), ("pkg%d/core%d"):format(c.package, c.core),
+    c.l3 >= 0 and ("L3 #%d"):format(c.l3) or "L3 unknown"
+end
+
 --- Group a region's complete hits by CPU, by core and by L3 domain (by the CPU the hit
 -- started on) and count the hits that ended on another CPU than they started on.
 -- Returns {cpu = {[key] = {hits...}}, core = {...}, l3 = {...}, migrated = n, total = n}.
@@ -24,15 +32,10 @@ function topology.breakdown(hits, topo)
     if not (h.unwound or h.exited) then
       out.total = out.total + 1
       if h.cpu_end ~= h.cpu_start then out.migrated = out.migrated + 1 end
-      local c = topo[h.cpu_start]
-      add(out.cpu, ("cpu%d"):format(h.cpu_start), h)
-      if c then
-        add(out.core, ("pkg%d/core%d"):format(c.package, c.core), h)
-        add(out.l3, c.l3 >= 0 and ("L3 #%d"):format(c.l3) or "L3 unknown", h)
-      else
-        add(out.core, "unknown", h)
-        add(out.l3, "unknown", h)
-      end
+      local cpu, core_key, l3 = places(topo, h.cpu_start)
+      add(out.cpu, cpu, h)
+      add(out.core, core_key, h)
+      add(out.l3, l3, h)
     end
   end
   return out
@@ -60,15 +63,10 @@ function topology.print_breakdown(out, region, events, topo)
   for _, st in ipairs(region:stats_by("cpu")) do
     if st.hits > 0 then
       b.total, b.migrated = b.total + st.hits, b.migrated + st.migrated
-      local c = topo[st.cpu]
-      add(b.cpu, ("cpu%d"):format(st.cpu), st)
-      if c then
-        add(b.core, ("pkg%d/core%d"):format(c.package, c.core), st)
-        add(b.l3, c.l3 >= 0 and ("L3 #%d"):format(c.l3) or "L3 unknown", st)
-      else
-        add(b.core, "unknown", st)
-        add(b.l3, "unknown", st)
-      end
+      local cpu, core_key, l3 = places(topo, st.cpu)
+      add(b.cpu, cpu, st)
+      add(b.core, core_key, st)
+      add(b.l3, l3, st)
     end
   end
   out:write(("region %s by CPU (the CPU a hit started on; %d of %d hits migrated before they ended)\n")

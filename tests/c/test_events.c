@@ -12,6 +12,7 @@
 #include "group.h"
 #include "run.h"
 #include "suggest.h"
+#include "sysfs_pmu.h"
 #include "tracepoint.h"
 
 /* Table-driven: name -> type, config, exclude_user, exclude_kernel (libpfm4 and raw). */
@@ -125,7 +126,7 @@ static const struct {
 TEST(event_sysfs_terms)
 {
 	make_fake_sysfs();
-	ps_events_set_sysfs_root(fake_root);
+	ps_sysfs_set_root(fake_root);
 	for (size_t i = 0; i < sizeof sysfs_rows / sizeof sysfs_rows[0]; i++) {
 		struct ps_event ev;
 		struct ps_error err = {0};
@@ -165,7 +166,7 @@ TEST(event_sysfs_terms)
 		CHECK(ps_event_resolve("task-clok", &ev, &err) == -1);
 		CHECK_STR(err.msg, "unknown event 'task-clok'; did you mean 'task-clock', 'cpu-clock' or 'cycles'?");
 	}
-	ps_events_set_sysfs_root("/sys/bus/event_source/devices");
+	ps_sysfs_set_root(NULL);
 	remove_fake_sysfs();
 }
 
@@ -360,6 +361,38 @@ TEST(event_tracepoint_shapes)
 	remove_fake_tracefs();
 }
 
+/* 1 when /proc/mounts lists a file system of @type (" tracefs "), -1 when it cannot be read. */
+static int fs_mounted(const char *type)
+{
+	char line[1024];
+	FILE *f = fopen("/proc/mounts", "re");
+	int found = 0;
+
+	if (!f)
+		return -1;
+	while (!found && fgets(line, sizeof line, f))
+		found = strstr(line, type) != NULL;
+	fclose(f);
+	return found;
+}
+
+/*
+ * Where tracefs is not mounted, resolving a tracepoint says what is missing and mounts nothing
+ * (libtracefs' tracefs_tracing_dir() would mount it). Where debugfs is mounted, the kernel
+ * mounts tracefs below it on the first look, so the test needs neither.
+ */
+TEST(event_tracepoint_unmounted_mounts_nothing)
+{
+	struct ps_event ev;
+	struct ps_error err = {0};
+
+	if (fs_mounted(" tracefs ") != 0 || fs_mounted(" debugfs ") != 0)
+		SKIP("tracefs or debugfs is mounted here (or /proc/mounts cannot be read)");
+	CHECK(ps_event_resolve("syscalls:sys_enter_write", &ev, &err) == -1);
+	CHECK(strstr(err.msg, "tracefs") != NULL);
+	CHECK_EQ_INT(fs_mounted(" tracefs "), 0);
+}
+
 static int tp_count_cb(const struct ps_event_info *e, void *ud)
 {
 	char *buf = ud;
@@ -510,7 +543,7 @@ TEST(event_countable_text)
 	struct perf_event_attr a = {.type = 4};
 
 	make_fake_sysfs();
-	ps_events_set_sysfs_root(fake_root);
+	ps_sysfs_set_root(fake_root);
 	ps_event_countable_text(buf, sizeof buf);
 	CHECK_STR(buf, "software events and tracepoints"); /* "cpu" is the core PMU */
 	CHECK_EQ_INT(ps_event_takes_counter(&a), 1);
@@ -531,7 +564,7 @@ TEST(event_countable_text)
 	CHECK_EQ_INT(ps_event_takes_counter(&a), 0);
 	a.type = PERF_TYPE_HARDWARE;
 	CHECK_EQ_INT(ps_event_takes_counter(&a), 1);
-	ps_events_set_sysfs_root("/sys/bus/event_source/devices");
+	ps_sysfs_set_root(NULL);
 	remove_fake_sysfs();
 	if (!ps_pmu_present())
 		CHECK_EQ_INT(ps_pmu_counters(), 0); /* no counters this machine does not have */
@@ -562,11 +595,11 @@ TEST(event_sysfs_unknown_name_suggests)
 	struct ps_error err = {0};
 
 	make_fake_sysfs();
-	ps_events_set_sysfs_root(fake_root);
+	ps_sysfs_set_root(fake_root);
 	CHECK(ps_event_resolve("cpu/instrs/", &ev, &err) == -1);
 	CHECK_STR(err.msg, "event 'cpu/instrs/': PMU 'cpu' has no event 'instrs'; did you mean 'cpu/instructions/', "
 			   "'cpu/loop/' or 'cpu/cache-misses/'?");
-	ps_events_set_sysfs_root("/sys/bus/event_source/devices");
+	ps_sysfs_set_root(NULL);
 	remove_fake_sysfs();
 }
 

@@ -13,6 +13,7 @@
 
 #include "events.h"
 #include "fuzz.h"
+#include "sysfs_pmu.h"
 
 static char root[64];
 
@@ -72,7 +73,7 @@ static int make_root(void)
 	put("cpu/format/ldlat", "config1:0-15\n", 13);
 	put("cpu/events/instructions", "event=0xc0\n", 11);
 	atexit(remove_root);
-	ps_events_set_sysfs_root(root);
+	ps_sysfs_set_root(root);
 	return 0;
 }
 
