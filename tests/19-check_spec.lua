@@ -355,10 +355,10 @@ describe("perfsh check", function()
     end
 
     it("fails a build with twice the work per call and passes the unchanged one (2,000 calls of 2.5 us)",
-      function(pending) twice_the_work(pending) end)
+      function() twice_the_work(pending) end)
 
     it("does so with the uprobe catcher too, or says its runs cannot decide",
-      function(pending) twice_the_work(pending, "uprobe") end)
+      function() twice_the_work(pending, "uprobe") end)
 
     it("never calls a 50 ns function with twice the work faster: it fails or says it cannot detect", function()
       local run, cbase = dir .. "/short/check_work", dir .. "/short.json"

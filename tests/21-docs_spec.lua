@@ -19,7 +19,7 @@ describe("the docs", function()
     end
   end)
 
-  it("the man page renders without warnings", function(pending)
+  it("the man page renders without warnings", function()
     if not support.need_command(pending, "groff") then return end
     local out, err, rc = support.sh("groff -man -Tutf8 -ww -z doc/perfsh.1")
     assert.are.equal(0, rc, err)

@@ -19,7 +19,7 @@ end
 local function valgrind(pending) return support.need_command(pending, "valgrind") end
 
 describe("perfsh compare", function()
-  it("orders two commands by spin's exact instruction count (callgrind)", function(pending)
+  it("orders two commands by spin's exact instruction count (callgrind)", function()
     if not valgrind(pending) then return end
     -- spin(n) is 3n + 6 instructions (examples/loop.c)
     local out, err, rc = support.sh(P .. " compare --engine callgrind -r spin -- ./examples/loop 1000 1 -- "
@@ -38,7 +38,7 @@ describe("perfsh compare", function()
   end)
 
   it("puts the grocery's three strategies side by side: the same instructions over one or two threads",
-    function(pending)
+    function()
       if not valgrind(pending) then return end
       local out, err, rc = support.sh(P .. " compare --engine callgrind --csv -e Ir,D1mr -r update_1 "
         .. "-r update_2_thread -r update_3_thread ./examples/grocery 2000")
@@ -119,7 +119,7 @@ describe("perfsh compare", function()
     end
   end)
 
-  it("exits 2 naming a region that is not in the program (callgrind)", function(pending)
+  it("exits 2 naming a region that is not in the program (callgrind)", function()
     if not valgrind(pending) then return end
     local out, err, rc = support.sh(P .. " compare --engine callgrind -r nosuch -r spin ./examples/loop 10 1")
     assert.are.equal(2, rc, err .. out)

@@ -124,10 +124,16 @@ t:close()
     local r = t:region{func = "spin"}
     r:on_slow{threshold_us = 1e6, print = false}
     local status = t:run()
-    local hits, stops = r:stats().hits, t:info().stops
+    local hits, info = r:stats().hits, t:info()
+    local stops = info.stops
     t:close()
     assert.are.equal(0, status.code)
-    assert.are.equal(20000, hits)
+    -- every hit recorded, or each missing one counted lost (a probe's record, entry or return)
+    -- where a loaded machine left the ring full while Lua read a chunk (the ring is not the
+    -- subject here: 18-backend_spec counts its losses)
+    local missing = 20000 - hits
+    assert.is_true(missing == 0 or (missing > 0 and info.lost + info.dropped >= missing),
+      ("%d hits, %d lost, %d dropped"):format(hits, info.lost, info.dropped))
     assert.is_true(stops <= 2, ("%d stops"):format(stops)) -- the start (a hold per 256 records: 78)
   end)
 
