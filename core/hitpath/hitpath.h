@@ -9,7 +9,7 @@
  * program; nothing is allocated per hit once a thread's slots have grown to its deepest
  * nesting.
  *
- * Pairing rules (those of the regions, core/session/session.h):
+ * Pairing rules (those of the regions, core/hitpath/region.h):
  *   ENTRY  opens a measurement of a function region; a nested entry opens another only for
  *          an every-level region (its depth is the recursion level). The returned handle
  *          comes back with the RETURN.
@@ -33,7 +33,7 @@
 #include "error.h"
 #include "group.h"
 #include "psnap.h"
-#include "session.h"
+#include "region.h"
 #include "snapshot.h"
 
 struct ps_hitpath;
