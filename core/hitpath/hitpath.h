@@ -19,6 +19,9 @@
  *   END    ends the range region open on the thread; an end without a start does nothing.
  * A thread that exits cuts short what it left open (PS_SNAP_EXITED records); exec drops it.
  *
+ * A catcher whose hits come paired already (the marker library's records) hands each whole
+ * pair to ps_hitpath_pair(): it is recorded as it was made, never paired again.
+ *
  * Sampling decided per hit (ps_hitpath_sample()): every ENTRY or START of a sampled region,
  * nested or not, measured or only seen, takes part in the draw; the chosen ones open a
  * measurement flagged PS_SNAP_SAMPLED, the others open nothing.
@@ -114,6 +117,15 @@ int ps_hitpath_in_window(const struct ps_hitpath *hp);
    sampled one, geometric with success probability @p, at least 1. */
 void ps_hitpath_seed(struct ps_hitpath *hp, uint64_t seed);
 uint64_t ps_hitpath_gap(struct ps_hitpath *hp, double p);
+
+/**
+ * ps_hitpath_pair() - take a hit that its catcher paired already: @rec, a whole record (the
+ * marker library's), becomes region @region's record as it was made (its hit, depth, flags,
+ * arguments and values; the first @rec->nvals values of this ring's layout, zeros after), with
+ * the hit path's sequence number and the program's clock. It has the same number of argument
+ * words as the hit path's records. Return: 0, or -1 when it was dropped (counted).
+ */
+int ps_hitpath_pair(struct ps_hitpath *hp, int region, const struct ps_snap *rec);
 
 /* Thread @tid is gone: what it left open ends at @r, @t (cpu -1, PS_SNAP_EXITED). */
 void ps_hitpath_thread_exit(struct ps_hitpath *hp, pid_t tid, const struct ps_reading *r, uint64_t t);

@@ -1,14 +1,16 @@
-/* core/catch/marker/marker_catcher.c - the marker catcher (its ops: core/catch/catcher.h): a program built with the
- * marker library (perfsh/marker.h), started by perfsh, measures its own markers and writes the records into memory
- * perfsh shares with it (core/catch/marker/markshm.h); the session drains those rings while the program runs and hands
- * each record to the hit path as a start and an end, so marker regions have the records, counts and analyses of every
- * other region.
+/* core/catch/marker/marker_catcher.c - the marker catcher (its ops: core/catch/catcher.h): a
+ * program built with the marker library (perfsh/marker.h), started by perfsh, measures its own
+ * markers and writes the records into memory perfsh shares with it (core/catch/marker/markshm.h).
+ * The catcher drains those rings while the program runs and hands each record, paired in the
+ * program, to the hit path as it is (ps_hitpath_pair(): its hit and depth those the library
+ * gave it, as in the library's own files), so marker regions have the records, counts and
+ * analyses of every other region.
  *
  * The program is started under the tracer (core/proc/tracer.h) with no breakpoint, held at its
- * first instruction until the first run, and let go then: it runs
- * untraced (no stop at all, not even for its threads' births), and the session waits for its
- * end on a pidfd while it drains the rings. The policy (on/off, sampling, slow-hit threshold) is written
- * into the shared block and read by the program at each hit, so it changes while it runs. */
+ * first instruction until the first run, and let go then: it runs untraced (no stop at all, not
+ * even for its threads' births), and the catcher waits for its end on a pidfd while it drains
+ * the rings. The policy (on/off, sampling, slow-hit threshold) is written into the shared block
+ * and read by the program at each hit, so it changes while it runs. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -234,49 +236,21 @@ static int mk_arm(struct ps_catch *c, const struct ps_catch_point *p, struct ps_
 	return 0;
 }
 
-/* One record of the library: a start and an end on the hit path. */
+/* One record of the library, paired there already: to the hit path as it is. */
 static void feed(struct ps_markcatch *m, const struct ps_snap *rec)
 {
-	struct ps_snap *r = (struct ps_snap *)rec;
-	uint64_t args[PS_MAX_ARGS] = {0};
-	struct ps_reading a = {.n = m->env->nev}, b = {.n = m->env->nev};
-	struct ps_hit h = {.tid = (pid_t)rec->tid, .kind = PS_HIT_START};
 	int id = rec->region < PS_MSHM_REGIONS ? m->map[rec->region] : -1;
 
 	if (id < 0 || rec->nvals != m->ctl->nvals || rec->nargs != PS_MSHM_FIELDS) {
 		m->unarmed++;
 		return;
 	}
-	memcpy(args, ps_snap_args(r), PS_MSHM_FIELDS * sizeof *args);
-	memcpy(a.val, ps_snap_start(r), (size_t)m->env->nev * sizeof *a.val);
-	memcpy(b.val, ps_snap_end(r), (size_t)m->env->nev * sizeof *b.val);
-	a.time_enabled = rec->enabled_start;
-	a.time_running = rec->running_start;
-	b.time_enabled = rec->enabled_end;
-	b.time_running = rec->running_end;
-	h.region = id;
-	h.flags = rec->flags & PS_SNAP_SAMPLED;
-	h.t = rec->t_start;
-	h.cpu = rec->cpu_start;
-	h.r = &a;
-	h.args = args;
-	ps_hitpath_hit(m->env->hp, &h);
-	h.kind = PS_HIT_END;
-	h.flags = 0;
-	h.t = rec->t_end;
-	h.cpu = rec->cpu_end;
-	h.r = &b;
-	h.args = NULL;
-	ps_hitpath_hit(m->env->hp, &h);
+	ps_hitpath_pair(m->env->hp, id, rec);
 }
 
 /* A slot whose thread ended and whose ring is empty: its counts to the totals, free again. */
 static void free_slot(struct ps_markcatch *m, struct ps_mshm_slot *sl, struct ps_ring *r)
 {
-	struct ps_reading none = {.n = m->env->nev};
-
-	/* the hit path forgets the thread (each record was a whole pair: nothing is open) */
-	ps_hitpath_thread_exit(m->env->hp, (pid_t)sl->tid, &none, ps_now_ns());
 	for (uint32_t i = 0; i < m->seen; i++)
 		m->gone[i] += sl->entries[i];
 	m->lost += ps_ring_dropped(r);
