@@ -22,14 +22,9 @@ void ps_catch_notice(struct ps_catch_env *env, const char *fmt, ...)
 	va_end(ap);
 }
 
-int ps_catch_enough(const struct ps_catch_env *env)
-{
-	return env->max_records && ps_hitpath_seq(env->hp) - env->written_at_run_start >= env->max_records;
-}
-
 int ps_catch_pause_due(const struct ps_catch_env *env, uint64_t now)
 {
-	return ps_catch_enough(env) || (env->deadline && now >= env->deadline);
+	return ps_hitpath_enough(env->hp) || (env->deadline && now >= env->deadline);
 }
 
 int ps_catch_window_edge(const struct ps_catch_env *env, uint64_t edge)

@@ -43,8 +43,8 @@ struct ps_marker_status;
  * @hp:      the hit path every hit goes to
  * @pid:     the program's process id, once started
  * @started: the first run has begun
- * @max_records, @written_at_run_start, @deadline, @intr: when a run pauses (ps_catch_enough(),
- *           ps_catch_pause_due())
+ * @deadline, @intr: when a run pauses, besides the records the hit path was allowed to write
+ *           (ps_hitpath_limit(); ps_catch_pause_due())
  * @fail, @failed: an error met inside a callback of the catcher, for the run to return
  * @notice:  messages worth showing once, joined by newlines (ps_catch_notice())
  * @libs_mapped: a stopping catcher reached main() (@final = 1) or saw the dynamic loader change
@@ -63,7 +63,7 @@ struct ps_catch_env {
 	struct ps_hitpath *hp;
 	pid_t pid;
 	int started;
-	uint64_t max_records, written_at_run_start, deadline;
+	uint64_t deadline;
 	volatile sig_atomic_t intr;
 	struct ps_error fail;
 	int failed;
@@ -174,9 +174,6 @@ extern const struct ps_catcher_ops ps_catch_ptrace_ops, ps_catch_uprobe_ops, ps_
 
 /* Add a line to @env's notices (dropped when they are full). */
 void ps_catch_notice(struct ps_catch_env *env, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Whether this run wrote the records it was allowed to (env->max_records; 0: no limit). */
-int ps_catch_enough(const struct ps_catch_env *env);
 
 /* Whether the run should pause now (at CLOCK_MONOTONIC @now): enough records, or the deadline. */
 int ps_catch_pause_due(const struct ps_catch_env *env, uint64_t now);

@@ -338,6 +338,17 @@ void ps_hitpath_exec(struct ps_hitpath *hp)
 		}
 }
 
+void ps_hitpath_limit(struct ps_hitpath *hp, uint64_t max)
+{
+	hp->limit = max;
+	hp->limit_from = hp->seq;
+}
+
+int ps_hitpath_enough(const struct ps_hitpath *hp)
+{
+	return hp->limit && hp->seq - hp->limit_from >= hp->limit;
+}
+
 int ps_hitpath_hold(struct ps_hitpath *hp, uint64_t from, uint64_t to)
 {
 	return ps_holds_add(&hp->holds, from, to);

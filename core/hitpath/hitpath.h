@@ -139,6 +139,11 @@ int ps_hitpath_hold(struct ps_hitpath *hp, uint64_t from, uint64_t to);
 /* Calls of region @id opened and not ended on any thread (every level of an every-level one). */
 uint64_t ps_hitpath_open_calls(const struct ps_hitpath *hp, int id);
 
+/* The stop test of every catcher: from now on, ps_hitpath_enough() says 1 once @max more
+   records were written (0: never). */
+void ps_hitpath_limit(struct ps_hitpath *hp, uint64_t max);
+int ps_hitpath_enough(const struct ps_hitpath *hp);
+
 /* Records written so far (the next record's seq). */
 uint64_t ps_hitpath_seq(const struct ps_hitpath *hp);
 

@@ -57,9 +57,10 @@ struct ps_hitpath {
 	struct ps_error fail; /* why the last drain failed */
 	struct policy pol[PS_HITPATH_MAX_SAMPLED];
 	int npol;
-	int in_window;	       /* windowed sampling: inside a window now */
-	uint64_t rng;	       /* xorshift64 state for sampling gaps */
-	struct ps_holds holds; /* when the program was held: records' times leave it out */
+	int in_window;		    /* windowed sampling: inside a window now */
+	uint64_t rng;		    /* xorshift64 state for sampling gaps */
+	struct ps_holds holds;	    /* when the program was held: records' times leave it out */
+	uint64_t limit, limit_from; /* ps_hitpath_limit(): @limit records from seq @limit_from */
 };
 
 /* hitpath_records.c */

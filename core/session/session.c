@@ -276,9 +276,8 @@ static int run_catcher(struct ps_session *s, uint64_t max_records, uint64_t dead
 		return -1;
 	unhold(s);
 	env->started = 1;
-	env->max_records = max_records;
 	env->deadline = deadline_ns;
-	env->written_at_run_start = ps_hitpath_seq(env->hp);
+	ps_hitpath_limit(env->hp, max_records);
 	env->failed = 0;
 	env->intr = 0;
 	return s->cat->ops->run(s->cat, err);

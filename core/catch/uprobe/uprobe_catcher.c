@@ -164,7 +164,7 @@ static void on_hit(void *ctx, const struct ps_uprobe_hit *uh)
 		if (h.handle >= 0)
 			ps_hitpath_hit(u->env->hp, &h);
 	}
-	if (ps_catch_enough(u->env))
+	if (ps_hitpath_enough(u->env->hp))
 		ps_catch_uprobe_pause(u->c);
 }
 
