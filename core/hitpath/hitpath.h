@@ -43,6 +43,8 @@ struct ps_hitpath;
 
 enum ps_hit_kind { PS_HIT_ENTRY = 1, PS_HIT_RETURN, PS_HIT_START, PS_HIT_END };
 
+#define PS_HIT_INNERMOST (-2) /* a RETURN's handle: the innermost entry of its thread awaiting one */
+
 /**
  * struct ps_hit - one hit, as a catcher saw it.
  * @tid:    the thread
@@ -50,7 +52,8 @@ enum ps_hit_kind { PS_HIT_ENTRY = 1, PS_HIT_RETURN, PS_HIT_START, PS_HIT_END };
  * @kind:   which point was reached
  * @flags:  PS_SNAP_SAMPLED on an ENTRY or START a sampling policy chose; PS_SNAP_UNWOUND on
  *          a RETURN that is a skipped frame reported late
- * @handle: RETURN: what ps_hitpath_hit() returned for its ENTRY
+ * @handle: RETURN: what ps_hitpath_hit() returned for its ENTRY, or PS_HIT_INNERMOST where the
+ *          hit path keeps the entries awaiting their returns (ps_hitpath_returns())
  * @t:      CLOCK_MONOTONIC ns when the hit was made (recorded on the program's clock: less
  *          the time the program was held before it, ps_hitpath_hold())
  * @cpu:    the CPU the thread ran on, -1 if unknown
@@ -117,6 +120,24 @@ int ps_hitpath_in_window(const struct ps_hitpath *hp);
    sampled one, geometric with success probability @p, at least 1. */
 void ps_hitpath_seed(struct ps_hitpath *hp, uint64_t seed);
 uint64_t ps_hitpath_gap(struct ps_hitpath *hp, double p);
+
+/**
+ * ps_hitpath_returns() - the catcher's returns carry no handle (uretprobes): the hit path keeps,
+ * per thread, the handles of the entries awaiting their returns, innermost last, at most
+ * @max_depth (an entry deeper than that gets no return, as the kernel gives none), and ends
+ * the innermost at a RETURN whose handle is PS_HIT_INNERMOST. It keeps each thread's last
+ * reading and its time too, for ps_hitpath_cut(). Before the first hit.
+ */
+void ps_hitpath_returns(struct ps_hitpath *hp, int max_depth);
+
+/**
+ * ps_hitpath_cut() - records of thread @tid were lost (or its returns will never come: a
+ * sampling window closed, the program exec'd): what it has open ends at its last reading
+ * (PS_SNAP_EXITED), at @t (0: the time of that reading), and no return is awaited any more.
+ * ps_hitpath_cut_all() does it for every thread. With ps_hitpath_returns() only.
+ */
+void ps_hitpath_cut(struct ps_hitpath *hp, pid_t tid, uint64_t t);
+void ps_hitpath_cut_all(struct ps_hitpath *hp);
 
 /**
  * ps_hitpath_pair() - take a hit that its catcher paired already: @rec, a whole record (the

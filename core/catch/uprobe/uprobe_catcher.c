@@ -37,20 +37,8 @@
 #include "procmaps.h"
 #include "run.h"
 
-#define UTHR_BUCKETS 64
-
 /* What a plain site is: a function's entry (with its return), a start, an end, or both at once. */
 enum ps_uprobe_point { PS_UPOINT_ENTRY, PS_UPOINT_START, PS_UPOINT_END, PS_UPOINT_POINT };
-
-/* A thread's returns to come: the hit path's handles of its entries, innermost last. */
-struct uthr {
-	pid_t tid;
-	int depth;
-	int handle[PS_UPROBE_MAX_DEPTH];
-	struct ps_reading last; /* its last counter values and time: where what it leaves open ends */
-	uint64_t last_t;
-	struct uthr *next;
-};
 
 struct ps_upcatch {
 	struct ps_catch base;
@@ -66,7 +54,6 @@ struct ps_upcatch {
 	int probed;		       /* the sites were handed to the catcher */
 	uint32_t window_ms, period_ms; /* sampling windows: probes on for window_ms of each period_ms */
 	unsigned ring_pages;	       /* per thread; 0: 256 */
-	struct uthr *th[UTHR_BUCKETS];
 };
 
 static struct ps_upcatch *of(struct ps_catch *c)
@@ -77,30 +64,6 @@ static struct ps_upcatch *of(struct ps_catch *c)
 static const struct ps_upcatch *of_const(const struct ps_catch *c)
 {
 	return (const struct ps_upcatch *)c;
-}
-
-static struct uthr *uthr_get(struct ps_upcatch *u, pid_t tid, int make)
-{
-	struct uthr **pp = &u->th[(unsigned)tid % UTHR_BUCKETS];
-
-	for (; *pp; pp = &(*pp)->next)
-		if ((*pp)->tid == tid)
-			return *pp;
-	if (!make || !(*pp = calloc(1, sizeof **pp)))
-		return NULL;
-	(*pp)->tid = tid;
-	return *pp;
-}
-
-static void uthr_drop(struct ps_upcatch *u, pid_t tid)
-{
-	for (struct uthr **pp = &u->th[(unsigned)tid % UTHR_BUCKETS]; *pp; pp = &(*pp)->next)
-		if ((*pp)->tid == tid) {
-			struct uthr *t = *pp;
-			*pp = t->next;
-			free(t);
-			return;
-		}
 }
 
 /* PS_UPROBE_REGS_ARGS gives CX, DX, SI, DI, R8, R9; records want rdi, rsi, rdx, rcx, r8, r9. */
@@ -132,37 +95,28 @@ static void point_hit(struct ps_upcatch *u, struct ps_hit *h, enum ps_uprobe_poi
 static void on_hit(void *ctx, const struct ps_uprobe_hit *uh)
 {
 	struct ps_upcatch *u = ctx;
-	struct uthr *t = uthr_get(u, uh->tid, 1);
 	uint64_t args[PS_MAX_ARGS];
-	struct ps_hit h = {.tid = uh->tid, .t = uh->time, .cpu = (int)uh->cpu};
+	struct ps_reading r = {.n = uh->nval, .time_enabled = uh->enabled, .time_running = uh->running};
+	struct ps_hit h = {.tid = uh->tid, .t = uh->time, .cpu = (int)uh->cpu, .r = &r};
 
-	if (!t || uh->site >= (uint32_t)u->nsites)
+	if (uh->site >= (uint32_t)u->nsites)
 		return;
 	h.region = u->site_region[uh->site];
-	t->last.n = uh->nval;
-	t->last.time_enabled = uh->enabled;
-	t->last.time_running = uh->running;
-	memcpy(t->last.val, uh->val, (size_t)uh->nval * sizeof uh->val[0]);
-	t->last_t = uh->time;
-	h.r = &t->last;
+	memcpy(r.val, uh->val, (size_t)uh->nval * sizeof uh->val[0]);
 	if (u->site_kind[uh->site] != PS_UPOINT_ENTRY) {
 		point_hit(u, &h, u->site_kind[uh->site]);
 	} else if (uh->kind == PS_UPROBE_ENTRY) {
-		int sl;
 		if (u->env->nargs) {
 			take_args(args, uh);
 			h.args = args;
 		}
 		h.kind = PS_HIT_ENTRY;
 		u->env->reg[h.region].entries++;
-		sl = ps_hitpath_hit(u->env->hp, &h);
-		if (t->depth < PS_UPROBE_MAX_DEPTH) /* past it, the kernel gives no return */
-			t->handle[t->depth++] = sl;
-	} else if (t->depth > 0) {
+		ps_hitpath_hit(u->env->hp, &h); /* its return awaited there (ps_hitpath_returns()) */
+	} else {
 		h.kind = PS_HIT_RETURN;
-		h.handle = t->handle[--t->depth];
-		if (h.handle >= 0)
-			ps_hitpath_hit(u->env->hp, &h);
+		h.handle = PS_HIT_INNERMOST;
+		ps_hitpath_hit(u->env->hp, &h);
 	}
 	if (ps_hitpath_enough(u->env->hp))
 		ps_catch_uprobe_pause(u->c);
@@ -173,12 +127,8 @@ static void on_hit(void *ctx, const struct ps_uprobe_hit *uh)
 static void on_loss(void *ctx, pid_t tid)
 {
 	struct ps_upcatch *u = ctx;
-	struct uthr *t = uthr_get(u, tid, 0);
 
-	if (!t)
-		return;
-	ps_hitpath_thread_exit(u->env->hp, tid, &t->last, t->last_t);
-	t->depth = 0;
+	ps_hitpath_cut(u->env->hp, tid, 0);
 }
 
 /* The program's file into @path ("" if it cannot be read). */
@@ -218,23 +168,16 @@ static void on_exec(void *ctx, pid_t pid)
 {
 	struct ps_upcatch *u = ctx;
 
-	for (unsigned b = 0; b < UTHR_BUCKETS; b++)
-		for (struct uthr *t = u->th[b]; t; t = t->next)
-			on_loss(u, t->tid);
+	ps_hitpath_cut_all(u->env->hp);
 	drop_old_image(u, pid);
 }
 
 static void on_thread(void *ctx, pid_t tid, int born)
 {
 	struct ps_upcatch *u = ctx;
-	struct uthr *t;
 
-	if (born)
-		return;
-	t = uthr_get(u, tid, 0);
-	if (t)
-		ps_hitpath_thread_exit(u->env->hp, tid, &t->last, ps_now_ns());
-	uthr_drop(u, tid);
+	if (!born)
+		ps_hitpath_cut(u->env->hp, tid, ps_now_ns());
 }
 
 static void up_free(struct ps_catch *c);
@@ -255,6 +198,7 @@ static int up_start(struct ps_catch **cp, struct ps_catch_env *env, char *const 
 	u->base.ops = &ps_catch_uprobe_ops;
 	u->env = env;
 	o.ctx = u;
+	ps_hitpath_returns(env->hp, PS_UPROBE_MAX_DEPTH); /* past it, the kernel gives no return */
 	rc = argv ? ps_catch_uprobe_spawn(&u->c, argv, &o, err) : ps_catch_uprobe_attach(&u->c, pid, &o, err);
 	if (rc) {
 		free(u);
@@ -431,9 +375,7 @@ static int up_sample(struct ps_catch *c, int id, const struct ps_sample *how, st
 static void window_closed(struct ps_upcatch *u)
 {
 	ps_catch_uprobe_drain(u->c);
-	for (unsigned b = 0; b < UTHR_BUCKETS; b++)
-		for (struct uthr *t = u->th[b]; t; t = t->next)
-			on_loss(u, t->tid);
+	ps_hitpath_cut_all(u->env->hp);
 }
 
 /* Run with the probes switched on and off at the window edges (as the ptrace catcher's run_windows). */
@@ -546,12 +488,6 @@ static void up_free(struct ps_catch *c)
 	struct ps_upcatch *u = of(c);
 
 	ps_catch_uprobe_free(u->c);
-	for (unsigned b = 0; b < UTHR_BUCKETS; b++)
-		while (u->th[b]) {
-			struct uthr *t = u->th[b];
-			u->th[b] = t->next;
-			free(t);
-		}
 	free(u->sites);
 	free(u->paths);
 	free(u->site_region);
