@@ -60,14 +60,11 @@ struct ps_hitpath {
 	struct ps_error fail; /* why the last drain failed */
 	struct policy pol[PS_HITPATH_MAX_SAMPLED];
 	int npol;
-	int in_window;	       /* windowed sampling: inside a window now */
-	uint64_t rng;	       /* xorshift64 state for sampling gaps */
-	struct ps_holds holds; /* when the program was held: records' times leave it out */
-	uint64_t limit, limit_from;
-	int ret_depth;
-	    /* ps_hitpath_returns(): pending returns kept per thread, 0: returns carry handles */ /* ps_hitpath_limit():
-												     @limit records from
-												     seq @limit_from */
+	int in_window;		    /* windowed sampling: inside a window now */
+	uint64_t rng;		    /* xorshift64 state for sampling gaps */
+	struct ps_holds holds;	    /* when the program was held: records' times leave it out */
+	uint64_t limit, limit_from; /* ps_hitpath_limit(): @limit records from seq @limit_from */
+	int ret_depth;		    /* ps_hitpath_returns(): returns awaited per thread; 0: they carry handles */
 };
 
 /* hitpath_records.c */

@@ -141,8 +141,10 @@ static int pt_arm(struct ps_catch *c, const struct ps_catch_point *pt, struct ps
 
 static void pt_disarm(struct ps_catch *c, int region)
 {
+	/* as before the catchers were parts: the roles armed before the failure stay (the next
+	   region, which takes the id, inherits them) */
 	(void)c;
-	(void)region; /* a region that failed to arm keeps its breakpoints' roles: its id comes back */
+	(void)region;
 }
 
 static int pt_sample(struct ps_catch *c, int id, const struct ps_sample *how, struct ps_error *err)
