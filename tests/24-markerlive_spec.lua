@@ -81,6 +81,34 @@ describe("the marker catcher", function()
     end
   end)
 
+  it("records each hit as the library paired it: the same hit and depth as the library's own file", function()
+    -- every hit of loop is inside one of thread: depth 1, and per thread its hits are 0..4
+    local function pairs_of(hits)
+      local t = {}
+      for h in hits do t[#t + 1] = ("%d/%d"):format(h.hit, h.depth) end
+      table.sort(t)
+      return t
+    end
+    local t <close>, output = spawn{1000, 5, 2}
+    local loop = t:marker("loop")
+    t:marker("thread")
+    assert.are.equal(0, t:run().code)
+    assert.are.equal("threads 2 reps 5\n", output())
+    local live = pairs_of(loop:hits())
+    local path = os.tmpname()
+    local _, err, rc = support.sh(("%sPERFSH_OUT=%s PERFSH_EVENTS=task-clock %s 1000 5 2"):format(ENV, path, EX))
+    assert.are.equal(0, rc, err)
+    local f = perfsh.load(path)
+    os.remove(path)
+    local file
+    for _, r in ipairs(f.regions) do
+      if r.name == "loop" then file = pairs_of(r:hits()) end
+    end
+    f:close()
+    assert.are.same({"0/1", "0/1", "1/1", "1/1", "2/1", "2/1", "3/1", "3/1", "4/1", "4/1"}, file)
+    assert.are.same(file, live)
+  end)
+
   it("samples in the program with the probability asked, within binomial bounds", function()
     local t <close>, output = spawn{100, 4000, 1}
     local loop = t:marker("loop", {sample = {p = 0.25}})

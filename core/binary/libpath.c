@@ -1,6 +1,7 @@
 /* core/binary/libpath.c - where the dynamic loader will find a program's libraries before it has
- * loaded them (see ps_lib_resolve() in procmaps.h): for a catcher that probes files
- * (core/catch/uprobe/session_uprobe.c) while the program is held before its first instruction. */
+ * loaded them (see ps_lib_resolve() in procmaps.h): for a catcher that probes files (the
+ * session's core/session/session_find.c, for the uprobe catcher) while the program is held
+ * before its first instruction. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>

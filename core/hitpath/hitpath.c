@@ -111,6 +111,7 @@ static void thr_remove(struct ps_hitpath *hp, pid_t tid)
 		if ((*pp)->tid == tid) {
 			struct hthr *th = *pp;
 			*pp = th->next;
+			free(th->rets);
 			free(th->slots);
 			free(th);
 			return;
@@ -284,16 +285,88 @@ static void close_hit(struct ps_hitpath *hp, const struct ps_hit *h)
 	slot_free(th, i);
 }
 
+/* ---- returns that carry no handle (ps_hitpath_returns()) ---- */
+
+void ps_hitpath_returns(struct ps_hitpath *hp, int max_depth)
+{
+	hp->ret_depth = max_depth > 0 ? max_depth : 0;
+}
+
+/* The thread's last reading, where ps_hitpath_cut() ends what it has open. */
+static void note_last(struct ps_hitpath *hp, const struct ps_hit *h)
+{
+	struct hthr *th = thr_get(hp, h->tid);
+
+	if (th) {
+		th->last = *h->r;
+		th->last_t = h->t;
+	}
+}
+
+/* Entry handle @i (-1: it opened nothing) awaits its return, unless it is too deep for one. */
+static void push_return(struct ps_hitpath *hp, pid_t tid, int i)
+{
+	struct hthr *th = thr_get(hp, tid);
+
+	if (th && !th->rets)
+		th->rets = malloc((size_t)hp->ret_depth * sizeof *th->rets);
+	if (th && th->rets && th->nrets < hp->ret_depth)
+		th->rets[th->nrets++] = i;
+}
+
+/* A RETURN with no handle ends the innermost entry awaiting one. */
+static void innermost_return(struct ps_hitpath *hp, const struct ps_hit *h)
+{
+	struct hthr *th = thr_find(hp, h->tid);
+	struct ps_hit r = *h;
+
+	if (!th || th->nrets == 0)
+		return;
+	r.handle = th->rets[--th->nrets];
+	if (r.handle >= 0)
+		close_hit(hp, &r);
+}
+
+void ps_hitpath_cut(struct ps_hitpath *hp, pid_t tid, uint64_t t)
+{
+	struct hthr *th = thr_find(hp, tid);
+	struct ps_reading last;
+
+	if (!th)
+		return;
+	last = th->last;
+	ps_hitpath_thread_exit(hp, tid, &last, t ? t : th->last_t);
+}
+
+void ps_hitpath_cut_all(struct ps_hitpath *hp)
+{
+	for (unsigned b = 0; b < HP_BUCKETS; b++)
+		while (hp->threads[b])
+			ps_hitpath_cut(hp, hp->threads[b]->tid, 0);
+}
+
 int ps_hitpath_hit(struct ps_hitpath *hp, const struct ps_hit *h)
 {
+	int i;
+
+	if (hp->ret_depth && h->r)
+		note_last(hp, h);
 	switch (h->kind) {
 	case PS_HIT_ENTRY:
-		return open_hit(hp, h);
+		i = open_hit(hp, h);
+		if (hp->ret_depth)
+			push_return(hp, h->tid, i);
+		return i;
 	case PS_HIT_START:
 		open_hit(hp, h);
 		return 0;
-	case PS_HIT_END:
 	case PS_HIT_RETURN:
+		if (h->handle == PS_HIT_INNERMOST)
+			innermost_return(hp, h);
+		else
+			close_hit(hp, h);
+		return 0;
+	case PS_HIT_END:
 		close_hit(hp, h);
 		return 0;
 	}
@@ -331,11 +404,23 @@ void ps_hitpath_exec(struct ps_hitpath *hp)
 			for (int i = 0; i < PS_MAX_REGIONS; i++)
 				th->active[i] = -1;
 			memset(th->depth, 0, sizeof th->depth);
+			th->nrets = 0; /* the returns of what was open never come */
 			th->nslots = 0;
 			th->free_head = -1;
 			for (int k = 0; k < hp->npol; k++)
 				th->left[k] = next_left(hp, &hp->pol[k]);
 		}
+}
+
+void ps_hitpath_limit(struct ps_hitpath *hp, uint64_t max)
+{
+	hp->limit = max;
+	hp->limit_from = hp->seq;
+}
+
+int ps_hitpath_enough(const struct ps_hitpath *hp)
+{
+	return hp->limit && hp->seq - hp->limit_from >= hp->limit;
 }
 
 int ps_hitpath_hold(struct ps_hitpath *hp, uint64_t from, uint64_t to)

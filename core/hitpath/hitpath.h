@@ -9,7 +9,7 @@
  * program; nothing is allocated per hit once a thread's slots have grown to its deepest
  * nesting.
  *
- * Pairing rules (those of the regions, core/session/session.h):
+ * Pairing rules (those of the regions, core/hitpath/region.h):
  *   ENTRY  opens a measurement of a function region; a nested entry opens another only for
  *          an every-level region (its depth is the recursion level). The returned handle
  *          comes back with the RETURN.
@@ -18,6 +18,9 @@
  *   START  opens a range region unless it is open on the thread already.
  *   END    ends the range region open on the thread; an end without a start does nothing.
  * A thread that exits cuts short what it left open (PS_SNAP_EXITED records); exec drops it.
+ *
+ * A catcher whose hits come paired already (the marker library's records) hands each whole
+ * pair to ps_hitpath_pair(): it is recorded as it was made, never paired again.
  *
  * Sampling decided per hit (ps_hitpath_sample()): every ENTRY or START of a sampled region,
  * nested or not, measured or only seen, takes part in the draw; the chosen ones open a
@@ -33,12 +36,14 @@
 #include "error.h"
 #include "group.h"
 #include "psnap.h"
-#include "session.h"
+#include "region.h"
 #include "snapshot.h"
 
 struct ps_hitpath;
 
 enum ps_hit_kind { PS_HIT_ENTRY = 1, PS_HIT_RETURN, PS_HIT_START, PS_HIT_END };
+
+#define PS_HIT_INNERMOST (-2) /* a RETURN's handle: the innermost entry of its thread awaiting one */
 
 /**
  * struct ps_hit - one hit, as a catcher saw it.
@@ -47,7 +52,8 @@ enum ps_hit_kind { PS_HIT_ENTRY = 1, PS_HIT_RETURN, PS_HIT_START, PS_HIT_END };
  * @kind:   which point was reached
  * @flags:  PS_SNAP_SAMPLED on an ENTRY or START a sampling policy chose; PS_SNAP_UNWOUND on
  *          a RETURN that is a skipped frame reported late
- * @handle: RETURN: what ps_hitpath_hit() returned for its ENTRY
+ * @handle: RETURN: what ps_hitpath_hit() returned for its ENTRY, or PS_HIT_INNERMOST where the
+ *          hit path keeps the entries awaiting their returns (ps_hitpath_returns())
  * @t:      CLOCK_MONOTONIC ns when the hit was made (recorded on the program's clock: less
  *          the time the program was held before it, ps_hitpath_hold())
  * @cpu:    the CPU the thread ran on, -1 if unknown
@@ -115,6 +121,33 @@ int ps_hitpath_in_window(const struct ps_hitpath *hp);
 void ps_hitpath_seed(struct ps_hitpath *hp, uint64_t seed);
 uint64_t ps_hitpath_gap(struct ps_hitpath *hp, double p);
 
+/**
+ * ps_hitpath_returns() - the catcher's returns carry no handle (uretprobes): the hit path keeps,
+ * per thread, the handles of the entries awaiting their returns, innermost last, at most
+ * @max_depth (an entry deeper than that gets no return, as the kernel gives none), and ends
+ * the innermost at a RETURN whose handle is PS_HIT_INNERMOST. It keeps each thread's last
+ * reading and its time too, for ps_hitpath_cut(). Before the first hit.
+ */
+void ps_hitpath_returns(struct ps_hitpath *hp, int max_depth);
+
+/**
+ * ps_hitpath_cut() - records of thread @tid were lost (or its returns will never come: a
+ * sampling window closed, the program exec'd): what it has open ends at its last reading
+ * (PS_SNAP_EXITED), at @t (0: the time of that reading), and no return is awaited any more.
+ * ps_hitpath_cut_all() does it for every thread. With ps_hitpath_returns() only.
+ */
+void ps_hitpath_cut(struct ps_hitpath *hp, pid_t tid, uint64_t t);
+void ps_hitpath_cut_all(struct ps_hitpath *hp);
+
+/**
+ * ps_hitpath_pair() - take a hit that its catcher paired already: @rec, a whole record (the
+ * marker library's), becomes region @region's record as it was made (its hit, depth, flags,
+ * arguments and values; the first @rec->nvals values of this ring's layout, zeros after), with
+ * the hit path's sequence number and the program's clock. It has the same number of argument
+ * words as the hit path's records. Return: 0, or -1 when it was dropped (counted).
+ */
+int ps_hitpath_pair(struct ps_hitpath *hp, int region, const struct ps_snap *rec);
+
 /* Thread @tid is gone: what it left open ends at @r, @t (cpu -1, PS_SNAP_EXITED). */
 void ps_hitpath_thread_exit(struct ps_hitpath *hp, pid_t tid, const struct ps_reading *r, uint64_t t);
 /* The process exec'd: every open measurement is dropped without a record. */
@@ -126,6 +159,11 @@ int ps_hitpath_hold(struct ps_hitpath *hp, uint64_t from, uint64_t to);
 
 /* Calls of region @id opened and not ended on any thread (every level of an every-level one). */
 uint64_t ps_hitpath_open_calls(const struct ps_hitpath *hp, int id);
+
+/* The stop test of every catcher: from now on, ps_hitpath_enough() says 1 once @max more
+   records were written (0: never). */
+void ps_hitpath_limit(struct ps_hitpath *hp, uint64_t max);
+int ps_hitpath_enough(const struct ps_hitpath *hp);
 
 /* Records written so far (the next record's seq). */
 uint64_t ps_hitpath_seq(const struct ps_hitpath *hp);

@@ -30,6 +30,9 @@ struct hthr {
 	int32_t active[PS_MAX_REGIONS];	       /* open slot of a region (not every-level entries), -1 */
 	uint32_t depth[PS_MAX_REGIONS];	       /* open entries of a function region (recursion level) */
 	uint64_t left[PS_HITPATH_MAX_SAMPLED]; /* sampled region k: hits until the next sampled one */
+	int *rets, nrets;		       /* ps_hitpath_returns(): entries' handles awaiting returns */
+	struct ps_reading last;		       /* ps_hitpath_returns(): its last reading, and when */
+	uint64_t last_t;
 };
 
 /* How a sampled region's hits are chosen. */
@@ -57,9 +60,11 @@ struct ps_hitpath {
 	struct ps_error fail; /* why the last drain failed */
 	struct policy pol[PS_HITPATH_MAX_SAMPLED];
 	int npol;
-	int in_window;	       /* windowed sampling: inside a window now */
-	uint64_t rng;	       /* xorshift64 state for sampling gaps */
-	struct ps_holds holds; /* when the program was held: records' times leave it out */
+	int in_window;		    /* windowed sampling: inside a window now */
+	uint64_t rng;		    /* xorshift64 state for sampling gaps */
+	struct ps_holds holds;	    /* when the program was held: records' times leave it out */
+	uint64_t limit, limit_from; /* ps_hitpath_limit(): @limit records from seq @limit_from */
+	int ret_depth;		    /* ps_hitpath_returns(): returns awaited per thread; 0: they carry handles */
 };
 
 /* hitpath_records.c */

@@ -202,3 +202,31 @@ void ps__hp_records_free(struct ps_hitpath *hp)
 	ps_ring_free(hp->ring);
 	free(hp->store);
 }
+
+int ps_hitpath_pair(struct ps_hitpath *hp, int region, const struct ps_snap *rec)
+{
+	struct ps_snap *out;
+	unsigned nv = rec->nvals < hp->nvals ? rec->nvals : hp->nvals;
+
+	if (region < 0 || region >= *hp->nreg || !hp->ring || rec->nargs != hp->nargs ||
+	    (ps_ring_space(hp->ring) == 0 && drain(hp)) || !(out = ps_ring_reserve(hp->ring))) {
+		hp->dropped++;
+		return -1;
+	}
+	/* the pair as it was made, in this ring's layout, on the program's clock */
+	*out = *rec;
+	out->region = (uint32_t)region;
+	out->seq = hp->seq++;
+	out->t_start = ps_holds_map(&hp->holds, rec->t_start);
+	out->t_end = ps_holds_map(&hp->holds, rec->t_end);
+	out->nvals = (uint8_t)hp->nvals;
+	memcpy(ps_snap_args(out), ps_snap_args((struct ps_snap *)rec), (size_t)hp->nargs * sizeof(uint64_t));
+	memset(ps_snap_start(out), 0, 2 * (size_t)hp->nvals * sizeof(uint64_t));
+	memcpy(ps_snap_start(out), ps_snap_start((struct ps_snap *)rec), nv * sizeof(uint64_t));
+	memcpy(ps_snap_end(out), ps_snap_end((struct ps_snap *)rec), nv * sizeof(uint64_t));
+	hp->reg[region].hits++;
+	if (rec->flags & (PS_SNAP_UNWOUND | PS_SNAP_EXITED))
+		hp->reg[region].incomplete++;
+	ps_ring_commit(hp->ring);
+	return 0;
+}

@@ -10,7 +10,7 @@
 #define KNOWN_FLAGS (PS_SNAP_UNWOUND | PS_SNAP_EXITED | PS_SNAP_SAMPLED | PS_SNAP_NESTED)
 
 /* A value read at the end that is below the one at the start. A thread that exited inside the
-   region may leave its end unread: all zero (catch_ptrace.c's read_now), not a clock gone back. */
+   region may leave its end unread: all zero (the ptrace catcher's ps__thr_read), not a clock gone back. */
 static int backwards(uint64_t start, uint64_t end, int exited)
 {
 	return end < start && !(exited && end == 0);

@@ -1,11 +1,12 @@
-/* core/session/session.c - a traced program's session: lifecycle, configuration, the run loop and
- * what it measured.
+/* core/session/session.c - a measured program's session: lifecycle, configuration, the run loop
+ * and what it measured.
  *
- * The pieces: the tracer (core/proc/tracer.c) stops the program at breakpoints; the ptrace
- * catcher (core/catch/ptrace/catch_ptrace.c) turns each stop into hits; the hit path (core/hitpath/hitpath.c)
- * pairs them into records. Here: each thread's counter groups (opened before the thread runs
- * its first instruction, counting all the time, only read at a hit), the run loop with its
- * pauses (records, deadline, sampling windows) and the accessors.
+ * The pieces: a catcher (core/catch/catcher.h: ptrace, uprobe or marker) sees the program's
+ * hits and hands them to the hit path (core/hitpath/hitpath.h), which pairs them into records.
+ * The session starts its catcher, lends it the events, the regions and the hit path (struct
+ * ps_catch_env) and from then on only calls its ops: it never asks which catcher it holds,
+ * only what the catcher declares it can do. Here: the lifecycle, the run loop with its pauses
+ * (records, deadline, interrupt) and the accessors.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,159 +17,60 @@
 #include "session_priv.h"
 #include "spawn_stdio.h"
 
-/* ---- threads ---- */
-
-struct thr *ps__thr_find(struct ps_session *s, pid_t tid)
-{
-	for (struct thr *th = s->threads[(unsigned)tid % THR_BUCKETS]; th; th = th->next)
-		if (th->tid == tid)
-			return th;
-	return NULL;
-}
-
-/* The thread's record, made (with its group opened on it) the first time it is seen. */
-struct thr *ps__thr_get(struct ps_session *s, pid_t tid, struct ps_error *err)
-{
-	struct thr *th = ps__thr_find(s, tid);
-
-	if (th)
-		return th;
-	th = calloc(1, sizeof *th);
-	if (!th) {
-		ps_error_set(err, ENOMEM, "out of memory for thread %d", (int)tid);
-		return NULL;
-	}
-	th->tid = tid;
-	for (int k = 0; k < PS_MAX_HW; k++)
-		th->hwfd[k] = -1;
-	for (int g = 0, first = 0; g < s->ngroups; first += s->gsize[g++]) {
-		if (ps_group_open(&th->g[g], s->ev + first, s->gsize[g], tid, -1, PS_GROUP_ENABLED, err)) {
-			while (g-- > 0)
-				ps_group_close(&th->g[g]);
-			free(th);
-			return NULL;
-		}
-	}
-	if (ps__hw_open_thread(s, th, err)) {
-		ps__hw_close_thread(s, th);
-		for (int g = 0; g < s->ngroups; g++)
-			ps_group_close(&th->g[g]);
-		free(th);
-		return NULL;
-	}
-	th->next = s->threads[(unsigned)tid % THR_BUCKETS];
-	s->threads[(unsigned)tid % THR_BUCKETS] = th;
-	return th;
-}
-
-static void thr_free(struct thr *th)
-{
-	for (int g = 0; g < PS_MAX_GROUPS; g++)
-		ps_group_close(&th->g[g]);
-	free(th);
-}
-
-void ps__thr_remove(struct ps_session *s, pid_t tid)
-{
-	struct thr **pp = &s->threads[(unsigned)tid % THR_BUCKETS];
-	for (; *pp; pp = &(*pp)->next) {
-		if ((*pp)->tid == tid) {
-			struct thr *th = *pp;
-			*pp = th->next;
-			ps__hw_close_thread(s, th);
-			thr_free(th);
-			return;
-		}
-	}
-}
-
-int ps_session_nvals(const struct ps_session *s)
-{
-	return s->nev + 2 * (s->ngroups > 1 ? s->ngroups - 1 : 0);
-}
+/* The catchers, by enum ps_catcher. */
+static const struct ps_catcher_ops *const catchers[] = {
+    [PS_CATCH_PTRACE] = &ps_catch_ptrace_ops,
+    [PS_CATCH_UPROBE] = &ps_catch_uprobe_ops,
+    [PS_CATCH_MARKER] = &ps_catch_marker_ops,
+};
 
 /* ---- lifecycle ---- */
+
+static void session_release(struct ps_session *s)
+{
+	if (s->env) {
+		ps_hitpath_free(s->env->hp);
+		free(s->env->reg);
+	}
+	free(s->env);
+	free(s->exe);
+	free(s->spill_path);
+	free(s->notice_out);
+	free(s);
+}
 
 static int session_new(struct ps_session **sp, const struct ps_event *ev, int nev, struct ps_error *err)
 {
 	struct ps_session *s = NULL;
+	struct ps_catch_env *env;
 
 	if (nev < 0 || nev > PS_MAX_EVENTS)
 		return ps_error_set(err, PS_EUSAGE, "at most %d events per thread (got %d)", PS_MAX_EVENTS, nev);
-	s = calloc(1, sizeof *s);
-	if (!s)
+	if (!(s = calloc(1, sizeof *s)) || !(s->env = env = calloc(1, sizeof *env)) ||
+	    !(env->reg = calloc(PS_MAX_REGIONS, sizeof *env->reg)) || !(s->exe = calloc(1, PATH_MAX)) ||
+	    !(s->notice_out = calloc(1, PS_NOTICE_MAX))) {
+		if (s)
+			session_release(s);
 		return ps_error_set(err, ENOMEM, "out of memory");
+	}
 	if (nev > 0)
-		memcpy(s->ev, ev, (size_t)nev * sizeof *ev);
-	s->nev = nev;
-	s->ngroups = nev > 0;
-	s->gsize[0] = nev;
+		memcpy(env->ev, ev, (size_t)nev * sizeof *ev);
+	env->nev = nev;
+	env->ngroups = nev > 0;
+	env->gsize[0] = nev;
+	env->libs_mapped = ps__libs_mapped;
+	env->exec = ps__exec_seen;
+	env->owner = s;
 	s->main_bp = -1;
 	s->loader_bp = -1;
 	s->unwinds = -1;
-	s->hp = ps_hitpath_new(s->reg, &s->nreg, err);
-	if (!s->hp) {
-		free(s);
+	env->hp = ps_hitpath_new(env->reg, &env->nreg, err);
+	if (!env->hp) {
+		session_release(s);
 		return -1;
 	}
 	*sp = s;
 	return 0;
-}
-
-/* The record size follows the event count, so recording starts once the events are final. */
-static int start_records(struct ps_session *s, struct ps_error *err)
-{
-	struct ps_session_header h;
-
-	if (ps_hitpath_recording(s->hp))
-		return 0;
-	ps__session_header(s, &h);
-	return ps_hitpath_record(s->hp, h.info.nvals, h.info.nargs, s->spill_path[0] ? s->spill_path : NULL, &h.info,
-				 err);
-}
-
-int ps_session_spill(struct ps_session *s, const char *path, struct ps_error *err)
-{
-	if (s->started || ps_hitpath_recording(s->hp))
-		return ps_error_set(err, PS_EUSAGE, "spill to a file before the first run");
-	if (strlen(path) >= sizeof s->spill_path)
-		return ps_error_set(err, PS_EUSAGE, "path too long: %.40s...", path);
-	snprintf(s->spill_path, sizeof s->spill_path, "%s", path);
-	return 0;
-}
-
-int ps_session_spill_flush(struct ps_session *s, struct ps_error *err)
-{
-	return ps_hitpath_spill_flush(s->hp, err);
-}
-
-int ps_session_spill_meta(struct ps_session *s, const char *key, const char *value, struct ps_error *err)
-{
-	return ps_hitpath_spill_meta(s->hp, key, value, err);
-}
-
-int ps_session_spill_close(struct ps_session *s, struct ps_error *err)
-{
-	struct ps_session_facts *f = malloc(sizeof *f);
-
-	if (!f)
-		return ps_error_set(err, ENOMEM, "out of memory");
-	ps__session_facts(s, f);
-	for (size_t i = 0; i < f->n; i++)
-		if (ps_hitpath_spill_meta(s->hp, f->meta[i].key, f->meta[i].value, err)) {
-			free(f);
-			return -1;
-		}
-	free(f);
-	return ps_hitpath_spill_close(s->hp, err);
-}
-
-/* Open the main thread's group at once, so a bad event fails before anything runs. */
-static int first_thread(struct ps_session *s, struct ps_error *err)
-{
-	if (s->nev == 0 || s->up) /* the uprobe catcher's probes sample their own counters */
-		return 0;
-	return ps__thr_get(s, s->pid, err) ? 0 : -1;
 }
 
 /* Start the catcher @how on @argv (spawn) or @pid (attach). */
@@ -176,27 +78,16 @@ static int session_start(struct ps_session **sp, char *const argv[], pid_t pid, 
 			 enum ps_catcher how, struct ps_error *err)
 {
 	struct ps_session *s = NULL;
-	int rc;
 
+	if ((unsigned)how >= sizeof catchers / sizeof catchers[0])
+		return ps_error_set(err, PS_EUSAGE, "no catcher %d", (int)how);
 	if (session_new(&s, ev, nev, err))
 		return -1;
-	if (how == PS_CATCH_MARKER)
-		rc = ps__marker_start(s, argv, err);
-	else if (how == PS_CATCH_UPROBE)
-		rc = ps__uprobe_start(s, argv, pid, err);
-	else
-		rc = argv ? ps_tracer_spawn(&s->t, argv, &ps__ptrace_ops, s, err)
-			  : ps_tracer_attach(&s->t, pid, &ps__ptrace_ops, s, err);
-	if (rc) {
-		ps_hitpath_free(s->hp);
-		free(s);
+	if (catchers[how]->start(&s->cat, s->env, argv, pid, err)) {
+		session_release(s);
 		return -1;
 	}
-	s->pid = ps_tracer_pid(s->t);
-	if (first_thread(s, err)) {
-		ps_session_free(s);
-		return -1;
-	}
+	s->t = s->cat->ops->tracer(s->cat);
 	*sp = s;
 	return 0;
 }
@@ -239,24 +130,34 @@ int ps_session_attach(struct ps_session **sp, pid_t pid, const struct ps_event *
 
 enum ps_catcher ps_session_catcher(const struct ps_session *s)
 {
-	return s->mk ? PS_CATCH_MARKER : s->up ? PS_CATCH_UPROBE : PS_CATCH_PTRACE;
+	enum ps_catcher k = PS_CATCH_PTRACE;
+
+	for (size_t i = 0; i < sizeof catchers / sizeof catchers[0]; i++)
+		if (catchers[i] == s->cat->ops)
+			k = (enum ps_catcher)i;
+	return k;
 }
 
 uint64_t ps_session_lost(const struct ps_session *s)
 {
-	if (s->mk)
-		return ps__marker_lost(s);
-	return ps__uprobe_lost(s);
+	return s->cat->ops->lost(s->cat);
+}
+
+/* The catcher's events changed before the first run (the main thread's groups opened anew). */
+static int events_changed(struct ps_session *s, struct ps_error *err)
+{
+	return s->cat->ops->events ? s->cat->ops->events(s->cat, err) : 0;
 }
 
 int ps_session_set_groups(struct ps_session *s, const int *sizes, int n, struct ps_error *err)
 {
+	struct ps_catch_env *env = s->env;
 	int total = 0;
 
-	if (s->started || ps_hitpath_recording(s->hp))
+	if (env->started || ps_hitpath_recording(env->hp))
 		return ps_error_set(err, PS_EUSAGE, "groups are set before the program starts running");
-	if (s->mk && n > 1)
-		return ps_error_set(err, PS_EUSAGE, "the marker catcher counts one group of events");
+	if (!(ps__caps(s) & PS_CATCH_EVENTS_LATE) && n > 1)
+		return ps_error_set(err, PS_EUSAGE, "the %s catcher counts one group of events", s->cat->ops->name);
 	if (n < 1)
 		return ps_error_set(err, PS_EUSAGE, "no counter group given; give at least one event");
 	if (n > PS_MAX_GROUPS)
@@ -267,38 +168,44 @@ int ps_session_set_groups(struct ps_session *s, const int *sizes, int n, struct 
 			return ps_error_set(err, PS_EUSAGE, "group %d is empty", g + 1);
 		total += sizes[g];
 	}
-	if (total != s->nev)
-		return ps_error_set(err, PS_EUSAGE, "the groups hold %d events, not %d", total, s->nev);
-	if (s->nev + 2 * (n - 1) > PS_MAX_EVENTS)
-		return ps_error_set(err, PS_EUSAGE, "%d events in %d groups need %d counter words; at most %d", s->nev,
-				    n, s->nev + 2 * (n - 1), PS_MAX_EVENTS);
-	memcpy(s->gsize, sizes, (size_t)n * sizeof *sizes);
-	s->ngroups = n;
-	ps__thr_remove(s, s->pid);
-	return first_thread(s, err);
+	if (total != env->nev)
+		return ps_error_set(err, PS_EUSAGE, "the groups hold %d events, not %d", total, env->nev);
+	if (env->nev + 2 * (n - 1) > PS_MAX_EVENTS)
+		return ps_error_set(err, PS_EUSAGE, "%d events in %d groups need %d counter words; at most %d",
+				    env->nev, n, env->nev + 2 * (n - 1), PS_MAX_EVENTS);
+	memcpy(env->gsize, sizes, (size_t)n * sizeof *sizes);
+	env->ngroups = n;
+	return events_changed(s, err);
 }
 
 int ps_session_event_group(const struct ps_session *s, int i)
 {
-	for (int g = 0, first = 0; g < s->ngroups; first += s->gsize[g++])
-		if (i < first + s->gsize[g])
+	for (int g = 0, first = 0; g < s->env->ngroups; first += s->env->gsize[g++])
+		if (i < first + s->env->gsize[g])
 			return g;
 	return 0;
 }
 
+int ps_session_nvals(const struct ps_session *s)
+{
+	return ps__nvals(s->env);
+}
+
 int ps_session_region_args(struct ps_session *s, int id, int n, struct ps_error *err)
 {
-	if (id < 0 || id >= s->nreg)
+	struct ps_catch_env *env = s->env;
+
+	if (id < 0 || id >= env->nreg)
 		return ps_error_set(err, PS_EUSAGE, "no region %d", id);
 	if (n < 0 || n > PS_MAX_ARGS)
 		return ps_error_set(err, PS_EUSAGE,
 				    "region '%s': between 0 and %d integer arguments (x86-64 registers)",
-				    s->reg[id].name, PS_MAX_ARGS);
-	if (s->started || ps_hitpath_recording(s->hp))
+				    env->reg[id].name, PS_MAX_ARGS);
+	if (env->started || ps_hitpath_recording(env->hp))
 		return ps_error_set(err, PS_EUSAGE, "region '%s': ask for arguments before the first run",
-				    s->reg[id].name);
-	if (n > s->nargs)
-		s->nargs = PS_MAX_ARGS; /* all six: the registers cost the same to copy */
+				    env->reg[id].name);
+	if (n > env->nargs)
+		env->nargs = PS_MAX_ARGS; /* all six: the registers cost the same to copy */
 	return 0;
 }
 
@@ -309,79 +216,44 @@ int ps_session_set_follow_fork(struct ps_session *s, int follow)
 
 int ps_session_add_events(struct ps_session *s, const struct ps_event *ev, int nev, struct ps_error *err)
 {
+	struct ps_catch_env *env = s->env;
+
 	for (int i = 0; i < nev; i++) {
 		int have = 0;
-		for (int k = 0; k < s->nev; k++)
-			have |= !strcmp(s->ev[k].name, ev[i].name);
+		for (int k = 0; k < env->nev; k++)
+			have |= !strcmp(env->ev[k].name, ev[i].name);
 		if (have)
 			continue;
-		if (s->started || ps_hitpath_recording(s->hp))
+		if (env->started || ps_hitpath_recording(env->hp))
 			return ps_error_set(err, PS_EUSAGE,
 					    "event '%s' added after the program started running; give every event "
 					    "before the first run",
 					    ev[i].name);
-		if (s->mk)
+		if (!(ps__caps(s) & PS_CATCH_EVENTS_LATE))
 			return ps_error_set(err, PS_EUSAGE,
-					    "event '%s': the marker catcher counts the events the program was started "
+					    "event '%s': the %s catcher counts the events the program was started "
 					    "with; give them all to spawn",
-					    ev[i].name);
-		if (ps_session_nvals(s) == PS_MAX_EVENTS)
+					    ev[i].name, s->cat->ops->name);
+		if (ps__nvals(env) == PS_MAX_EVENTS)
 			return ps_error_set(err, PS_EUSAGE, "at most %d events per thread", PS_MAX_EVENTS);
 		/* a region's own events join the first group */
-		memmove(s->ev + s->gsize[0] + 1, s->ev + s->gsize[0], (size_t)(s->nev - s->gsize[0]) * sizeof *ev);
-		s->ev[s->gsize[0]++] = ev[i];
-		s->nev++;
-		if (s->ngroups == 0)
-			s->ngroups = 1;
+		memmove(env->ev + env->gsize[0] + 1, env->ev + env->gsize[0],
+			(size_t)(env->nev - env->gsize[0]) * sizeof *ev);
+		env->ev[env->gsize[0]++] = ev[i];
+		env->nev++;
+		if (env->ngroups == 0)
+			env->ngroups = 1;
 	}
 	/* Reopen the main thread's group with the larger set (nothing has run yet). */
-	ps__thr_remove(s, s->pid);
-	return first_thread(s, err);
-}
-
-/* Which pause of the run this is: one the caller asked for (records, deadline, interrupt),
-   or a sampling window's edge at @edge (only that: the run goes on). */
-int ps__window_edge(struct ps_session *s, uint64_t edge)
-{
-	uint64_t now = ps_now_ns();
-
-	if (s->intr || (s->deadline && now >= s->deadline) ||
-	    (s->max_records && ps_hitpath_seq(s->hp) - s->written_at_run_start >= s->max_records))
-		return 0;
-	return now >= edge;
-}
-
-/* Run with the sampling windows opening and closing on time: the tracer's deadline is the next
-   window edge, or the caller's deadline when that comes first. */
-static int run_windows(struct ps_session *s, struct ps_error *err)
-{
-	uint64_t edge = ps_now_ns() + ps__hw_period_ns(s, ps_hitpath_in_window(s->hp));
-	int rc;
-
-	for (;;) {
-		ps_tracer_set_deadline(s->t, s->deadline && s->deadline < edge ? s->deadline : edge);
-		rc = ps_tracer_run(s->t, err);
-		if (rc != 0 || !ps__window_edge(s, edge))
-			break; /* ended, failed, or paused for another reason */
-		ps__hw_set_window(s, !ps_hitpath_in_window(s->hp));
-		edge = ps_now_ns() + ps__hw_period_ns(s, ps_hitpath_in_window(s->hp));
-	}
-	ps_tracer_set_deadline(s->t, s->deadline);
-	return rc;
+	return events_changed(s, err);
 }
 
 /* A pause: stop the program under its catcher until the next run (or detach, or free), with
    every record it made drained, so that nothing is lost and no time passes for it meanwhile. */
 static int hold(struct ps_session *s, struct ps_error *err)
 {
-	int rc = 0;
+	int rc = s->cat->ops->hold(s->cat, err);
 
-	if (s->mk)
-		ps__marker_hold(s);
-	else if (s->up)
-		rc = ps__uprobe_hold(s, err);
-	else
-		rc = ps_tracer_hold(s->t, err);
 	s->held_at = ps_now_ns();
 	return rc;
 }
@@ -390,7 +262,7 @@ static int hold(struct ps_session *s, struct ps_error *err)
 static void unhold(struct ps_session *s)
 {
 	if (s->held_at)
-		ps_hitpath_hold(s->hp, s->held_at, ps_now_ns());
+		ps_hitpath_hold(s->env->hp, s->held_at, ps_now_ns());
 	s->held_at = 0;
 }
 
@@ -398,30 +270,26 @@ static void unhold(struct ps_session *s)
    stopped: going on under the uprobe and marker catchers), -1 failed. */
 static int run_catcher(struct ps_session *s, uint64_t max_records, uint64_t deadline_ns, struct ps_error *err)
 {
-	if (start_records(s, err))
+	struct ps_catch_env *env = s->env;
+
+	if (ps__start_records(s, err))
 		return -1;
 	unhold(s);
-	s->started = 1;
-	s->max_records = max_records;
-	s->deadline = deadline_ns;
-	s->written_at_run_start = ps_hitpath_seq(s->hp);
-	s->failed = 0;
-	s->intr = 0;
-	ps_tracer_set_deadline(s->t, deadline_ns); /* on time even when no stop comes */
-	if (s->mk)
-		return ps__marker_run(s, err);
-	if (s->up)
-		return ps__uprobe_run(s, err);
-	return ps__hw_windows(s) ? run_windows(s, err) : ps_tracer_run(s->t, err);
+	env->started = 1;
+	env->deadline = deadline_ns;
+	ps_hitpath_limit(env->hp, max_records);
+	env->failed = 0;
+	env->intr = 0;
+	return s->cat->ops->run(s->cat, err);
 }
 
 /* After a run: its records to the hit path, and the catcher's own failure where it had one. */
 static int run_end(struct ps_session *s, int rc, struct ps_error *err)
 {
-	if (ps_hitpath_drain(s->hp, err))
+	if (ps_hitpath_drain(s->env->hp, err))
 		return -1;
-	if (rc < 0 && s->failed && err)
-		*err = s->fail;
+	if (rc < 0 && s->env->failed && err)
+		*err = s->env->fail;
 	return rc;
 }
 
@@ -443,80 +311,117 @@ int ps_session_hold(struct ps_session *s, struct ps_error *err)
 {
 	int exited, code, signo;
 
-	if (s->held_at || !s->started || s->detached || ps_session_status(s, &exited, &code, &signo))
+	if (s->held_at || !s->env->started || s->detached || ps_session_status(s, &exited, &code, &signo))
 		return 0;
 	return run_end(s, hold(s, err) ? -1 : 0, err);
 }
 
 void ps_session_interrupt(struct ps_session *s)
 {
-	s->intr = 1;
-	if (s->up)
-		ps__uprobe_interrupt(s); /* the catcher's run loop must see it, not only its tracer */
-	else
-		ps_tracer_interrupt(s->t);
+	s->env->intr = 1;
+	s->cat->ops->interrupt(s->cat); /* the catcher's run loop must see it, not only its tracer */
 }
 
 int ps_session_detach(struct ps_session *s, struct ps_error *err)
 {
+	int rc;
+
 	unhold(s);
 	s->detached = 1;
-	if (s->up) {
-		int urc = s->mk ? ps__marker_detach(s, err) : ps__uprobe_detach(s, err);
-		ps_hitpath_drain(s->hp, NULL);
-		return urc;
-	}
-	/* first the hardware breakpoints: their SIGTRAPs would kill an untraced program */
-	for (unsigned b = 0; b < THR_BUCKETS; b++)
-		for (struct thr *th = s->threads[b]; th; th = th->next)
-			ps__hw_close_thread(s, th);
-	int rc = ps_tracer_detach(s->t, err);
-	ps_hitpath_drain(s->hp, NULL);
+	rc = s->cat->ops->detach(s->cat, err);
+	ps_hitpath_drain(s->env->hp, NULL);
 	return rc;
 }
 
 uint64_t ps_session_open_calls(struct ps_session *s, int id)
 {
-	return id >= 0 && id < s->nreg ? ps_hitpath_open_calls(s->hp, id) : 0;
+	return id >= 0 && id < s->env->nreg ? ps_hitpath_open_calls(s->env->hp, id) : 0;
 }
 
 void ps_session_free(struct ps_session *s)
 {
 	if (!s)
 		return;
-	for (unsigned b = 0; b < THR_BUCKETS; b++)
-		for (struct thr *th = s->threads[b]; th; th = th->next)
-			ps__hw_close_thread(s, th);
-	if (s->up)
-		ps__uprobe_free(s); /* a spawned program still running is killed first */
-	else
-		ps_tracer_free(s->t);
-	for (unsigned b = 0; b < THR_BUCKETS; b++)
-		while (s->threads[b]) {
-			struct thr *th = s->threads[b];
-			s->threads[b] = th->next;
-			thr_free(th);
-		}
-	if (s->mk)
-		ps__marker_free(s);
-	ps_hitpath_free(s->hp);
-	free(s->bps);
+	s->cat->ops->free(s->cat); /* a spawned program still running is killed first */
 	ps__forget_images(s);
-	free(s);
+	session_release(s);
+}
+
+/* ---- sampling ---- */
+
+int ps_session_region_sample(struct ps_session *s, int id, const struct ps_sample *how, struct ps_error *err)
+{
+	struct ps_region_info *ri;
+
+	if (id < 0 || id >= s->env->nreg)
+		return ps_error_set(err, PS_EUSAGE, "no region %d", id);
+	ri = &s->env->reg[id];
+	if (ri->kind != PS_REGION_FUNC || ri->pending)
+		return ps_error_set(err, PS_EUSAGE,
+				    "region '%s': sampling applies to function regions whose code is mapped", ri->name);
+	if (s->env->started || ps_hitpath_recording(s->env->hp))
+		return ps_error_set(err, PS_EUSAGE, "region '%s': set sampling before the first run", ri->name);
+	if ((how->every > 0) + (how->p > 0) + (how->period_ms > 0) != 1)
+		return ps_error_set(err, PS_EUSAGE, "region '%s': give one of every, p, or window_ms with period_ms",
+				    ri->name);
+	if (how->p > 1)
+		return ps_error_set(err, PS_EUSAGE, "region '%s': p is a probability above 0 and at most 1, not %g",
+				    ri->name, how->p);
+	if (how->period_ms && (how->window_ms == 0 || how->window_ms >= how->period_ms))
+		return ps_error_set(err, PS_EUSAGE, "region '%s': window_ms is above 0 and below period_ms", ri->name);
+	return s->cat->ops->sample(s->cat, id, how, err);
+}
+
+uint64_t ps_session_entries(struct ps_session *s, int id)
+{
+	const struct ps_region_info *ri = ps_session_region(s, id);
+	uint64_t n;
+
+	if (!ri)
+		return 0;
+	if (s->cat->ops->entries && s->cat->ops->entries(s->cat, id, &n))
+		return n; /* counted by the catcher's own perf events */
+	return ri->entries;
+}
+
+/* ---- what the catcher alone has ---- */
+
+int ps_session_uprobe_ring(struct ps_session *s, unsigned pages, struct ps_error *err)
+{
+	if (!s->cat->ops->ring)
+		return ps_error_set(err, PS_EUSAGE, "a ring size is for the uprobe catcher (backend uprobe)");
+	return s->cat->ops->ring(s->cat, pages, err);
+}
+
+int ps_session_uprobe_fast_sites(const struct ps_session *s, int *nsites)
+{
+	*nsites = 0;
+	return s->cat->ops->fast_sites ? s->cat->ops->fast_sites(s->cat, nsites) : 0;
+}
+
+int ps_session_marker_policy(struct ps_session *s, const struct ps_mshm_policy *p, struct ps_error *err)
+{
+	if (!s->cat->ops->policy)
+		return ps_error_set(err, PS_EUSAGE, "the markers' policy is for the marker catcher (backend marker)");
+	return s->cat->ops->policy(s->cat, p, err);
+}
+
+int ps_session_marker_status(const struct ps_session *s, struct ps_marker_status *st)
+{
+	memset(st, 0, sizeof *st);
+	return s->cat->ops->marker_status ? s->cat->ops->marker_status(s->cat, st) : -1;
 }
 
 /* ---- results ---- */
 
 pid_t ps_session_pid(const struct ps_session *s)
 {
-	return s->pid;
+	return s->env->pid;
 }
 
 int ps_session_status(const struct ps_session *s, int *exited, int *code, int *signo)
 {
-	if (ps__marker_released(s))
-		return ps__marker_status(s, exited, code, signo);
-	return ps_tracer_status(s->t, exited, code, signo);
+	return s->cat->ops->status(s->cat, exited, code, signo);
 }
 
 uint64_t ps_session_stops(const struct ps_session *s)
@@ -526,48 +431,49 @@ uint64_t ps_session_stops(const struct ps_session *s)
 
 int ps_session_nevents(const struct ps_session *s)
 {
-	return s->nev;
+	return s->env->nev;
 }
 
 const struct ps_event *ps_session_event(const struct ps_session *s, int i)
 {
-	return i >= 0 && i < s->nev ? &s->ev[i] : NULL;
+	return i >= 0 && i < s->env->nev ? &s->env->ev[i] : NULL;
 }
 
 int ps_session_nregions(const struct ps_session *s)
 {
-	return s->nreg;
+	return s->env->nreg;
 }
 
 const struct ps_region_info *ps_session_region(const struct ps_session *s, int id)
 {
-	return id >= 0 && id < s->nreg ? &s->reg[id] : NULL;
+	return id >= 0 && id < s->env->nreg ? &s->env->reg[id] : NULL;
 }
+
 uint64_t ps_session_nrecords(const struct ps_session *s)
 {
-	return ps_hitpath_nrecords(s->hp);
+	return ps_hitpath_nrecords(s->env->hp);
 }
 
 const struct ps_snap *ps_session_record(const struct ps_session *s, uint64_t i)
 {
-	return ps_hitpath_record_at(s->hp, i);
+	return ps_hitpath_record_at(s->env->hp, i);
 }
 
 size_t ps_session_recsize(const struct ps_session *s)
 {
-	size_t n = ps_hitpath_recsize(s->hp);
-	return n ? n : ps_snap_size((unsigned)ps_session_nvals(s), (unsigned)s->nargs);
+	size_t n = ps_hitpath_recsize(s->env->hp);
+	return n ? n : ps_snap_size((unsigned)ps__nvals(s->env), (unsigned)s->env->nargs);
 }
 
 uint64_t ps_session_dropped(const struct ps_session *s)
 {
-	return ps_hitpath_dropped(s->hp);
+	return ps_hitpath_dropped(s->env->hp);
 }
 
 /* The notices since the last call; valid until the next call. */
 const char *ps_session_notice(struct ps_session *s)
 {
-	memcpy(s->notice_out, s->notice, sizeof s->notice_out);
-	s->notice[0] = '\0';
+	memcpy(s->notice_out, s->env->notice, PS_NOTICE_MAX);
+	s->env->notice[0] = '\0';
 	return s->notice_out;
 }

@@ -1,12 +1,11 @@
-/* core/session/session.h - regions of a traced program, counted per thread, one record per hit.
+/* core/session/session.h - regions of a measured program, counted per thread, one record per hit.
  *
- * A session joins the tracer (core/proc/tracer.c), whose stops the ptrace catcher
- * (core/catch/ptrace/catch_ptrace.c) turns into hits, one counter group per thread (core/events/group.c) and the
- * hit path (core/hitpath/hitpath.c), which pairs the hits into records in the snapshot ring
- * (core/hitpath/ring.c). Each thread gets its group before it runs its first
- * instruction; the group counts all the time and is only read, never toggled, at the
- * breakpoints (a read costs 1-6 us here, an ioctl 13-194 us). Every hit of a region becomes a
- * struct ps_snap with the raw values at start and at end.
+ * A session joins a catcher (core/catch/catcher.h: ptrace breakpoints, uprobes or the marker
+ * library), which sees the regions' hits with the counters of the hitting thread, and the hit
+ * path (core/hitpath/hitpath.c), which pairs the hits into records in the snapshot ring
+ * (core/hitpath/ring.c). Every hit of a region becomes a struct ps_snap with the raw values at
+ * start and at end. The session finds the regions in the program's files and has its catcher
+ * arm them; which catcher it holds it never asks, only what the catcher can do.
  */
 #ifndef PS_SESSION_H
 #define PS_SESSION_H
@@ -18,70 +17,17 @@
 #include "error.h"
 #include "events.h"
 #include "machine.h"
-#include "markshm.h"
+#include "marker_status.h"
+#include "region.h"
 #include "snapshot.h"
 
 struct ps_session;
 struct ps_psnap_meta;
 
-#define PS_MAX_REGIONS 256
-
-enum ps_region_kind {
-	PS_REGION_FUNC = 1,
-	PS_REGION_RANGE = 2,
-	PS_REGION_SDT = 3,
-	PS_REGION_POINT = 4,
-	PS_REGION_MARKER = 5 /* a marker of the marker library, measured in the program (marker catcher) */
-};
-
-/* Options of a region. */
-enum {
-	PS_REGION_EVERY_LEVEL = 1 << 0, /* record every level of a recursion, not only the outermost */
-	PS_REGION_NO_INLINE = 1 << 1,	/* do not add the function's inlined copies as regions */
-};
-
-/**
- * struct ps_region_info - what a region is and how often it was hit.
- * @name:     as given ("sum", "bench.c:19-bench.c:24", "sum@inline#1 in main")
- * @addr:     run-time address of the entry or of the first start point
- * @entries:  times its entry or start was reached (nested calls included)
- * @hits:     records written for it
- * @incomplete: records that ended by unwinding, thread exit or exec (flagged in the record)
- * @dropped:  1 when it could not be re-armed after an exec (@why says why)
- * @reading:  a line range: how it was read (core/binary/lines.h: struct ps_lines_range), "" if not known
- */
-struct ps_region_info {
-	int id;
-	enum ps_region_kind kind;
-	unsigned flags;
-	char name[256];
-	char spec[256]; /* what re-resolves it after exec */
-	uint64_t addr;
-	uint64_t entries, hits, incomplete;
-	int dropped;
-	int pending; /* a library region waiting for its library to be mapped */
-	char why[1024];
-	char reading[300];
-	/* sampling (ps_session_region_sample): one of these is set */
-	uint64_t sample_every;	       /* every Nth entry */
-	double sample_p;	       /* each entry with probability p */
-	uint32_t window_ms, period_ms; /* every entry within window_ms of each period_ms */
-	uint64_t entries_gone;	       /* entries counted by threads that have ended */
-	uint64_t late;		       /* samples whose signal came after the entry (not recorded) */
-	enum ps_counter counter;       /* how a sampled region's entries are counted */
-};
-
-/* How a sampled region was set up, for ps_session_region_sample(). */
-struct ps_sample {
-	uint64_t every;
-	double p;
-	uint32_t window_ms, period_ms;
-};
-
 /* How hits are caught: ptrace breakpoints (the target stops at each), uprobes sampling the
-   counters in the kernel (core/catch/uprobe/session_uprobe.c: root or CAP_PERFMON), or the marker library
+   counters in the kernel (core/catch/uprobe/: root or CAP_PERFMON), or the marker library
    in the program, which measures its own markers into memory shared with perfsh
-   (core/catch/marker/session_marker.c: programs perfsh starts, marker regions only). */
+   (core/catch/marker/: programs perfsh starts, marker regions only). */
 enum ps_catcher { PS_CATCH_PTRACE = 0, PS_CATCH_UPROBE = 1, PS_CATCH_MARKER = 2 };
 
 /**
@@ -95,18 +41,6 @@ int ps_session_region_marker(struct ps_session *s, const char *name, struct ps_e
    the program at its next hit: between runs, or from a callback while it runs. */
 int ps_session_marker_policy(struct ps_session *s, const struct ps_mshm_policy *p, struct ps_error *err);
 
-/* What the program's marker library says (marker catcher). */
-struct ps_marker_status {
-	int state;	    /* 0: not answered yet (the program has no marker library), 1: running, 2: off */
-	char why[256];	    /* off: why; running: why rdpmc is not used, if it is not */
-	char read_mode[16]; /* "read" or "rdpmc" */
-	double read_ns, rdpmc_ns;
-	uint64_t threads, no_slot; /* threads measured; threads left out (no free slot) */
-	uint64_t lost;		   /* records dropped by full rings */
-	uint64_t unmatched, fast;  /* ends without a begin; hits under the slow-hit threshold */
-	uint64_t unarmed;	   /* records of no region (none expected) */
-	struct ps_mshm_policy pol; /* the policy in force */
-};
 /* 0 with @st filled, or -1 when the session is not the marker catcher's. */
 int ps_session_marker_status(const struct ps_session *s, struct ps_marker_status *st);
 
@@ -176,7 +110,7 @@ int ps_session_region_args(struct ps_session *s, int id, int n, struct ps_error 
  * file is readable (ps_psnap_open) after each ps_session_spill_flush(), complete after
  * ps_session_spill_close(), which may add metadata pairs first (ps_session_spill_meta), and
  * adds what the session knows at that point: the catcher, the records lost and dropped, the
- * calls still running (session_priv.h, struct ps_session_facts).
+ * calls still running (core/session/session_priv.h, struct ps_session_facts).
  */
 int ps_session_spill(struct ps_session *s, const char *path, struct ps_error *err);
 int ps_session_spill_flush(struct ps_session *s, struct ps_error *err);

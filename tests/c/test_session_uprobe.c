@@ -1,4 +1,4 @@
-/* tests/c/test_session_uprobe.c - a session caught by uprobes (core/catch/uprobe/session_uprobe.c): the
+/* tests/c/test_session_uprobe.c - a session caught by uprobes (core/catch/uprobe/uprobe_catcher.c): the
  * same records as with ptrace for function regions, a few stops per thread and none per hit,
  * and a one-line refusal for what needs the ptrace catcher. Skipped with the reason where the
  * uprobe PMU cannot be opened (not root).

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "ptrace_priv.h"
+#include "ptrace_trap_priv.h"
 #include "x86insn.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ptrace_priv.h"
+#include "ptrace_trap_priv.h"
 
 static unsigned bp_home(const struct pt *pt, uint64_t a)
 {

@@ -10,10 +10,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "catcher.h"
 #include "error.h"
 #include "tracer.h"
-
-enum { PS_BP_FUNC = 1, PS_BP_ADDR = 2 };
 
 /* What hit() may return besides PS_TRACER_PAUSE (and OR'd with it): have the return reported
  * through ret(). */

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 
-#include "ptrace_priv.h"
+#include "ptrace_trap_priv.h"
 
 /* Report open frames whose entry rsp is below @sp as unwound and drop them. */
 void ps__tr_unwind_below(struct ps_tracer *t, struct ps_tr_thread *th, uint64_t sp)

@@ -1,6 +1,6 @@
 /* core/catch/ptrace/ptrace_trap.c - the ptrace catcher's traps on the tracer: the hooks it registers
  * (struct ps_tracer_traps, core/proc/tracer_traps.h) for each SIGTRAP, settling, fork, exec and
- * detach, and the entry points of ptrace_bp.h that need them registered. ptrace_priv.h lists the
+ * detach, and the entry points of ptrace_bp.h that need them registered. ptrace_trap_priv.h lists the
  * other files.
  *
  * Choices:
@@ -47,7 +47,7 @@
 #include <sys/ptrace.h>
 #include <sys/wait.h>
 
-#include "ptrace_priv.h"
+#include "ptrace_trap_priv.h"
 
 /* Where the kernel puts si_perf_data, the sig_data of the perf event that sent a TRAP_PERF
  * SIGTRAP: right after si_addr in the fault union (<asm-generic/siginfo.h>, _sigfault._perf);

@@ -1,7 +1,7 @@
 /* core/catch/ptrace/ptrace_xol.c - what runs in place of the instruction a breakpoint displaced: emulated
  * on the saved registers when it is simple (no second stop), else executed out of line in a
  * scratch page of the tracee (the comment at the top of ptrace_trap.c describes both). */
-#include "ptrace_priv.h"
+#include "ptrace_trap_priv.h"
 
 #include "x86insn.h"
 

@@ -1,7 +1,7 @@
-/* core/catch/uprobe/session_uprobe.c - a session whose hits the uprobe catcher (core/catch/uprobe/catch_uprobe.c)
- * catches: the regions' points become uprobe sites (file offsets, from where the address is
- * mapped), and each decoded hit goes to the hit path with the counter values the kernel
- * sampled. The target never stops for a hit.
+/* core/catch/uprobe/uprobe_catcher.c - the uprobe catcher's ops (core/catch/catcher.h): hits the
+ * process side (core/catch/uprobe/catch_uprobe.c) catches: the regions' points become uprobe sites (file offsets, from
+ * where the address is mapped), and each decoded hit goes to the hit path with the counter values the kernel sampled.
+ * The target never stops for a hit.
  *
  * Sites: a function region's entry is a uprobe and a uretprobe (ENTRY and RETURN hits); a
  * line range's start and end points (the addresses the ptrace catcher would break at,
@@ -33,23 +33,16 @@
 #include <unistd.h>
 
 #include "catch_uprobe.h"
+#include "catcher.h"
 #include "procmaps.h"
 #include "run.h"
-#include "session_priv.h"
 
-#define UTHR_BUCKETS 64
+/* What a plain site is: a function's entry (with its return), a start, an end, or both at once. */
+enum ps_uprobe_point { PS_UPOINT_ENTRY, PS_UPOINT_START, PS_UPOINT_END, PS_UPOINT_POINT };
 
-/* A thread's returns to come: the hit path's handles of its entries, innermost last. */
-struct uthr {
-	pid_t tid;
-	int depth;
-	int handle[PS_UPROBE_MAX_DEPTH];
-	struct ps_reading last; /* its last counter values and time: where what it leaves open ends */
-	uint64_t last_t;
-	struct uthr *next;
-};
-
-struct ps_session_uprobe {
+struct ps_upcatch {
+	struct ps_catch base;
+	struct ps_catch_env *env;
 	struct ps_catch_uprobe *c;
 	struct ps_uprobe_site *sites;
 	char (*paths)[PATH_MAX];
@@ -61,31 +54,16 @@ struct ps_session_uprobe {
 	int probed;		       /* the sites were handed to the catcher */
 	uint32_t window_ms, period_ms; /* sampling windows: probes on for window_ms of each period_ms */
 	unsigned ring_pages;	       /* per thread; 0: 256 */
-	struct uthr *th[UTHR_BUCKETS];
 };
 
-static struct uthr *uthr_get(struct ps_session_uprobe *u, pid_t tid, int make)
+static struct ps_upcatch *of(struct ps_catch *c)
 {
-	struct uthr **pp = &u->th[(unsigned)tid % UTHR_BUCKETS];
-
-	for (; *pp; pp = &(*pp)->next)
-		if ((*pp)->tid == tid)
-			return *pp;
-	if (!make || !(*pp = calloc(1, sizeof **pp)))
-		return NULL;
-	(*pp)->tid = tid;
-	return *pp;
+	return (struct ps_upcatch *)c;
 }
 
-static void uthr_drop(struct ps_session_uprobe *u, pid_t tid)
+static const struct ps_upcatch *of_const(const struct ps_catch *c)
 {
-	for (struct uthr **pp = &u->th[(unsigned)tid % UTHR_BUCKETS]; *pp; pp = &(*pp)->next)
-		if ((*pp)->tid == tid) {
-			struct uthr *t = *pp;
-			*pp = t->next;
-			free(t);
-			return;
-		}
+	return (const struct ps_upcatch *)c;
 }
 
 /* PS_UPROBE_REGS_ARGS gives CX, DX, SI, DI, R8, R9; records want rdi, rsi, rdx, rcx, r8, r9. */
@@ -98,59 +76,49 @@ static void take_args(uint64_t args[PS_MAX_ARGS], const struct ps_uprobe_hit *h)
 }
 
 /* A START, END or POINT hit of a plain uprobe site. */
-static void point_hit(struct ps_session *s, struct ps_hit *h, enum ps_uprobe_point kind)
+static void point_hit(struct ps_upcatch *u, struct ps_hit *h, enum ps_uprobe_point kind)
 {
 	if (kind == PS_UPOINT_END) {
 		h->kind = PS_HIT_END;
-		ps_hitpath_hit(s->hp, h);
+		ps_hitpath_hit(u->env->hp, h);
 		return;
 	}
 	h->kind = PS_HIT_START;
-	s->reg[h->region].entries++;
-	ps_hitpath_hit(s->hp, h);
+	u->env->reg[h->region].entries++;
+	ps_hitpath_hit(u->env->hp, h);
 	if (kind == PS_UPOINT_POINT) {
 		h->kind = PS_HIT_END;
-		ps_hitpath_hit(s->hp, h);
+		ps_hitpath_hit(u->env->hp, h);
 	}
 }
 
 static void on_hit(void *ctx, const struct ps_uprobe_hit *uh)
 {
-	struct ps_session *s = ctx;
-	struct ps_session_uprobe *u = s->up;
-	struct uthr *t = uthr_get(u, uh->tid, 1);
+	struct ps_upcatch *u = ctx;
 	uint64_t args[PS_MAX_ARGS];
-	struct ps_hit h = {.tid = uh->tid, .t = uh->time, .cpu = (int)uh->cpu};
+	struct ps_reading r = {.n = uh->nval, .time_enabled = uh->enabled, .time_running = uh->running};
+	struct ps_hit h = {.tid = uh->tid, .t = uh->time, .cpu = (int)uh->cpu, .r = &r};
 
-	if (!t || uh->site >= (uint32_t)u->nsites)
+	if (uh->site >= (uint32_t)u->nsites)
 		return;
 	h.region = u->site_region[uh->site];
-	t->last.n = uh->nval;
-	t->last.time_enabled = uh->enabled;
-	t->last.time_running = uh->running;
-	memcpy(t->last.val, uh->val, (size_t)uh->nval * sizeof uh->val[0]);
-	t->last_t = uh->time;
-	h.r = &t->last;
+	memcpy(r.val, uh->val, (size_t)uh->nval * sizeof uh->val[0]);
 	if (u->site_kind[uh->site] != PS_UPOINT_ENTRY) {
-		point_hit(s, &h, u->site_kind[uh->site]);
+		point_hit(u, &h, u->site_kind[uh->site]);
 	} else if (uh->kind == PS_UPROBE_ENTRY) {
-		int sl;
-		if (s->nargs) {
+		if (u->env->nargs) {
 			take_args(args, uh);
 			h.args = args;
 		}
 		h.kind = PS_HIT_ENTRY;
-		s->reg[h.region].entries++;
-		sl = ps_hitpath_hit(s->hp, &h);
-		if (t->depth < PS_UPROBE_MAX_DEPTH) /* past it, the kernel gives no return */
-			t->handle[t->depth++] = sl;
-	} else if (t->depth > 0) {
+		u->env->reg[h.region].entries++;
+		ps_hitpath_hit(u->env->hp, &h); /* its return awaited there (ps_hitpath_returns()) */
+	} else {
 		h.kind = PS_HIT_RETURN;
-		h.handle = t->handle[--t->depth];
-		if (h.handle >= 0)
-			ps_hitpath_hit(s->hp, &h);
+		h.handle = PS_HIT_INNERMOST;
+		ps_hitpath_hit(u->env->hp, &h);
 	}
-	if (s->max_records && ps_hitpath_seq(s->hp) - s->written_at_run_start >= s->max_records)
+	if (ps_hitpath_enough(u->env->hp))
 		ps_catch_uprobe_pause(u->c);
 }
 
@@ -158,13 +126,9 @@ static void on_hit(void *ctx, const struct ps_uprobe_hit *uh)
    (a return of a call entered before arrives when no later entry is waiting, and is ignored). */
 static void on_loss(void *ctx, pid_t tid)
 {
-	struct ps_session *s = ctx;
-	struct uthr *t = uthr_get(s->up, tid, 0);
+	struct ps_upcatch *u = ctx;
 
-	if (!t)
-		return;
-	ps_hitpath_thread_exit(s->hp, tid, &t->last, t->last_t);
-	t->depth = 0;
+	ps_hitpath_cut(u->env->hp, tid, 0);
 }
 
 /* The program's file into @path ("" if it cannot be read). */
@@ -180,21 +144,20 @@ static void exe_of(pid_t pid, char path[PATH_MAX])
 
 /* After exec of another program: as with ptrace, a region of the old program's file is
    dropped, with a note (its probes stay, but nothing runs that file any more). */
-static void drop_old_image(struct ps_session *s, pid_t pid)
+static void drop_old_image(struct ps_upcatch *u, pid_t pid)
 {
-	struct ps_session_uprobe *u = s->up;
 	char now[PATH_MAX];
 
 	exe_of(pid, now);
 	if (!now[0] || !u->exe[0] || !strcmp(now, u->exe))
 		return;
 	for (int i = 0; i < u->nsites; i++) {
-		struct ps_region_info *ri = &s->reg[u->site_region[i]];
+		struct ps_region_info *ri = &u->env->reg[u->site_region[i]];
 		if (ri->dropped || strcmp(u->paths[i], u->exe))
 			continue;
 		ri->dropped = 1;
 		snprintf(ri->why, sizeof ri->why, "after exec of %.300s: its probes are in %.300s", now, u->exe);
-		ps__notice(s, "region '%s' dropped %s", ri->name, ri->why);
+		ps_catch_notice(u->env, "region '%s' dropped %s", ri->name, ri->why);
 	}
 	snprintf(u->exe, sizeof u->exe, "%s", now);
 }
@@ -203,54 +166,52 @@ static void drop_old_image(struct ps_session *s, pid_t pid)
    ends there, cut short. */
 static void on_exec(void *ctx, pid_t pid)
 {
-	struct ps_session *s = ctx;
+	struct ps_upcatch *u = ctx;
 
-	for (unsigned b = 0; b < UTHR_BUCKETS; b++)
-		for (struct uthr *t = s->up->th[b]; t; t = t->next)
-			on_loss(s, t->tid);
-	drop_old_image(s, pid);
+	ps_hitpath_cut_all(u->env->hp);
+	drop_old_image(u, pid);
 }
 
 static void on_thread(void *ctx, pid_t tid, int born)
 {
-	struct ps_session *s = ctx;
-	struct uthr *t;
+	struct ps_upcatch *u = ctx;
 
-	if (born)
-		return;
-	t = uthr_get(s->up, tid, 0);
-	if (t)
-		ps_hitpath_thread_exit(s->hp, tid, &t->last, ps_now_ns());
-	uthr_drop(s->up, tid);
+	if (!born)
+		ps_hitpath_cut(u->env->hp, tid, ps_now_ns());
 }
 
-int ps__uprobe_start(struct ps_session *s, char *const argv[], pid_t pid, struct ps_error *err)
+static void up_free(struct ps_catch *c);
+
+static int up_start(struct ps_catch **cp, struct ps_catch_env *env, char *const argv[], pid_t pid, struct ps_error *err)
 {
+	struct ps_upcatch *u;
 	struct ps_catch_uprobe_opts o = {
-	    .on_hit = on_hit, .on_thread = on_thread, .on_loss = on_loss, .on_exec = on_exec, .ctx = s};
+	    .on_hit = on_hit, .on_thread = on_thread, .on_loss = on_loss, .on_exec = on_exec};
 	char why[256];
 	int rc;
 
-	if (s->mk) /* the marker catcher's process side: no probe, so no uprobe PMU needed */
-		memset(&o, 0, sizeof o);
-	else if (!ps_uprobe_available(why, sizeof why))
+	if (!ps_uprobe_available(why, sizeof why))
 		return ps_error_set(err, PS_EUSAGE, "the uprobe catcher cannot work here: %s; use --backend ptrace",
 				    why);
-	if (!(s->up = calloc(1, sizeof *s->up)))
+	if (!(u = calloc(1, sizeof *u)))
 		return ps_error_set(err, ENOMEM, "out of memory");
-	rc = argv ? ps_catch_uprobe_spawn(&s->up->c, argv, &o, err) : ps_catch_uprobe_attach(&s->up->c, pid, &o, err);
+	u->base.ops = &ps_catch_uprobe_ops;
+	u->env = env;
+	o.ctx = u;
+	ps_hitpath_returns(env->hp, PS_UPROBE_MAX_DEPTH); /* past it, the kernel gives no return */
+	rc = argv ? ps_catch_uprobe_spawn(&u->c, argv, &o, err) : ps_catch_uprobe_attach(&u->c, pid, &o, err);
 	if (rc) {
-		free(s->up);
-		s->up = NULL;
+		free(u);
 		return -1;
 	}
-	s->t = ps_catch_uprobe_tracer(s->up->c);
-	exe_of(ps_catch_uprobe_pid(s->up->c), s->up->exe);
+	env->pid = ps_catch_uprobe_pid(u->c);
+	exe_of(env->pid, u->exe);
+	*cp = &u->base;
 	return 0;
 }
 
 /* Room for one more site. */
-static int grow_sites(struct ps_session_uprobe *u, struct ps_error *err)
+static int grow_sites(struct ps_upcatch *u, struct ps_error *err)
 {
 	int cap = u->capsites ? 2 * u->capsites : 8;
 	struct ps_uprobe_site *ns;
@@ -276,35 +237,33 @@ static int grow_sites(struct ps_session_uprobe *u, struct ps_error *err)
 }
 
 /* A uprobe lives in the file: say once per file when it is not the program's own. */
-static void shared_note(struct ps_session *s, const char *path, const char *name)
+static void shared_note(struct ps_upcatch *u, const char *path, const char *name)
 {
-	if (!s->up->exe[0] || !strcmp(s->up->exe, path))
+	if (!u->exe[0] || !strcmp(u->exe, path))
 		return;
-	for (int i = 0; i < s->up->nsites; i++)
-		if (!strcmp(s->up->paths[i], path))
+	for (int i = 0; i < u->nsites; i++)
+		if (!strcmp(u->paths[i], path))
 			return;
-	ps__notice(s,
-		   "region '%s' is in the shared library %s: while perfsh runs, every process that maps it "
-		   "takes the probe's trap",
-		   name, path);
+	ps_catch_notice(u->env,
+			"region '%s' is in the shared library %s: while perfsh runs, every process that maps it "
+			"takes the probe's trap",
+			name, path);
 }
 
-int ps__uprobe_site(struct ps_session *s, const char *path, uint64_t offset, int region, enum ps_uprobe_point kind,
+/* Probe file @path at @offset for @region (semaphore at @ref_ctr_offset, 0 for none). */
+static int site_add(struct ps_upcatch *u, const char *path, uint64_t offset, int region, enum ps_uprobe_point kind,
 		    uint64_t ref_ctr_offset, struct ps_error *err)
 {
-	struct ps_session_uprobe *u = s->up;
-	const char *name = region >= 0 ? s->reg[region].name : "";
+	const char *name = region >= 0 ? u->env->reg[region].name : "";
 	struct ps_uprobe_site *site;
 	struct ps_error e2;
 
-	if (ps__marker_only(s, name, err))
-		return -1;
-	if (s->started)
+	if (u->env->started)
 		return ps_error_set(err, PS_EUSAGE,
 				    "region '%s': with the uprobe catcher, add regions before the first run", name);
 	if (grow_sites(u, err))
 		return -1;
-	shared_note(s, path, name);
+	shared_note(u, path, name);
 	snprintf(u->paths[u->nsites], PATH_MAX, "%s", path);
 	site = &u->sites[u->nsites];
 	*site = (struct ps_uprobe_site){.path = u->paths[u->nsites],
@@ -319,31 +278,48 @@ int ps__uprobe_site(struct ps_session *s, const char *path, uint64_t offset, int
 	return 0;
 }
 
-int ps__uprobe_role(struct ps_session *s, uint64_t addr, int region, enum role_kind role, struct ps_error *err)
+/* The file and offset where run-time address @addr of the program is mapped. */
+static int file_at(const struct ps_upcatch *u, uint64_t addr, const char *name, char path[PATH_MAX], uint64_t *offset,
+		   struct ps_error *err)
 {
-	const char *name = region >= 0 ? s->reg[region].name : "";
-	char path[PATH_MAX];
-	uint64_t offset = 0;
-
-	if (role != ROLE_ENTRY && role != ROLE_START && role != ROLE_END)
-		return ps_error_set(err, PS_EUSAGE,
-				    "the uprobe catcher probes only code mapped at the start; a function in a library "
-				    "loaded later needs the ptrace catcher (--backend ptrace)");
-	if (ps_maps_file_offset(s->pid, addr, path, sizeof path, &offset, err))
+	if (ps_maps_file_offset(u->env->pid, addr, path, PATH_MAX, offset, err))
 		return err->code == PS_ENOTFOUND
 			   ? ps_error_set(err, PS_ENOTFOUND, "region '%s': no file is mapped at 0x%llx", name,
 					  (unsigned long long)addr)
 			   : -1;
-	return ps__uprobe_site(s, path, offset, region,
-			       role == ROLE_ENTRY   ? PS_UPOINT_ENTRY
-			       : role == ROLE_START ? PS_UPOINT_START
-						    : PS_UPOINT_END,
-			       0, err);
+	return 0;
 }
 
-void ps__uprobe_drop_region(struct ps_session *s, int region)
+static int up_arm(struct ps_catch *c, const struct ps_catch_point *p, struct ps_error *err)
 {
-	struct ps_session_uprobe *u = s->up;
+	struct ps_upcatch *u = of(c);
+	const char *name = p->region >= 0 ? u->env->reg[p->region].name : "";
+	char path[PATH_MAX];
+	uint64_t offset = p->offset;
+	enum ps_uprobe_point kind = p->role == PS_ROLE_ENTRY   ? PS_UPOINT_ENTRY
+				    : p->role == PS_ROLE_START ? PS_UPOINT_START
+				    : p->role == PS_ROLE_END   ? PS_UPOINT_END
+							       : PS_UPOINT_POINT;
+
+	if (p->role > PS_ROLE_POINT)
+		return ps_error_set(err, PS_EUSAGE,
+				    "the uprobe catcher probes only code mapped at the start; a function in a library "
+				    "loaded later needs the ptrace catcher (--backend ptrace)");
+	if (p->name)
+		return ps_error_set(err, PS_EUSAGE,
+				    "region 'marker:%s': the marker catcher (backend marker) measures markers in the "
+				    "program; with this one, arm them as an SDT pair",
+				    p->name);
+	if (p->path)
+		return site_add(u, p->path, offset, p->region, kind, p->ref_ctr_offset, err);
+	if (file_at(u, p->addr, name, path, &offset, err))
+		return -1;
+	return site_add(u, path, offset, p->region, kind, 0, err);
+}
+
+static void up_disarm(struct ps_catch *c, int region)
+{
+	struct ps_upcatch *u = of(c);
 	struct ps_error e2;
 
 	while (u && u->nsites > 0 && u->site_region[u->nsites - 1] == region) {
@@ -352,16 +328,16 @@ void ps__uprobe_drop_region(struct ps_session *s, int region)
 	}
 }
 
-int ps_session_uprobe_fast_sites(const struct ps_session *s, int *nsites)
+static int up_fast_sites(const struct ps_catch *c, int *nsites)
 {
-	*nsites = s->up ? s->up->nsites : 0;
-	return s->up ? s->up->nop5 : 0;
+	*nsites = of_const(c)->nsites;
+	return of_const(c)->nop5;
 }
 
-int ps__uprobe_sample(struct ps_session *s, int id, const struct ps_sample *how, struct ps_error *err)
+static int up_sample(struct ps_catch *c, int id, const struct ps_sample *how, struct ps_error *err)
 {
-	struct ps_session_uprobe *u = s->up;
-	const char *name = s->reg[id].name;
+	struct ps_upcatch *u = of(c);
+	const char *name = u->env->reg[id].name;
 
 	if (!how->period_ms)
 		return ps_error_set(err, PS_EUSAGE,
@@ -373,142 +349,154 @@ int ps__uprobe_sample(struct ps_session *s, int id, const struct ps_sample *how,
 				    "region '%s': the uprobe catcher has one sampling window for every region; give "
 				    "them all window_ms = %u, period_ms = %u, or use --backend ptrace",
 				    name, u->window_ms, u->period_ms);
-	if (ps_hitpath_sample(s->hp, id, 0, 0, 1, err))
+	if (ps_hitpath_sample(u->env->hp, id, 0, 0, 1, err))
 		return -1;
-	s->reg[id].window_ms = how->window_ms;
-	s->reg[id].period_ms = how->period_ms;
+	u->env->reg[id].window_ms = how->window_ms;
+	u->env->reg[id].period_ms = how->period_ms;
 	u->window_ms = how->window_ms;
 	u->period_ms = how->period_ms;
 	return 0;
 }
 
 /* A window closes: what is open ends here, and no return to come is waited for. */
-static void window_closed(struct ps_session *s)
+static void window_closed(struct ps_upcatch *u)
 {
-	ps_catch_uprobe_drain(s->up->c);
-	for (unsigned b = 0; b < UTHR_BUCKETS; b++)
-		for (struct uthr *t = s->up->th[b]; t; t = t->next)
-			on_loss(s, t->tid);
+	ps_catch_uprobe_drain(u->c);
+	ps_hitpath_cut_all(u->env->hp);
 }
 
-/* Run with the probes switched on and off at the window edges (see run_windows in session.c). */
-static int run_windows(struct ps_session *s, struct ps_error *err)
+/* Run with the probes switched on and off at the window edges (as the ptrace catcher's run_windows). */
+static int run_windows(struct ps_upcatch *u, struct ps_error *err)
 {
-	struct ps_session_uprobe *u = s->up;
-	int open = ps_hitpath_in_window(s->hp), rc;
+	int open = ps_hitpath_in_window(u->env->hp), rc;
 	uint64_t edge = ps_now_ns() + (uint64_t)(open ? u->window_ms : u->period_ms - u->window_ms) * 1000000u;
 
 	for (;;) {
-		ps_catch_uprobe_set_deadline(u->c, s->deadline && s->deadline < edge ? s->deadline : edge);
+		ps_catch_uprobe_set_deadline(u->c,
+					     u->env->deadline && u->env->deadline < edge ? u->env->deadline : edge);
 		rc = ps_catch_uprobe_run(u->c, err);
-		if (rc != 0 || !ps__window_edge(s, edge))
+		if (rc != 0 || !ps_catch_window_edge(u->env, edge))
 			break;
 		open = !open;
 		if (ps_catch_uprobe_enable(u->c, open, err))
 			return -1;
 		if (!open)
-			window_closed(s);
-		ps_hitpath_window(s->hp, open);
+			window_closed(u);
+		ps_hitpath_window(u->env->hp, open);
 		edge = ps_now_ns() + (uint64_t)(open ? u->window_ms : u->period_ms - u->window_ms) * 1000000u;
 	}
-	ps_catch_uprobe_set_deadline(u->c, s->deadline);
+	ps_catch_uprobe_set_deadline(u->c, u->env->deadline);
 	return rc;
 }
 
-int ps__uprobe_run(struct ps_session *s, struct ps_error *err)
+static int up_run(struct ps_catch *c, struct ps_error *err)
 {
-	struct ps_session_uprobe *u = s->up;
-	struct ps_uprobe_opts p = {.ev = s->ev,
-				   .nev = s->nev,
+	struct ps_upcatch *u = of(c);
+	struct ps_uprobe_opts p = {.ev = u->env->ev,
+				   .nev = u->env->nev,
 				   .sites = u->sites,
 				   .nsites = u->nsites,
 				   .ring_pages = u->ring_pages ? u->ring_pages : 256,
-				   .regs_mask = s->nargs ? PS_UPROBE_REGS_ARGS : 0,
+				   .regs_mask = u->env->nargs ? PS_UPROBE_REGS_ARGS : 0,
 				   .enabled = !u->period_ms};
 
 	if (!u->probed) {
-		if (s->ngroups > 1)
+		if (u->env->ngroups > 1)
 			return ps_error_set(err, PS_EUSAGE,
 					    "the uprobe catcher counts one group of events; several groups need the "
 					    "ptrace catcher (--backend ptrace)");
-		if (u->nsites && s->nev == 0)
+		if (u->nsites && u->env->nev == 0)
 			return ps_error_set(err, PS_EUSAGE, "the uprobe catcher needs at least one event to count");
-		for (int i = 0; i < s->nreg && u->period_ms; i++)
-			if (!s->reg[i].period_ms)
+		for (int i = 0; i < u->env->nreg && u->period_ms; i++)
+			if (!u->env->reg[i].period_ms)
 				return ps_error_set(
 				    err, PS_EUSAGE,
 				    "region '%s': with the uprobe catcher a sampling window switches every "
 				    "probe; sample every region in the same window, or use --backend ptrace",
-				    s->reg[i].name);
+				    u->env->reg[i].name);
 		if (ps_catch_uprobe_set_probe(u->c, &p, err))
 			return -1;
 		u->probed = 1;
 	}
 	if (u->period_ms)
-		return run_windows(s, err);
-	ps_catch_uprobe_set_deadline(u->c, s->deadline);
+		return run_windows(u, err);
+	ps_catch_uprobe_set_deadline(u->c, u->env->deadline);
 	return ps_catch_uprobe_run(u->c, err);
 }
 
-struct ps_catch_uprobe *ps__uprobe_catcher(struct ps_session *s)
+static int up_hold(struct ps_catch *c, struct ps_error *err)
 {
-	return s->up ? s->up->c : NULL;
+	return ps_catch_uprobe_hold(of(c)->c, err);
 }
 
-int ps__uprobe_hold(struct ps_session *s, struct ps_error *err)
+static void up_interrupt(struct ps_catch *c)
 {
-	return ps_catch_uprobe_hold(s->up->c, err);
+	ps_catch_uprobe_interrupt(of(c)->c);
 }
 
-void ps__uprobe_interrupt(struct ps_session *s)
+static int up_ring(struct ps_catch *c, unsigned pages, struct ps_error *err)
 {
-	ps_catch_uprobe_interrupt(s->up->c);
-}
+	struct ps_upcatch *u = of(c);
 
-int ps_session_uprobe_ring(struct ps_session *s, unsigned pages, struct ps_error *err)
-{
-	if (!s->up)
-		return ps_error_set(err, PS_EUSAGE, "a ring size is for the uprobe catcher (backend uprobe)");
 	if (pages == 0 || (pages & (pages - 1)) || pages > 65536)
 		return ps_error_set(err, PS_EUSAGE, "uprobe ring of %u pages; give a power of two from 1 to 65536",
 				    pages);
-	if (s->up->probed)
+	if (u->probed)
 		return ps_error_set(err, PS_EUSAGE, "set the uprobe ring size before the first run");
-	s->up->ring_pages = pages;
+	u->ring_pages = pages;
 	return 0;
 }
 
-int ps__uprobe_detach(struct ps_session *s, struct ps_error *err)
+static int up_detach(struct ps_catch *c, struct ps_error *err)
 {
-	return ps_catch_uprobe_detach(s->up->c, err);
+	return ps_catch_uprobe_detach(of(c)->c, err);
 }
 
-uint64_t ps__uprobe_lost(const struct ps_session *s)
+static uint64_t up_lost(const struct ps_catch *c)
 {
 	struct ps_catch_uprobe_stats st;
 
-	if (!s->up)
-		return 0;
-	ps_catch_uprobe_stats(s->up->c, &st);
+	ps_catch_uprobe_stats(of_const(c)->c, &st);
 	return st.lost;
 }
 
-void ps__uprobe_free(struct ps_session *s)
+static int up_status(const struct ps_catch *c, int *exited, int *code, int *signo)
 {
-	struct ps_session_uprobe *u = s->up;
+	return ps_catch_uprobe_status(of_const(c)->c, exited, code, signo);
+}
+
+static struct ps_tracer *up_tracer(const struct ps_catch *c)
+{
+	return ps_catch_uprobe_tracer(of_const(c)->c);
+}
+
+static void up_free(struct ps_catch *c)
+{
+	struct ps_upcatch *u = of(c);
 
 	ps_catch_uprobe_free(u->c);
-	for (unsigned b = 0; b < UTHR_BUCKETS; b++)
-		while (u->th[b]) {
-			struct uthr *t = u->th[b];
-			u->th[b] = t->next;
-			free(t);
-		}
 	free(u->sites);
 	free(u->paths);
 	free(u->site_region);
 	free(u->site_kind);
 	free(u);
-	s->up = NULL;
-	s->t = NULL;
 }
+
+const struct ps_catcher_ops ps_catch_uprobe_ops = {
+    .name = "uprobe",
+    .caps = PS_CATCH_CODE | PS_CATCH_FILES | PS_CATCH_EVENTS_LATE,
+    .start = up_start,
+    .run = up_run,
+    .hold = up_hold,
+    .interrupt = up_interrupt,
+    .detach = up_detach,
+    .free = up_free,
+    .status = up_status,
+    .lost = up_lost,
+    .arm = up_arm,
+    .disarm = up_disarm,
+    .sample = up_sample,
+    .tracer = up_tracer,
+    .ring = up_ring,
+    .fast_sites = up_fast_sites,
+};

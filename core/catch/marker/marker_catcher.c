@@ -1,14 +1,16 @@
-/* core/catch/marker/session_marker.c - the marker catcher: a program built with the marker library
- * (perfsh/marker.h), started by perfsh, measures its own markers and writes the records into
- * memory perfsh shares with it (core/catch/marker/markshm.h); the session drains those rings while the
- * program runs and hands each record to the hit path as a start and an end, so marker regions
- * have the records, counts and analyses of every other region.
+/* core/catch/marker/marker_catcher.c - the marker catcher (its ops: core/catch/catcher.h): a
+ * program built with the marker library (perfsh/marker.h), started by perfsh, measures its own
+ * markers and writes the records into memory perfsh shares with it (core/catch/marker/markshm.h).
+ * The catcher drains those rings while the program runs and hands each record, paired in the
+ * program, to the hit path as it is (ps_hitpath_pair(): its hit and depth those the library
+ * gave it, as in the library's own files), so marker regions have the records, counts and
+ * analyses of every other region.
  *
- * The program is started by the uprobe catcher's process side with no probe site (core/
- * catch_uprobe.c), held at its first instruction until the first run, and let go then: it runs
- * untraced (no stop at all, not even for its threads' births), and the session waits for its
- * end on a pidfd while it drains the rings. The policy (on/off, sampling, slow-hit threshold) is written
- * into the shared block and read by the program at each hit, so it changes while it runs. */
+ * The program is started under the tracer (core/proc/tracer.h) with no breakpoint, held at its
+ * first instruction until the first run, and let go then: it runs untraced (no stop at all, not
+ * even for its threads' births), and the catcher waits for its end on a pidfd while it drains
+ * the rings. The policy (on/off, sampling, slow-hit threshold) is written into the shared block
+ * and read by the program at each hit, so it changes while it runs. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -21,14 +23,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "catch_uprobe.h"
+#include "catcher.h"
+#include "marker_status.h"
 #include "markshm.h"
 #include "run.h"
-#include "session_priv.h"
+#include "tracer.h"
 
 #define DRAIN_NS (2u * 1000 * 1000) /* how often the rings are drained while the program runs */
 
-struct ps_session_marker {
+struct ps_markcatch {
+	struct ps_catch base;
+	struct ps_catch_env *env;
+	struct ps_tracer *t; /* from the start to the first run */
 	int fd;
 	struct ps_mshm_ctl *ctl;
 	size_t bytes;
@@ -47,13 +53,13 @@ struct ps_session_marker {
 
 /* The comma-separated names of the session's events; with none, task-clock, which the program
    still needs: its group's time enabled is the on-CPU time of a hit. */
-static int event_list(const struct ps_session *s, char *out, size_t n, struct ps_error *err)
+static int event_list(const struct ps_catch_env *env, char *out, size_t n, struct ps_error *err)
 {
 	size_t k = 0;
 
-	snprintf(out, n, "%s", s->nev ? "" : "task-clock");
-	for (int i = 0; i < s->nev; i++) {
-		int w = snprintf(out + k, n - k, "%s%s", i ? "," : "", s->ev[i].name);
+	snprintf(out, n, "%s", env->nev ? "" : "task-clock");
+	for (int i = 0; i < env->nev; i++) {
+		int w = snprintf(out + k, n - k, "%s%s", i ? "," : "", env->ev[i].name);
 
 		if (w < 0 || (size_t)w >= n - k)
 			return ps_error_set(err, PS_EUSAGE, "the event list is too long for the marker catcher");
@@ -63,9 +69,9 @@ static int event_list(const struct ps_session *s, char *out, size_t n, struct ps
 }
 
 /* The shared block: a memfd laid out as core/catch/marker/markshm.h says, every slot's ring empty. */
-static int make_block(struct ps_session *s, struct ps_session_marker *m, struct ps_error *err)
+static int make_block(struct ps_markcatch *m, struct ps_error *err)
 {
-	unsigned nvals = s->nev ? (unsigned)s->nev : 1;
+	unsigned nvals = m->env->nev ? (unsigned)m->env->nev : 1;
 	size_t recsize = ps_snap_size(nvals, PS_MSHM_FIELDS);
 	size_t ctl = (sizeof(struct ps_mshm_ctl) + 4095) & ~(size_t)4095;
 	size_t slot =
@@ -79,7 +85,7 @@ static int make_block(struct ps_session *s, struct ps_session_marker *m, struct 
 	if (c == MAP_FAILED)
 		return ps_error_set(err, errno, "the marker catcher's shared memory: mmap: %s", strerror(errno));
 	m->ctl = c;
-	if (event_list(s, c->events, sizeof c->events, err))
+	if (event_list(m->env, c->events, sizeof c->events, err))
 		return -1;
 	c->version = PS_MSHM_VERSION;
 	c->nslots = PS_MSHM_SLOTS;
@@ -99,11 +105,22 @@ static int make_block(struct ps_session *s, struct ps_session_marker *m, struct 
 	return 0;
 }
 
-static void unhold(struct ps_session_marker *m);
+static void unhold(struct ps_markcatch *m);
 
-static void marker_free(struct ps_session_marker *m)
+static struct ps_markcatch *of(struct ps_catch *c)
+{
+	return (struct ps_markcatch *)c;
+}
+
+static const struct ps_markcatch *of_const(const struct ps_catch *c)
+{
+	return (const struct ps_markcatch *)c;
+}
+
+static void marker_free(struct ps_markcatch *m)
 {
 	unhold(m);
+	ps_tracer_free(m->t); /* a program not let go yet is killed, as under the other catchers */
 	if (m->released && !m->ended && !m->let_go) {
 		/* a program started by perfsh dies with its session, as under the other catchers */
 		int st;
@@ -121,67 +138,58 @@ static void marker_free(struct ps_session_marker *m)
 	free(m);
 }
 
-int ps__marker_start(struct ps_session *s, char *const argv[], struct ps_error *err)
+static int mk_start(struct ps_catch **cp, struct ps_catch_env *env, char *const argv[], pid_t pid, struct ps_error *err)
 {
-	struct ps_session_marker *m;
+	struct ps_markcatch *m;
 	char path[64];
 	int rc;
 
+	(void)pid;
 	if (!argv)
 		return ps_error_set(err, PS_EUSAGE,
 				    "the marker catcher measures a program perfsh starts; for a running one, arm its "
 				    "markers with the uprobe catcher (-r marker:NAME --backend uprobe)");
-	if (s->ngroups > 1)
+	if (env->ngroups > 1)
 		return ps_error_set(err, PS_EUSAGE, "the marker catcher counts one group of events");
 	if (!(m = calloc(1, sizeof *m)))
 		return ps_error_set(err, ENOMEM, "out of memory");
+	m->base.ops = &ps_catch_marker_ops;
+	m->env = env;
 	m->fd = -1;
 	m->pidfd = -1;
 	for (int i = 0; i < PS_MSHM_REGIONS; i++)
 		m->map[i] = -1;
-	if (make_block(s, m, err)) {
+	if (make_block(m, err)) {
 		marker_free(m);
 		return -1;
 	}
 	/* the program opens the block through perfsh's descriptor: nothing is left behind on disk */
 	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)getpid(), m->fd);
 	setenv("PERFSH_CONTROL", path, 1);
-	s->mk = m;
-	rc = ps__uprobe_start(s, argv, 0, err);
+	rc = ps_tracer_spawn(&m->t, argv, NULL, NULL, err); /* no breakpoint: held at its first instruction */
 	unsetenv("PERFSH_CONTROL");
 	if (rc) {
-		s->mk = NULL;
 		marker_free(m);
 		return -1;
 	}
-	s->nargs = PS_MSHM_FIELDS;
-	m->pid = ps_catch_uprobe_pid(ps__uprobe_catcher(s));
+	env->nargs = PS_MSHM_FIELDS;
+	env->pid = m->pid = ps_tracer_pid(m->t);
+	*cp = &m->base;
 	return 0;
 }
 
-int ps__marker_only(const struct ps_session *s, const char *name, struct ps_error *err)
-{
-	if (!s->mk)
-		return 0;
-	return ps_error_set(err, PS_EUSAGE,
-			    "region '%s': the marker catcher measures the program's markers only; arm functions, "
-			    "lines and SDT probes with --backend uprobe or ptrace",
-			    name);
-}
-
 /* The session region of marker @name, or -1. */
-static int region_of(const struct ps_session *s, const char *name)
+static int region_of(const struct ps_catch_env *env, const char *name)
 {
-	for (int i = 0; i < s->nreg; i++)
-		if (s->reg[i].kind == PS_REGION_MARKER && !strcmp(s->reg[i].spec, name))
+	for (int i = 0; i < env->nreg; i++)
+		if (env->reg[i].kind == PS_REGION_MARKER && !strcmp(env->reg[i].spec, name))
 			return i;
 	return -1;
 }
 
 /* Map the names the library published since the last look. */
-static void look_at_names(struct ps_session *s)
+static void look_at_names(struct ps_markcatch *m)
 {
-	struct ps_session_marker *m = s->mk;
 	uint32_t n = __atomic_load_n(&m->ctl->nregions, __ATOMIC_SEQ_CST);
 
 	for (; m->seen < n && m->seen < PS_MSHM_REGIONS; m->seen++) {
@@ -189,94 +197,60 @@ static void look_at_names(struct ps_session *s)
 
 		memcpy(name, m->ctl->names[m->seen], sizeof name);
 		name[sizeof name - 1] = '\0';
-		m->map[m->seen] = region_of(s, name);
+		m->map[m->seen] = region_of(m->env, name);
 	}
 }
 
-int ps_session_region_marker(struct ps_session *s, const char *name, struct ps_error *err)
+/* Arm marker @p->name for region @p->region (the session made it, named "marker:NAME"). */
+static int mk_arm(struct ps_catch *c, const struct ps_catch_point *p, struct ps_error *err)
 {
-	struct ps_session_marker *m = s->mk;
-	struct ps_region_info *ri;
-	size_t len = strlen(name), used;
-	char label[PS_MSHM_NAME + 8];
+	struct ps_markcatch *m = of(c);
+	const char *name = p->name;
+	size_t len, used;
 
-	if (!m)
+	if (!name)
 		return ps_error_set(err, PS_EUSAGE,
-				    "region 'marker:%s': the marker catcher (backend marker) measures markers in the "
-				    "program; with this one, arm them as an SDT pair",
-				    name);
+				    "region '%s': the marker catcher measures the program's markers only; arm "
+				    "functions, lines and SDT probes with --backend uprobe or ptrace",
+				    p->region >= 0 ? m->env->reg[p->region].name : "");
+	len = strlen(name);
 	if (len == 0 || len >= PS_MSHM_NAME || strchr(name, ','))
 		return ps_error_set(err, PS_EUSAGE, "marker '%s': a name of 1 to %d characters, no comma", name,
 				    PS_MSHM_NAME - 1);
-	if (region_of(s, name) >= 0)
-		return ps_error_set(err, PS_EUSAGE, "region 'marker:%s' is armed already", name);
 	used = strlen(m->ctl->arm);
 	if (used + len + 2 > sizeof m->ctl->arm)
 		return ps_error_set(err, PS_EUSAGE, "too many markers armed");
-	snprintf(label, sizeof label, "marker:%s", name);
-	if (!(ri = ps__new_region(s, PS_REGION_MARKER, label, name, 0, err)))
-		return -1;
-	s->nreg++;
 	/* the list first, then the names published: the library publishes a name and then reads
 	   the list, so one of the two sees the other */
 	snprintf(m->ctl->arm + used, sizeof m->ctl->arm - used, "%s%s", used ? "," : "", name);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	for (uint32_t i = 0; i < m->seen; i++)
 		if (!strncmp(m->ctl->names[i], name, PS_MSHM_NAME)) {
-			m->map[i] = ri->id;
+			m->map[i] = p->region;
 			__atomic_store_n(&m->ctl->armed[i], 1, __ATOMIC_RELAXED);
 		}
-	look_at_names(s);
+	look_at_names(m);
 	for (uint32_t i = 0; i < m->seen; i++)
-		if (m->map[i] == ri->id)
+		if (m->map[i] == p->region)
 			__atomic_store_n(&m->ctl->armed[i], 1, __ATOMIC_RELAXED);
-	return ri->id;
+	return 0;
 }
 
-/* One record of the library: a start and an end on the hit path. */
-static void feed(struct ps_session *s, const struct ps_snap *rec)
+/* One record of the library, paired there already: to the hit path as it is. */
+static void feed(struct ps_markcatch *m, const struct ps_snap *rec)
 {
-	struct ps_snap *r = (struct ps_snap *)rec;
-	uint64_t args[PS_MAX_ARGS] = {0};
-	struct ps_reading a = {.n = s->nev}, b = {.n = s->nev};
-	struct ps_hit h = {.tid = (pid_t)rec->tid, .kind = PS_HIT_START};
-	int id = rec->region < PS_MSHM_REGIONS ? s->mk->map[rec->region] : -1;
+	int id = rec->region < PS_MSHM_REGIONS ? m->map[rec->region] : -1;
 
-	if (id < 0 || rec->nvals != s->mk->ctl->nvals || rec->nargs != PS_MSHM_FIELDS) {
-		s->mk->unarmed++;
+	if (id < 0 || rec->nvals != m->ctl->nvals || rec->nargs != PS_MSHM_FIELDS) {
+		m->unarmed++;
 		return;
 	}
-	memcpy(args, ps_snap_args(r), PS_MSHM_FIELDS * sizeof *args);
-	memcpy(a.val, ps_snap_start(r), (size_t)s->nev * sizeof *a.val);
-	memcpy(b.val, ps_snap_end(r), (size_t)s->nev * sizeof *b.val);
-	a.time_enabled = rec->enabled_start;
-	a.time_running = rec->running_start;
-	b.time_enabled = rec->enabled_end;
-	b.time_running = rec->running_end;
-	h.region = id;
-	h.flags = rec->flags & PS_SNAP_SAMPLED;
-	h.t = rec->t_start;
-	h.cpu = rec->cpu_start;
-	h.r = &a;
-	h.args = args;
-	ps_hitpath_hit(s->hp, &h);
-	h.kind = PS_HIT_END;
-	h.flags = 0;
-	h.t = rec->t_end;
-	h.cpu = rec->cpu_end;
-	h.r = &b;
-	h.args = NULL;
-	ps_hitpath_hit(s->hp, &h);
+	ps_hitpath_pair(m->env->hp, id, rec);
 }
 
 /* A slot whose thread ended and whose ring is empty: its counts to the totals, free again. */
-static void free_slot(struct ps_session *s, struct ps_mshm_slot *sl, struct ps_ring *r)
+static void free_slot(struct ps_markcatch *m, struct ps_mshm_slot *sl, struct ps_ring *r)
 {
-	struct ps_session_marker *m = s->mk;
-	struct ps_reading none = {.n = s->nev};
-
-	/* the hit path forgets the thread (each record was a whole pair: nothing is open) */
-	ps_hitpath_thread_exit(s->hp, (pid_t)sl->tid, &none, ps_now_ns());
 	for (uint32_t i = 0; i < m->seen; i++)
 		m->gone[i] += sl->entries[i];
 	m->lost += ps_ring_dropped(r);
@@ -290,12 +264,11 @@ static void free_slot(struct ps_session *s, struct ps_mshm_slot *sl, struct ps_r
 }
 
 /* Every record waiting in the slots to the hit path; the regions' entries brought up to date. */
-static void drain(struct ps_session *s)
+static void drain(struct ps_markcatch *m)
 {
-	struct ps_session_marker *m = s->mk;
 	uint64_t entries[PS_MSHM_REGIONS] = {0};
 
-	look_at_names(s);
+	look_at_names(m);
 	for (unsigned i = 0; i < m->ctl->nslots; i++) {
 		struct ps_mshm_slot *sl = ps_mshm_slot(m->ctl, i);
 		uint32_t state = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
@@ -305,11 +278,11 @@ static void drain(struct ps_session *s)
 		if (state == PS_MSHM_FREE)
 			continue;
 		while ((rec = ps_ring_peek(r))) {
-			feed(s, rec);
+			feed(m, rec);
 			ps_ring_pop(r);
 		}
 		if (state == PS_MSHM_GONE) {
-			free_slot(s, sl, r);
+			free_slot(m, sl, r);
 			continue;
 		}
 		for (uint32_t k = 0; k < m->seen; k++)
@@ -317,11 +290,11 @@ static void drain(struct ps_session *s)
 	}
 	for (uint32_t k = 0; k < m->seen; k++)
 		if (m->map[k] >= 0)
-			s->reg[m->map[k]].entries = m->gone[k] + entries[k];
+			m->env->reg[m->map[k]].entries = m->gone[k] + entries[k];
 }
 
 /* The program has ended (its pidfd is readable): reap it and keep how it ended. */
-static void reap(struct ps_session_marker *m)
+static void reap(struct ps_markcatch *m)
 {
 	int st;
 	pid_t w;
@@ -350,26 +323,28 @@ static void reap(struct ps_session_marker *m)
  * that come meanwhile are kept for it until it goes on. It runs untraced between pauses, so
  * its AddressSanitizer still works and no thread's birth stops it.
  */
-void ps__marker_hold(struct ps_session *s)
+static int mk_hold(struct ps_catch *c, struct ps_error *err)
 {
-	struct ps_session_marker *m = s->mk;
+	struct ps_markcatch *m = of(c);
 	struct pollfd p = {.fd = m->pidfd, .events = POLLIN};
 	struct ps_error e2;
 
+	(void)err;
 	if (!m->released || m->ended || m->let_go || m->hold)
-		return;
+		return 0;
 	if (ps_tracer_attach(&m->hold, m->pid, NULL, NULL, &e2)) {
 		m->hold = NULL;
 		if (e2.code != ESRCH && poll(&p, 1, 0) == 0) /* not a program that has just ended */
-			ps__notice(s, "the program runs on through the pause: %s", e2.msg);
-		return;
+			ps_catch_notice(m->env, "the program runs on through the pause: %s", e2.msg);
+		return 0;
 	}
-	drain(s); /* every record the stopped threads wrote */
+	drain(m); /* every record the stopped threads wrote */
+	return 0;
 }
 
 /* The end of a pause: the program goes on untraced (how it ended, should it have died while
    held, was seen by the hold's tracer). */
-static void unhold(struct ps_session_marker *m)
+static void unhold(struct ps_markcatch *m)
 {
 	int code, signo;
 
@@ -387,11 +362,10 @@ static void unhold(struct ps_session_marker *m)
 }
 
 /* Let the program go from its exec stop: from now on it is not traced at all. */
-static int release(struct ps_session *s, struct ps_error *err)
+static int release(struct ps_markcatch *m, struct ps_error *err)
 {
-	struct ps_session_marker *m = s->mk;
 
-	if (ps_catch_uprobe_detach(ps__uprobe_catcher(s), err))
+	if (ps_tracer_detach(m->t, err))
 		return -1;
 	m->released = 1;
 	if ((m->pidfd = (int)syscall(SYS_pidfd_open, m->pid, 0)) < 0)
@@ -399,11 +373,11 @@ static int release(struct ps_session *s, struct ps_error *err)
 	return 0;
 }
 
-int ps__marker_run(struct ps_session *s, struct ps_error *err)
+static int mk_run(struct ps_catch *c, struct ps_error *err)
 {
-	struct ps_session_marker *m = s->mk;
+	struct ps_markcatch *m = of(c);
 
-	if (!m->released && release(s, err))
+	if (!m->released && release(m, err))
 		return -1;
 	if (m->let_go)
 		return ps_error_set(err, PS_EUSAGE, "the program was detached; it runs on untraced");
@@ -413,26 +387,28 @@ int ps__marker_run(struct ps_session *s, struct ps_error *err)
 		struct pollfd p = {.fd = m->pidfd, .events = POLLIN};
 		struct timespec ts;
 
-		if (s->deadline && s->deadline < until)
-			until = s->deadline > now ? s->deadline : now;
+		if (m->env->deadline && m->env->deadline < until)
+			until = m->env->deadline > now ? m->env->deadline : now;
 		ts.tv_sec = (time_t)((until - now) / 1000000000u);
 		ts.tv_nsec = (long)((until - now) % 1000000000u);
 		if (!m->ended && ppoll(&p, 1, &ts, NULL) > 0)
 			reap(m);
-		drain(s); /* after the reap: an ended program's last records are in the rings */
+		drain(m); /* after the reap: an ended program's last records are in the rings */
 		if (m->ended)
 			return 1;
 		now = ps_now_ns();
-		if (s->intr || (s->deadline && now >= s->deadline) ||
-		    (s->max_records && ps_hitpath_seq(s->hp) - s->written_at_run_start >= s->max_records))
+		if (m->env->intr || ps_catch_pause_due(m->env, now))
 			return 0;
 	}
 }
 
-int ps__marker_status(const struct ps_session *s, int *exited, int *code, int *signo)
+/* Once the first run has let the program go, how it ended is seen here; before, by the tracer. */
+static int mk_status(const struct ps_catch *c, int *exited, int *code, int *signo)
 {
-	const struct ps_session_marker *m = s->mk;
+	const struct ps_markcatch *m = of_const(c);
 
+	if (!m->released)
+		return ps_tracer_status(m->t, exited, code, signo);
 	if (exited)
 		*exited = m->ended && m->exited;
 	if (code)
@@ -442,29 +418,24 @@ int ps__marker_status(const struct ps_session *s, int *exited, int *code, int *s
 	return m->ended;
 }
 
-int ps__marker_released(const struct ps_session *s)
+static int mk_detach(struct ps_catch *c, struct ps_error *err)
 {
-	return s->mk && s->mk->released;
-}
+	struct ps_markcatch *m = of(c);
 
-int ps__marker_detach(struct ps_session *s, struct ps_error *err)
-{
-	__atomic_store_n(&s->mk->ctl->pol.on, 0, __ATOMIC_RELAXED);
-	unhold(s->mk);
-	if (!s->mk->released && release(s, err))
+	__atomic_store_n(&m->ctl->pol.on, 0, __ATOMIC_RELAXED);
+	unhold(m);
+	if (!m->released && release(m, err))
 		return -1;
-	drain(s);
-	s->mk->let_go = !s->mk->ended;
+	drain(m);
+	m->let_go = !m->ended;
 	return 0;
 }
 
-int ps_session_marker_policy(struct ps_session *s, const struct ps_mshm_policy *p, struct ps_error *err)
+static int mk_policy(struct ps_catch *c, const struct ps_mshm_policy *p, struct ps_error *err)
 {
-	struct ps_mshm_policy *q;
+	struct ps_mshm_policy *q = &of(c)->ctl->pol;
 
-	if (!s->mk)
-		return ps_error_set(err, PS_EUSAGE, "the markers' policy is for the marker catcher (backend marker)");
-	q = &s->mk->ctl->pol;
+	(void)err;
 	__atomic_store_n(&q->every, p->every, __ATOMIC_RELAXED);
 	__atomic_store_n(&q->threshold, p->threshold, __ATOMIC_RELAXED);
 	__atomic_store_n(&q->slow_ns, p->slow_ns, __ATOMIC_RELAXED);
@@ -473,15 +444,12 @@ int ps_session_marker_policy(struct ps_session *s, const struct ps_mshm_policy *
 	return 0;
 }
 
-int ps_session_marker_status(const struct ps_session *s, struct ps_marker_status *st)
+static int mk_marker_status(const struct ps_catch *cat, struct ps_marker_status *st)
 {
-	const struct ps_session_marker *m = s->mk;
-	const struct ps_mshm_ctl *c;
+	const struct ps_markcatch *m = of_const(cat);
+	const struct ps_mshm_ctl *c = m->ctl;
 
 	memset(st, 0, sizeof *st);
-	if (!m)
-		return -1;
-	c = m->ctl;
 	st->state = (int)__atomic_load_n(&c->state, __ATOMIC_ACQUIRE);
 	snprintf(st->why, sizeof st->why, "%s", c->why);
 	snprintf(st->read_mode, sizeof st->read_mode, "%s", c->read_mode);
@@ -506,15 +474,59 @@ int ps_session_marker_status(const struct ps_session *s, struct ps_marker_status
 	return 0;
 }
 
-uint64_t ps__marker_lost(const struct ps_session *s)
+static uint64_t mk_lost(const struct ps_catch *c)
 {
 	struct ps_marker_status st;
 
-	return ps_session_marker_status(s, &st) ? 0 : st.lost;
+	mk_marker_status(c, &st);
+	return st.lost;
 }
 
-void ps__marker_free(struct ps_session *s)
+static void mk_interrupt(struct ps_catch *c)
 {
-	marker_free(s->mk);
-	s->mk = NULL;
+	(void)c; /* the run sees env->intr within DRAIN_NS */
 }
+
+static int mk_sample(struct ps_catch *c, int id, const struct ps_sample *how, struct ps_error *err)
+{
+	(void)how;
+	return ps_error_set(err, PS_EUSAGE,
+			    "region '%s': with the marker catcher the program draws its samples itself; set the "
+			    "markers' policy (t:markers{sample = P} or {every = N})",
+			    of(c)->env->reg[id].name);
+}
+
+static void mk_disarm(struct ps_catch *c, int region)
+{
+	(void)c;
+	(void)region; /* a marker that failed to arm was never put in the list */
+}
+
+static struct ps_tracer *mk_tracer(const struct ps_catch *c)
+{
+	return of_const(c)->t;
+}
+
+static void mk_free(struct ps_catch *c)
+{
+	marker_free(of(c));
+}
+
+const struct ps_catcher_ops ps_catch_marker_ops = {
+    .name = "marker",
+    .caps = PS_CATCH_MARKERS,
+    .start = mk_start,
+    .run = mk_run,
+    .hold = mk_hold,
+    .interrupt = mk_interrupt,
+    .detach = mk_detach,
+    .free = mk_free,
+    .status = mk_status,
+    .lost = mk_lost,
+    .arm = mk_arm,
+    .disarm = mk_disarm,
+    .sample = mk_sample,
+    .tracer = mk_tracer,
+    .policy = mk_policy,
+    .marker_status = mk_marker_status,
+};

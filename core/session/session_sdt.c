@@ -1,15 +1,16 @@
-/* core/catch/uprobe/session_sdt.c - SDT regions (<sys/sdt.h> probes, core/binary/sdt.h) of the program's own file,
- * armed through the uprobe catcher (core/catch/uprobe/session_uprobe.c): a pair's first probe starts a hit
- * and its second ends it, a single probe is a point event. */
+/* core/session/session_sdt.c - SDT regions (<sys/sdt.h> probes, core/binary/sdt.h) of the program's
+ * own file, armed as file sites by a catcher that probes files (PS_CATCH_FILES: the uprobe
+ * catcher): a pair's first probe starts a hit and its second ends it, a single probe is a point
+ * event. */
 #include <stdio.h>
 #include <string.h>
 
 #include "sdt.h"
 #include "session_priv.h"
 
-/* Arm every site of probe @k of @sp for region @id as @kind. */
+/* Arm every site of probe @k of @sp for region @id as @role. */
 static int arm_probe(struct ps_session *s, const struct ps_sdt_set *set, const struct ps_sdt_spec *sp, int k, int id,
-		     enum ps_uprobe_point kind, struct ps_error *err)
+		     enum ps_catch_role role, struct ps_error *err)
 {
 	if (!ps_sdt_find(set, sp->provider[k], sp->name[k], s->exe, err))
 		return -1;
@@ -17,7 +18,9 @@ static int arm_probe(struct ps_session *s, const struct ps_sdt_set *set, const s
 		const struct ps_sdt_probe *p = &set->probes[i];
 		if (strcmp(p->provider, sp->provider[k]) || strcmp(p->name, sp->name[k]))
 			continue;
-		if (ps__uprobe_site(s, s->exe, p->offset, id, kind, p->sema_offset, err))
+		struct ps_catch_point pt = {
+		    .path = s->exe, .offset = p->offset, .ref_ctr_offset = p->sema_offset, .region = id, .role = role};
+		if (s->cat->ops->arm(s->cat, &pt, err))
 			return -1;
 	}
 	return 0;
@@ -32,7 +35,9 @@ int ps_session_region_sdt(struct ps_session *s, const char *spec, unsigned flags
 
 	if (ps_sdt_spec_parse(spec, &sp, err))
 		return -1;
-	if (!s->up)
+	if (ps__arms_code(s, spec, err))
+		return -1;
+	if (!(ps__caps(s) & PS_CATCH_FILES))
 		return ps_error_set(err, PS_EUSAGE,
 				    "region '%s': SDT probes are armed by the uprobe catcher only (--backend uprobe or "
 				    "auto), not by ptrace",
@@ -45,14 +50,14 @@ int ps_session_region_sdt(struct ps_session *s, const char *spec, unsigned flags
 		return -1;
 	}
 	if (sp.npoints == 1)
-		rc = arm_probe(s, &set, &sp, 0, ri->id, PS_UPOINT_POINT, err);
+		rc = arm_probe(s, &set, &sp, 0, ri->id, PS_ROLE_POINT, err);
 	else
-		rc = arm_probe(s, &set, &sp, 0, ri->id, PS_UPOINT_START, err) ||
-		     arm_probe(s, &set, &sp, 1, ri->id, PS_UPOINT_END, err);
+		rc = arm_probe(s, &set, &sp, 0, ri->id, PS_ROLE_START, err) ||
+		     arm_probe(s, &set, &sp, 1, ri->id, PS_ROLE_END, err);
 	ps_sdt_free(&set);
 	if (rc) {
-		ps__uprobe_drop_region(s, ri->id);
+		s->cat->ops->disarm(s->cat, ri->id);
 		return -1;
 	}
-	return s->nreg++;
+	return s->env->nreg++;
 }

@@ -1,4 +1,4 @@
-/* core/session/sampling.c - sampled function regions: every entry counted, the program stopped only
+/* core/catch/ptrace/sampling.c - sampled function regions: every entry counted, the program stopped only
  * on the sampled ones.
  *
  * Entries are counted by one of three mechanisms, chosen per region (PERFSH_SAMPLING forces
@@ -18,7 +18,7 @@
  *   p         a geometric gap with mean 1/p, drawn anew after each stop (PERF_EVENT_IOC_PERIOD),
  *             so each entry is sampled independently with probability p;
  *   windows   period 1 inside a window, 2^40 outside, switched at each edge by the run loop
- *             (session.c).
+ *             (ptrace.c).
  * An entry that is not sampled costs a debug exception (or a uprobe) handled in the kernel,
  * not a ptrace stop.
  */
@@ -33,24 +33,24 @@
 #include <unistd.h>
 
 #include "procmaps.h"
-#include "session_priv.h"
+#include "ptrace_priv.h"
 #include "x86insn.h"
 
 #define FAR_PERIOD (1ULL << 40)
 
-static uint64_t first_period(struct ps_session *s, const struct ps_region_info *ri)
+static uint64_t first_period(struct ps_ptrace *p, const struct ps_region_info *ri)
 {
 	if (ri->sample_every)
 		return ri->sample_every;
 	if (ri->sample_p > 0)
-		return ps_hitpath_gap(s->hp, ri->sample_p);
-	return ps_hitpath_in_window(s->hp) ? 1 : FAR_PERIOD;
+		return ps_hitpath_gap(p->env->hp, ri->sample_p);
+	return ps_hitpath_in_window(p->env->hp) ? 1 : FAR_PERIOD;
 }
 
-static int ev_open(struct ps_session *s, int k, pid_t tid, struct ps_error *err)
+static int ev_open(struct ps_ptrace *p, int k, pid_t tid, struct ps_error *err)
 {
-	const struct ps_region_info *ri = &s->reg[s->sampled[k]];
-	const struct sampler *sm = &s->smp[k];
+	const struct ps_region_info *ri = &p->env->reg[p->sampled[k]];
+	const struct sampler *sm = &p->smp[k];
 	struct perf_event_attr a;
 	int fd;
 
@@ -66,7 +66,7 @@ static int ev_open(struct ps_session *s, int k, pid_t tid, struct ps_error *err)
 		a.bp_addr = ri->addr;
 		a.bp_len = sizeof(long);
 	}
-	a.sample_period = first_period(s, ri);
+	a.sample_period = first_period(p, ri);
 	a.sigtrap = 1;
 	a.remove_on_exec = 1;
 	a.sig_data = (uint64_t)ri->id;
@@ -87,82 +87,82 @@ static int ev_open(struct ps_session *s, int k, pid_t tid, struct ps_error *err)
 	return fd;
 }
 
-static int sample_k(const struct ps_session *s, int id)
+static int sample_k(const struct ps_ptrace *p, int id)
 {
-	for (int k = 0; k < s->nsampled; k++)
-		if (s->sampled[k] == id)
+	for (int k = 0; k < p->nsampled; k++)
+		if (p->sampled[k] == id)
 			return k;
 	return -1;
 }
 
 /* Start counting sampled region @k's entries on thread @th. */
-static int open_one(struct ps_session *s, struct thr *th, int k, struct ps_error *err)
+static int open_one(struct ps_ptrace *p, struct thr *th, int k, struct ps_error *err)
 {
-	if (s->smp[k].counter == PS_COUNT_INT3)
+	if (p->smp[k].counter == PS_COUNT_INT3)
 		return 0; /* the hit path draws */
-	th->hwfd[k] = ev_open(s, k, th->tid, err);
+	th->hwfd[k] = ev_open(p, k, th->tid, err);
 	return th->hwfd[k] < 0 ? -1 : 0;
 }
 
-int ps__hw_open_thread(struct ps_session *s, struct thr *th, struct ps_error *err)
+int ps__hw_open_thread(struct ps_ptrace *p, struct thr *th, struct ps_error *err)
 {
-	for (int k = 0; k < s->nsampled; k++)
-		if (!s->reg[s->sampled[k]].dropped && open_one(s, th, k, err))
+	for (int k = 0; k < p->nsampled; k++)
+		if (!p->env->reg[p->sampled[k]].dropped && open_one(p, th, k, err))
 			return -1;
 	return 0;
 }
 
-void ps__hw_close_thread(struct ps_session *s, struct thr *th)
+void ps__hw_close_thread(struct ps_ptrace *p, struct thr *th)
 {
-	for (int k = 0; k < s->nsampled; k++) {
+	for (int k = 0; k < p->nsampled; k++) {
 		uint64_t n;
 		if (th->hwfd[k] < 0)
 			continue;
 		if (read(th->hwfd[k], &n, sizeof n) == (ssize_t)sizeof n)
-			s->reg[s->sampled[k]].entries_gone += n;
+			p->env->reg[p->sampled[k]].entries_gone += n;
 		close(th->hwfd[k]);
 		th->hwfd[k] = -1;
 	}
 }
 
 /* After a sampled stop of region @slot's event on @th: draw the next gap. */
-void ps__hw_after_hit(struct ps_session *s, struct thr *th, int k)
+void ps__hw_after_hit(struct ps_ptrace *p, struct thr *th, int k)
 {
-	const struct ps_region_info *ri = &s->reg[s->sampled[k]];
+	const struct ps_region_info *ri = &p->env->reg[p->sampled[k]];
 	uint64_t period;
 
 	if (ri->sample_p <= 0 || th->hwfd[k] < 0)
 		return;
-	period = ps_hitpath_gap(s->hp, ri->sample_p);
+	period = ps_hitpath_gap(p->env->hp, ri->sample_p);
 	ioctl(th->hwfd[k], PERF_EVENT_IOC_PERIOD, &period);
 }
 
-int ps__hw_windows(struct ps_session *s)
+int ps__hw_windows(const struct ps_ptrace *p)
 {
-	for (int k = 0; k < s->nsampled; k++)
-		if (s->reg[s->sampled[k]].period_ms)
+	for (int k = 0; k < p->nsampled; k++)
+		if (p->env->reg[p->sampled[k]].period_ms)
 			return 1;
 	return 0;
 }
 
 /* Open or close the windows of every window-sampled region on every thread. */
-void ps__hw_set_window(struct ps_session *s, int open)
+void ps__hw_set_window(struct ps_ptrace *p, int open)
 {
 	uint64_t period = open ? 1 : FAR_PERIOD;
 
-	ps_hitpath_window(s->hp, open);
+	ps_hitpath_window(p->env->hp, open);
 	for (unsigned b = 0; b < THR_BUCKETS; b++)
-		for (struct thr *th = s->threads[b]; th; th = th->next)
-			for (int k = 0; k < s->nsampled; k++)
-				if (s->reg[s->sampled[k]].period_ms && th->hwfd[k] >= 0)
+		for (struct thr *th = p->threads[b]; th; th = th->next)
+			for (int k = 0; k < p->nsampled; k++)
+				if (p->env->reg[p->sampled[k]].period_ms && th->hwfd[k] >= 0)
 					ioctl(th->hwfd[k], PERF_EVENT_IOC_PERIOD, &period);
 }
 
 /* How long until the next window edge. One window length for all window regions: the first. */
-uint64_t ps__hw_period_ns(struct ps_session *s, int open)
+uint64_t ps__hw_period_ns(const struct ps_ptrace *p, int open)
 {
-	for (int k = 0; k < s->nsampled; k++) {
-		const struct ps_region_info *ri = &s->reg[s->sampled[k]];
+	for (int k = 0; k < p->nsampled; k++) {
+		const struct ps_region_info *ri = &p->env->reg[p->sampled[k]];
 		if (ri->period_ms)
 			return (uint64_t)(open ? ri->window_ms : ri->period_ms - ri->window_ms) * 1000000u;
 	}
@@ -170,13 +170,13 @@ uint64_t ps__hw_period_ns(struct ps_session *s, int open)
 }
 
 /* The other roles of the breakpoint at region @id's entry: 0 when the entry is its alone. */
-static int entry_shared(const struct ps_session *s, int id)
+static int entry_shared(const struct ps_ptrace *p, int id)
 {
-	for (int b = 0; b < s->nbps; b++) {
-		const struct bpent *e = &s->bps[b];
+	for (int b = 0; b < p->nbps; b++) {
+		const struct bpent *e = &p->bps[b];
 		int mine = 0;
 		for (int k = 0; k < e->nroles; k++)
-			mine |= e->roles[k].region == id && e->roles[k].kind == ROLE_ENTRY;
+			mine |= e->roles[k].region == id && e->roles[k].kind == PS_ROLE_ENTRY;
 		if (mine)
 			return e->nroles - 1;
 	}
@@ -184,22 +184,22 @@ static int entry_shared(const struct ps_session *s, int id)
 }
 
 /* The perf event counts the entries: the int3 at the entry goes. */
-static void drop_entry_int3(struct ps_session *s, int id)
+static void drop_entry_int3(struct ps_ptrace *p, int id)
 {
-	for (int b = 0; b < s->nbps; b++) {
-		struct bpent *e = &s->bps[b];
+	for (int b = 0; b < p->nbps; b++) {
+		struct bpent *e = &p->bps[b];
 		for (int k = 0; k < e->nroles; k++)
-			if (e->roles[k].region == id && e->roles[k].kind == ROLE_ENTRY)
+			if (e->roles[k].region == id && e->roles[k].kind == PS_ROLE_ENTRY)
 				e->roles[k--] = e->roles[--e->nroles];
 		if (e->nroles == 0)
-			ps_tracer_bp_enable(s->t, b, 0, NULL);
+			ps_tracer_bp_enable(p->t, b, 0, NULL);
 	}
 }
 
 /* Can a uprobe count region @id's entries? Fills @sm; 0, or -1 with the reason in @why. */
-static int uprobe_fits(struct ps_session *s, int id, struct sampler *sm, char *why, size_t n)
+static int uprobe_fits(struct ps_ptrace *p, int id, struct sampler *sm, char *why, size_t n)
 {
-	const struct ps_region_info *ri = &s->reg[id];
+	const struct ps_region_info *ri = &p->env->reg[id];
 	struct ps_error e;
 	uint8_t insn[16];
 	ssize_t got;
@@ -207,11 +207,11 @@ static int uprobe_fits(struct ps_session *s, int id, struct sampler *sm, char *w
 
 	if (!ps_machine_uprobes_fire(why, n))
 		return -1;
-	if (entry_shared(s, id)) {
+	if (entry_shared(p, id)) {
 		snprintf(why, n, "another region's breakpoint is at its entry");
 		return -1;
 	}
-	if (ps_maps_file_offset(s->pid, ri->addr, sm->path, sizeof sm->path, &sm->off, &e)) {
+	if (ps_maps_file_offset(p->env->pid, ri->addr, sm->path, sizeof sm->path, &sm->off, &e)) {
 		snprintf(why, n, "%.200s", e.msg);
 		return -1;
 	}
@@ -233,10 +233,10 @@ static int uprobe_fits(struct ps_session *s, int id, struct sampler *sm, char *w
 
 /* Choose how region @id (sampled slot @k) counts its entries, and say so when it is not the
    hardware breakpoint. */
-static int choose_counter(struct ps_session *s, int id, int k, struct ps_error *err)
+static int choose_counter(struct ps_ptrace *p, int id, int k, struct ps_error *err)
 {
-	struct ps_region_info *ri = &s->reg[id];
-	struct sampler *sm = &s->smp[k];
+	struct ps_region_info *ri = &p->env->reg[id];
+	struct sampler *sm = &p->smp[k];
 	char bwhy[256] = "", uwhy[256] = "";
 	enum ps_counter forced;
 	int f = ps_machine_forced(&forced, err);
@@ -246,7 +246,7 @@ static int choose_counter(struct ps_session *s, int id, int k, struct ps_error *
 	if (f && forced == PS_COUNT_BREAKPOINT && !ps_machine_breakpoints_fire(bwhy, sizeof bwhy))
 		return ps_error_set(err, PS_EUSAGE,
 				    "PERFSH_SAMPLING=breakpoint: hardware breakpoints do not fire here (%s)", bwhy);
-	if (f && forced == PS_COUNT_UPROBE && uprobe_fits(s, id, sm, uwhy, sizeof uwhy))
+	if (f && forced == PS_COUNT_UPROBE && uprobe_fits(p, id, sm, uwhy, sizeof uwhy))
 		return ps_error_set(err, PS_EUSAGE,
 				    "PERFSH_SAMPLING=uprobe: region '%s' cannot be counted by a uprobe: %s", ri->name,
 				    uwhy);
@@ -254,51 +254,52 @@ static int choose_counter(struct ps_session *s, int id, int k, struct ps_error *
 		sm->counter = forced;
 	else if (ps_machine_breakpoints_fire(bwhy, sizeof bwhy))
 		sm->counter = PS_COUNT_BREAKPOINT;
-	else if (uprobe_fits(s, id, sm, uwhy, sizeof uwhy) == 0)
+	else if (uprobe_fits(p, id, sm, uwhy, sizeof uwhy) == 0)
 		sm->counter = PS_COUNT_UPROBE;
 	else
 		sm->counter = PS_COUNT_INT3;
 	ri->counter = sm->counter;
 	if (!f && sm->counter == PS_COUNT_UPROBE)
-		ps__notice(s, "region '%s': entries counted by a uprobe (hardware breakpoints do not fire here: %s)",
-			   ri->name, bwhy);
+		ps_catch_notice(p->env,
+				"region '%s': entries counted by a uprobe (hardware breakpoints do not fire here: %s)",
+				ri->name, bwhy);
 	if (!f && sm->counter == PS_COUNT_INT3)
-		ps__notice(s,
-			   "region '%s': entries counted by int3 stops: every entry stops the program (hardware "
-			   "breakpoints do not fire here: %s; uprobe: %s)",
-			   ri->name, bwhy, uwhy);
+		ps_catch_notice(p->env,
+				"region '%s': entries counted by int3 stops: every entry stops the program (hardware "
+				"breakpoints do not fire here: %s; uprobe: %s)",
+				ri->name, bwhy, uwhy);
 	if (sm->counter != PS_COUNT_INT3) {
-		drop_entry_int3(s, id);
-		ps_tracer_hw_traps(s->t, 1);
+		drop_entry_int3(p, id);
+		ps_tracer_hw_traps(p->t, 1);
 	}
 	return 0;
 }
 
-void ps__hw_close_all(struct ps_session *s)
+void ps__hw_close_all(struct ps_ptrace *p)
 {
 	for (unsigned b = 0; b < THR_BUCKETS; b++)
-		for (struct thr *th = s->threads[b]; th; th = th->next)
-			ps__hw_close_thread(s, th);
+		for (struct thr *th = p->threads[b]; th; th = th->next)
+			ps__hw_close_thread(p, th);
 }
 
 /* After exec the kernel removed the events and the regions were armed anew: open them again
    on the threads there are. */
-int ps__hw_reopen_all(struct ps_session *s)
+int ps__hw_reopen_all(struct ps_ptrace *p)
 {
-	for (int k = 0; k < s->nsampled; k++) {
-		int id = s->sampled[k];
+	for (int k = 0; k < p->nsampled; k++) {
+		int id = p->sampled[k];
 		char why[256];
-		if (s->reg[id].dropped || s->smp[k].counter == PS_COUNT_INT3)
+		if (p->env->reg[id].dropped || p->smp[k].counter == PS_COUNT_INT3)
 			continue;
-		if (s->smp[k].counter == PS_COUNT_UPROBE && uprobe_fits(s, id, &s->smp[k], why, sizeof why))
-			return ps_error_set(&s->fail, PS_EUSAGE, "region '%s' after exec: no uprobe: %s",
-					    s->reg[id].name, why);
-		drop_entry_int3(s, id);
+		if (p->smp[k].counter == PS_COUNT_UPROBE && uprobe_fits(p, id, &p->smp[k], why, sizeof why))
+			return ps_error_set(&p->env->fail, PS_EUSAGE, "region '%s' after exec: no uprobe: %s",
+					    p->env->reg[id].name, why);
+		drop_entry_int3(p, id);
 	}
-	ps__hw_close_all(s);
+	ps__hw_close_all(p);
 	for (unsigned b = 0; b < THR_BUCKETS; b++)
-		for (struct thr *th = s->threads[b]; th; th = th->next)
-			if (ps__hw_open_thread(s, th, &s->fail))
+		for (struct thr *th = p->threads[b]; th; th = th->next)
+			if (ps__hw_open_thread(p, th, &p->env->fail))
 				return -1;
 	return 0;
 }
@@ -306,36 +307,36 @@ int ps__hw_reopen_all(struct ps_session *s)
 /* Whether a perf trap of sampled region @id stopped the thread where its hit starts: at the
    entry (breakpoint), or right after the entry's first instruction (uprobe), in which case the
    tracer is told where the return address is. 0: the signal came late. */
-int ps__hw_at_entry(struct ps_session *s, int id, const struct user_regs_struct *regs)
+int ps__hw_at_entry(struct ps_ptrace *p, int id, const struct user_regs_struct *regs)
 {
-	int k = sample_k(s, id);
+	int k = sample_k(p, id);
 	const struct sampler *sm;
 
 	if (k < 0)
 		return 0;
-	sm = &s->smp[k];
+	sm = &p->smp[k];
 	if (sm->counter != PS_COUNT_UPROBE)
-		return regs->rip == s->reg[id].addr;
-	if (regs->rip != s->reg[id].addr + sm->step_len)
+		return regs->rip == p->env->reg[id].addr;
+	if (regs->rip != p->env->reg[id].addr + sm->step_len)
 		return 0;
-	ps_tracer_ret_slot(s->t, regs->rsp + sm->sp_down);
+	ps_tracer_ret_slot(p->t, regs->rsp + sm->sp_down);
 	return 1;
 }
 
 /* Undo a sampling that could not start on every thread: the region counts by int3 again. */
-static int unsample(struct ps_session *s, int id, int k)
+static int unsample(struct ps_ptrace *p, int id, int k)
 {
-	struct ps_region_info *ri = &s->reg[id];
+	struct ps_region_info *ri = &p->env->reg[id];
 
 	for (unsigned b = 0; b < THR_BUCKETS; b++)
-		for (struct thr *th = s->threads[b]; th; th = th->next)
+		for (struct thr *th = p->threads[b]; th; th = th->next)
 			if (th->hwfd[k] >= 0) {
 				close(th->hwfd[k]);
 				th->hwfd[k] = -1;
 			}
-	s->nsampled--;
+	p->nsampled--;
 	if (ri->counter != PS_COUNT_INT3)
-		ps__bp_role(s, ri->addr, PS_BP_FUNC, id, ROLE_ENTRY, NULL);
+		ps__pt_role(p, ri->addr, PS_BP_FUNC, id, PS_ROLE_ENTRY, NULL);
 	ri->counter = PS_COUNT_INT3;
 	ri->sample_every = 0;
 	ri->sample_p = 0;
@@ -343,74 +344,49 @@ static int unsample(struct ps_session *s, int id, int k)
 	return -1;
 }
 
-int ps_session_region_sample(struct ps_session *s, int id, const struct ps_sample *how, struct ps_error *err)
+/* Sample region @id (checked by the session: a mapped function region, before the first run). */
+int ps__hw_sample(struct ps_ptrace *p, int id, const struct ps_sample *how, struct ps_error *err)
 {
-	struct ps_region_info *ri;
+	struct ps_region_info *ri = &p->env->reg[id];
 	int k;
 
-	if (id < 0 || id >= s->nreg)
-		return ps_error_set(err, PS_EUSAGE, "no region %d", id);
-	ri = &s->reg[id];
-	if (ri->kind != PS_REGION_FUNC || ri->pending)
-		return ps_error_set(err, PS_EUSAGE,
-				    "region '%s': sampling applies to function regions whose code is mapped", ri->name);
-	if (s->started || ps_hitpath_recording(s->hp))
-		return ps_error_set(err, PS_EUSAGE, "region '%s': set sampling before the first run", ri->name);
-	if ((how->every > 0) + (how->p > 0) + (how->period_ms > 0) != 1)
-		return ps_error_set(err, PS_EUSAGE, "region '%s': give one of every, p, or window_ms with period_ms",
-				    ri->name);
-	if (how->p > 1)
-		return ps_error_set(err, PS_EUSAGE, "region '%s': p is a probability above 0 and at most 1, not %g",
-				    ri->name, how->p);
-	if (how->period_ms && (how->window_ms == 0 || how->window_ms >= how->period_ms))
-		return ps_error_set(err, PS_EUSAGE, "region '%s': window_ms is above 0 and below period_ms", ri->name);
-	if (s->mk)
-		return ps_error_set(err, PS_EUSAGE,
-				    "region '%s': with the marker catcher the program draws its samples itself; set "
-				    "the markers' policy (t:markers{sample = P} or {every = N})",
-				    ri->name);
-	if (s->up)
-		return ps__uprobe_sample(s, id, how, err);
-	if (sample_k(s, id) >= 0)
+	if (sample_k(p, id) >= 0)
 		return ps_error_set(err, PS_EUSAGE, "region '%s' is sampled already", ri->name);
-	if (s->nsampled == PS_MAX_HW)
+	if (p->nsampled == PS_MAX_HW)
 		return ps_error_set(err, PS_EUSAGE, "at most %d sampled regions (debug registers)", PS_MAX_HW);
-	k = s->nsampled;
-	if (choose_counter(s, id, k, err))
+	k = p->nsampled;
+	if (choose_counter(p, id, k, err))
 		return -1;
 	ri->sample_every = how->every;
 	ri->sample_p = how->p;
 	ri->window_ms = how->window_ms;
 	ri->period_ms = how->period_ms;
-	s->sampled[s->nsampled++] = id;
-	ps_hitpath_seed(s->hp, (uint64_t)getpid() * 0x2545F4914F6CDD1DULL ^ (uint64_t)ri->addr);
+	p->sampled[p->nsampled++] = id;
+	ps_hitpath_seed(p->env->hp, (uint64_t)getpid() * 0x2545F4914F6CDD1DULL ^ (uint64_t)ri->addr);
 	/* threads that exist already */
 	for (unsigned b = 0; b < THR_BUCKETS; b++)
-		for (struct thr *th = s->threads[b]; th; th = th->next)
-			if (open_one(s, th, k, err))
-				return unsample(s, id, k);
-	if (s->smp[k].counter == PS_COUNT_INT3 &&
-	    ps_hitpath_sample(s->hp, id, how->every, how->p, how->period_ms > 0, err))
-		return unsample(s, id, k);
+		for (struct thr *th = p->threads[b]; th; th = th->next)
+			if (open_one(p, th, k, err))
+				return unsample(p, id, k);
+	if (p->smp[k].counter == PS_COUNT_INT3 &&
+	    ps_hitpath_sample(p->env->hp, id, how->every, how->p, how->period_ms > 0, err))
+		return unsample(p, id, k);
 	return 0;
 }
 
-uint64_t ps_session_entries(struct ps_session *s, int id)
+/* A region sampled by a perf event: its entries are the event's count. 1 with *@n, else 0. */
+int ps__hw_entries(struct ps_ptrace *p, int id, uint64_t *n)
 {
-	const struct ps_region_info *ri = ps_session_region(s, id);
-	int k = sample_k(s, id);
-	uint64_t n;
+	int k = sample_k(p, id);
 
-	if (!ri)
+	if (k < 0 || p->smp[k].counter == PS_COUNT_INT3)
 		return 0;
-	if (k < 0 || s->smp[k].counter == PS_COUNT_INT3)
-		return ri->entries;
-	n = ri->entries_gone;
+	*n = p->env->reg[id].entries_gone;
 	for (unsigned b = 0; b < THR_BUCKETS; b++)
-		for (struct thr *th = s->threads[b]; th; th = th->next) {
+		for (struct thr *th = p->threads[b]; th; th = th->next) {
 			uint64_t v;
 			if (th->hwfd[k] >= 0 && read(th->hwfd[k], &v, sizeof v) == (ssize_t)sizeof v)
-				n += v;
+				*n += v;
 		}
-	return n;
+	return 1;
 }
