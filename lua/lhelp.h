@@ -39,7 +39,7 @@ int ps_l_optfield_bool(lua_State *L, int idx, const char *k, int def);
 void ps_l_open_group(lua_State *L);   /* core.group, metatable perfsh.group */
 void ps_l_open_events(lua_State *L);  /* core.resolve, core.events, core.pmu_* */
 void ps_l_open_run(lua_State *L);     /* core.run, core.now, core.spin */
-void ps_l_open_stats(lua_State *L);   /* core.stats */
+void ps_l_open_stats(lua_State *L);   /* core.stats, core.rank, core.median */
 void ps_l_open_snapset(lua_State *L); /* core.load: .psnap files (lua/lsnapset.c) */
 void ps_l_open_hist(lua_State *L);    /* core.hist: streaming log-bucket histograms (lua/lhist.c) */
 void ps_l_open_topo(lua_State *L);    /* core.topology (lua/ltopo.c) */

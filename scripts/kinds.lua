@@ -1,6 +1,7 @@
 -- kinds: the cost of a marker region per kind of hit (a field's value), inner markers costed apart, slow hits logged
 -- usage: perfsh kinds -r marker:NAME [--field K] [--kind V=LABEL ...] [-r marker:INNER ...] [options] [--] CMD...
 local cli = require "perfsh.cli"
+local core = require "perfsh.core"
 local export = require "perfsh.export"
 local perfsh = cli.perfsh
 
@@ -50,7 +51,7 @@ end
 
 local function quantile(sorted, q)
   if #sorted == 0 then return 0 end
-  return sorted[math.max(1, math.ceil(q * #sorted))]
+  return sorted[core.rank(#sorted, q)]
 end
 
 -- count, total, mean, p50, p99 of @values
