@@ -234,7 +234,7 @@ function M.stat(opts, cmd, output)
     results[i] = M.measure("stat", cmd, r, events)
     status = results[i].status
   end
-  if opts.csv then out:write("region,event,hits,total,mean,min,p50,p99,max,scaling\n") end
+  if opts.csv then report.csv_header(out) end
   if not opts.csv then
     out:write(("perfsh stat: %s, exit %d; engine callgrind (simulated, deterministic); events %s\n\n")
       :format(table.concat(cmd, " "), status, table.concat(events, ",")))
