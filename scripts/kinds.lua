@@ -175,10 +175,10 @@ local function main(opts, cmd)
   if #regions == 0 then fail("no region given; name the marker to break down with -r marker:NAME") end
   if #cmd == 0 then fail("no command given") end
   for _, r in ipairs(regions) do
-    if not r:match("^marker:") then
+    if cli.region_kind(r) ~= "marker" then
+      cli.region_spec(r, NAME) -- a bad one says what is wrong with it
       fail("region '%s': the kinds come from a marker's fields; give marker:NAME regions", r)
     end
-    cli.region_spec(r, NAME)
   end
   local k = opts.field or 0 -- 0 to 3: checked by cli.parse
   local names = labels(opts.labels)

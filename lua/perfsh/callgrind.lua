@@ -139,19 +139,12 @@ local function defines(prog, func)
 end
 
 --- Check that @func can be measured by this engine: a plain function name. Raises one line.
+local not_a_function = {sdt = "an SDT probe", marker = "a marker (an SDT pair)", addr = "an address",
+  addr_range = "an address range", line_range = "a line range", libfunc = "a library function"}
+
 function M.check_region(name, r)
-  local how
-  if r:match("^sdt:") then
-    how = "an SDT probe"
-  elseif r:match("^marker:") then
-    how = "a marker (an SDT pair)"
-  elseif r:match("^0x%x+$") then
-    how = "an address"
-  elseif r:find(":%d") or r:find("%-") then
-    how = "a line range"
-  elseif r:find(":", 1, true) and not r:find("::", 1, true) then
-    how = "a library function"
-  end
+  local _, rs = require("perfsh.cli").region_spec(r, name)
+  local how = not_a_function[rs.kind]
   if how then
     error(("perfsh %s: --engine callgrind measures functions of the program only; '%s' is %s: use the default "
       .. "engine (--engine counters)"):format(name, r, how), 0)

@@ -424,26 +424,26 @@ function cli.commit(name, o)
   return ok
 end
 
---- A region named on a command line (parsed by core/binary/regionspec.c): FILE:L1-L2, FILE:L1-FILE:L2
--- or 0xA-0xB is a line or address range, sdt:PROVIDER:NAME[,sdt:PROVIDER:NAME] SDT probes,
--- marker:NAME a marker of perfsh/marker.h (its SDT pair, {marker = NAME}), anything else a
--- function (LIB:FUNC, 0xADDR).
+--- A region named on a command line, parsed by core.region_spec (core/binary/regionspec.c, the one
+-- parser of the grammar): FILE:L1-L2, FILE:L1-FILE:L2 or 0xA-0xB is a line or address range,
+-- sdt:PROVIDER:NAME[,sdt:PROVIDER:NAME] SDT probes, marker:NAME a marker of perfsh/marker.h (its SDT
+-- pair, {marker = NAME}), anything else a function (LIB:FUNC, 0xADDR). Returns the t:region spec
+-- and core.region_spec's result.
 -- A bad one ends the recipe with one line, e.g. for a single line FILE:N.
 function cli.region_spec(r, name)
-  local core = require "perfsh.core"
-  if r:match("^marker:") then
-    local m = r:match("^marker:([%w_]+)$")
-    if not m then
-      error(("perfsh %s: bad marker region '%s': expected marker:NAME, NAME as given to ps_marker_region or "
-        .. "PS_MARK_BEGIN (perfsh --list sdt BINARY shows perfsh:NAME_begin)"):format(name or "stat", r), 0)
-    end
-    return {marker = m}
-  end
-  local rs, why = core.region_spec(r)
+  local rs, why = require("perfsh.core").region_spec(r)
   if not rs then error(("perfsh %s: %s"):format(name or "stat", why), 0) end
-  if rs.kind == "line_range" or rs.kind == "addr_range" then return {range = r} end
-  if rs.kind == "sdt" then return {sdt = r} end
-  return {func = r}
+  if rs.kind == "marker" then return {marker = rs.marker}, rs end
+  if rs.kind == "line_range" or rs.kind == "addr_range" then return {range = r}, rs end
+  if rs.kind == "sdt" then return {sdt = r}, rs end
+  return {func = r}, rs
+end
+
+--- The kind of region @r as core.region_spec parses it ("func", "libfunc", "addr", "addr_range",
+-- "line_range", "sdt" or "marker"), nil for one it refuses.
+function cli.region_kind(r)
+  local rs = require("perfsh.core").region_spec(tostring(r))
+  return rs and rs.kind
 end
 
 --- Start the target of a recipe: spawn cmd, or attach to pid (a string from -p). spec holds

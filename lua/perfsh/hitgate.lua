@@ -115,9 +115,10 @@ end
 
 -- The floor's sites of region @r of the program at @path: core.empty_hit_sites, or nil, why.
 local function floor_sites(path, r)
-  local rs = cli.region_spec(r, "check")
-  if not rs.func then return nil, rs.marker and "a marker region, no trap to take away" or "not a function region" end
-  if rs.func:find("%.so[%d.]*:") then return nil, "a function of a library" end
+  local spec, rs = cli.region_spec(r, "check")
+  if rs.kind == "marker" then return nil, "a marker region, no trap to take away" end
+  if rs.kind == "libfunc" then return nil, "a function of a library" end
+  if not spec.func then return nil, "not a function region" end
   local s, why = core.empty_hit_sites(path, rs.func)
   if not s then return nil, why end
   local tails = {}

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "regionspec.h"
 #include "sdt.h"
 #include "session_priv.h"
 
