@@ -58,6 +58,7 @@ void ps_l_push_sdt_spec(lua_State *L, const struct ps_sdt_spec *sp);
 
 void ps_l_open_signal(lua_State *L);  /* core.defer_signals, core.signal (lua/lsignal.c) */
 void ps_l_open_outfile(lua_State *L); /* core.outfile (lua/loutfile.c) */
+void ps_l_open_errors(lua_State *L);  /* core.errors: error codes by name (lua/lerrors.c) */
 
 /* Called (if set) from the handlers of SIGINT, SIGTERM and SIGHUP: stops a C loop such as a
    traced run. @from_tty: the terminal sent it (to its whole process group). */

@@ -425,7 +425,7 @@ int ps_session_region_func(struct ps_session *s, const char *name, unsigned flag
 			return i; /* the same function twice is one region */
 	rc = find_function(s, islib ? lib : NULL, islib ? fn : name, &addr, err);
 	if (rc >= 0 && s->up && unwinds(s))
-		return ps_error_set(err, PS_EUSAGE,
+		return ps_error_set(err, PS_ENEEDS_PTRACE,
 				    "region '%s': %s can unwind exceptions (C++, Rust), and an unwinder that meets the "
 				    "return address a uretprobe put in place terminates the program; function regions "
 				    "of it need the ptrace catcher (--backend ptrace)",

@@ -329,7 +329,7 @@ int ps__uprobe_role(struct ps_session *s, uint64_t addr, int region, enum role_k
 	int found = 0;
 
 	if (role != ROLE_ENTRY && role != ROLE_START && role != ROLE_END)
-		return ps_error_set(err, PS_EUSAGE,
+		return ps_error_set(err, PS_ENEEDS_PTRACE,
 				    "the uprobe catcher probes only code mapped at the start; a function in a library "
 				    "loaded later needs the ptrace catcher (--backend ptrace)");
 	snprintf(maps, sizeof maps, "/proc/%d/maps", (int)s->pid);
@@ -375,7 +375,7 @@ int ps__uprobe_sample(struct ps_session *s, int id, const struct ps_sample *how,
 	const char *name = s->reg[id].name;
 
 	if (!how->period_ms)
-		return ps_error_set(err, PS_EUSAGE,
+		return ps_error_set(err, PS_ENEEDS_PTRACE,
 				    "region '%s': the uprobe catcher samples in time windows only; every-Nth and "
 				    "probability sampling need the ptrace catcher (--backend ptrace)",
 				    name);
@@ -439,7 +439,7 @@ int ps__uprobe_run(struct ps_session *s, struct ps_error *err)
 
 	if (!u->probed) {
 		if (s->ngroups > 1)
-			return ps_error_set(err, PS_EUSAGE,
+			return ps_error_set(err, PS_ENEEDS_PTRACE,
 					    "the uprobe catcher counts one group of events; several groups need the "
 					    "ptrace catcher (--backend ptrace)");
 		if (u->nsites && s->nev == 0)
