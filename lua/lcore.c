@@ -17,6 +17,7 @@ int luaopen_perfsh_core(lua_State *L)
 	ps_l_open_lsq(L);
 	ps_l_open_signal(L);
 	ps_l_open_outfile(L);
+	ps_l_open_errors(L);
 	ps_l_open_sdt(L);
 	ps_l_open_syms(L);
 	return 1;

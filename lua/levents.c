@@ -149,11 +149,11 @@ static int l_scale(lua_State *L)
 }
 
 /* core.region_spec(text) -> {kind=, func=, lib=, file1=, line1=, file2=, line2=, addr1=, addr2=} | nil, msg
-   (kind "func", "libfunc", "addr", "addr_range", "line_range" or "sdt" with points = {{provider, name}, ...};
-   only its own fields are set) */
+   (kind "func", "libfunc", "addr", "addr_range", "line_range", "sdt" with points = {{provider, name}, ...}
+   or "marker" with marker = NAME; only its own fields are set) */
 static int l_region_spec(lua_State *L)
 {
-	static const char *kinds[] = {"", "func", "libfunc", "addr", "addr_range", "line_range", "sdt"};
+	static const char *kinds[] = {"", "func", "libfunc", "addr", "addr_range", "line_range", "sdt", "marker"};
 	struct ps_region_spec rs;
 	struct ps_error err;
 
@@ -172,6 +172,9 @@ static int l_region_spec(lua_State *L)
 	} else if (rs.kind == PS_RSPEC_SDT) {
 		ps_l_push_sdt_spec(L, &rs.sdt);
 		lua_setfield(L, -2, "points");
+	} else if (rs.kind == PS_RSPEC_MARKER) {
+		lua_pushstring(L, rs.marker);
+		lua_setfield(L, -2, "marker");
 	} else if (rs.kind == PS_RSPEC_LINE_RANGE) {
 		lua_pushstring(L, rs.file1);
 		lua_setfield(L, -2, "file1");

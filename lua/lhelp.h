@@ -46,7 +46,7 @@ int ps_l_optfield_bool(lua_State *L, int idx, const char *k, int def);
 void ps_l_open_group(lua_State *L);   /* core.group, metatable perfsh.group */
 void ps_l_open_events(lua_State *L);  /* core.resolve, core.events, core.pmu_* */
 void ps_l_open_run(lua_State *L);     /* core.run, core.now, core.spin */
-void ps_l_open_stats(lua_State *L);   /* core.stats */
+void ps_l_open_stats(lua_State *L);   /* core.stats, core.rank, core.median */
 void ps_l_open_snapset(lua_State *L); /* core.load: .psnap files (lua/lsnapset.c) */
 void ps_l_open_hist(lua_State *L);    /* core.hist: streaming log-bucket histograms (lua/lhist.c) */
 void ps_l_open_topo(lua_State *L);    /* core.topology (lua/ltopo.c) */
@@ -69,6 +69,7 @@ void ps_l_push_sdt_spec(lua_State *L, const struct ps_sdt_spec *sp);
 
 void ps_l_open_signal(lua_State *L);  /* core.defer_signals, core.signal (lua/lsignal.c) */
 void ps_l_open_outfile(lua_State *L); /* core.outfile (lua/loutfile.c) */
+void ps_l_open_errors(lua_State *L);  /* core.errors: error codes by name (lua/lerrors.c) */
 
 /* Called (if set) from the handlers of SIGINT, SIGTERM and SIGHUP: stops a C loop such as a
    traced run. @from_tty: the terminal sent it (to its whole process group). */

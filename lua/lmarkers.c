@@ -20,8 +20,9 @@ static int l_region_marker(lua_State *L)
 	return 1;
 }
 
-/* t:marker_policy{on = bool, p = P, every = N, slow_ns = NS} -> true | nil, msg: fields left
-   out keep their value; p and every exclude each other (the one given clears the other). */
+/* t:marker_policy{on = bool, p = P, every = N, slow_ns = NS} -> true | nil, msg, code: fields left
+   out keep their value; p and every exclude each other (the one given clears the other). A p or
+   an every out of range is PS_EUSAGE, its message the reason alone. */
 static int l_marker_policy(lua_State *L)
 {
 	struct ps_session *s = ps_l_tracee_check(L);
@@ -38,9 +39,10 @@ static int l_marker_policy(lua_State *L)
 	if (!lua_isnil(L, -1)) {
 		double v = luaL_checknumber(L, -1);
 
-		if (!(v > 0 && v <= 1))
-			return luaL_error(
-			    L, "bad argument #1 to 'marker_policy' (p is a probability in (0, 1], not %g)", v);
+		if (!(v > 0 && v <= 1)) {
+			ps_error_set(&err, PS_EUSAGE, "p is a probability in (0, 1], not %g", v);
+			return ps_l_fail(L, &err);
+		}
 		p.every = 0;
 		p.threshold = v >= 1 ? UINT64_MAX : (uint64_t)ldexp(v, 64);
 	}
@@ -49,9 +51,10 @@ static int l_marker_policy(lua_State *L)
 	if (!lua_isnil(L, -1)) {
 		lua_Integer n = luaL_checkinteger(L, -1);
 
-		if (n < 1)
-			return luaL_error(L, "bad argument #1 to 'marker_policy' (every is a count >= 1, not %d)",
-					  (int)n);
+		if (n < 1) {
+			ps_error_set(&err, PS_EUSAGE, "every is a count >= 1, not %d", (int)n);
+			return ps_l_fail(L, &err);
+		}
 		p.every = n > 1 ? (uint64_t)n : 0;
 		p.threshold = UINT64_MAX;
 	}

@@ -1,7 +1,7 @@
 /* lua/lsdt.c - SDT probes of a file (core/binary/sdt.c): core.sdt, core.sdt_check. */
 #include "lhelp.h"
 
-#include "sdt.h"
+#include "regionspec.h"
 
 static void set_int(lua_State *L, const char *k, lua_Integer v)
 {

@@ -265,13 +265,13 @@ static int l_region_range(lua_State *L)
 	return 1;
 }
 
-/* t:region_sdt(spec, every_level) -> id | nil, msg */
+/* t:region_sdt(spec, every_level [, label]) -> id | nil, msg, code (label: its name in messages) */
 static int l_region_sdt(lua_State *L)
 {
 	struct ps_session *s = check(L);
 	struct ps_error err;
-	int id =
-	    ps_session_region_sdt(s, luaL_checkstring(L, 2), lua_toboolean(L, 3) ? PS_REGION_EVERY_LEVEL : 0, &err);
+	int id = ps_session_region_sdt(s, luaL_checkstring(L, 2), luaL_optstring(L, 4, NULL),
+				       lua_toboolean(L, 3) ? PS_REGION_EVERY_LEVEL : 0, &err);
 
 	if (id < 0)
 		return ps_l_fail(L, &err);

@@ -1,6 +1,7 @@
 -- attribute: solve for the cost of each work unit of a function
 -- usage: perfsh attribute -r FUNC --args A,B,C [-e EVENT] [--csv] [--] CMD [ARGS...]
 local cli = require "perfsh.cli"
+local csv = require "perfsh.csv"
 local perfsh = cli.perfsh
 
 local def = {
@@ -41,9 +42,9 @@ local function main(opts, cmd)
   t:close()
   if not sok then error("perfsh attribute: " .. cli.reason(res), 0) end
   if opts.csv then
-    print("name,cost")
-    for _, n in ipairs(names) do print(("%s,%.6g"):format(n, res.costs[n])) end
-    if not opts.no_const then print(("const,%.6g"):format(res.const)) end
+    csv.write(io.stdout, {"name", "cost"})
+    for _, n in ipairs(names) do csv.write(io.stdout, {n, ("%.6g"):format(res.costs[n])}) end
+    if not opts.no_const then csv.write(io.stdout, {"const", ("%.6g"):format(res.const)}) end
   else
     print(("perfsh attribute: %s over %d calls of %s"):format(event, res.n, opts.func))
     for _, n in ipairs(names) do print(("  %-12s %16.4f per unit"):format(n, res.costs[n])) end

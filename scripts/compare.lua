@@ -2,6 +2,7 @@
 -- usage: perfsh compare -r REGION -r REGION [-r REGION...] [options] [--] COMMAND [ARGS...]
 --        perfsh compare -r REGION [options] -- COMMAND1 [ARGS...] -- COMMAND2 [ARGS...]
 local cli = require "perfsh.cli"
+local csv = require "perfsh.csv"
 local gate = require "perfsh.gate"
 local report = require "perfsh.report"
 
@@ -144,13 +145,12 @@ local function fixed(x)
   return x == math.huge and "inf" or ("%.3f"):format(x)
 end
 
-local function print_rows(out, rows, csv)
-  if csv then
-    out:write("event,side,hits,value,ratio,ratio_min,ratio_max,mark\n")
+local function print_rows(out, rows, as_csv)
+  if as_csv then
+    csv.write(out, {"event", "side", "hits", "value", "ratio", "ratio_min", "ratio_max", "mark"})
     for _, r in ipairs(rows) do
-      local side = r.side:find('[,"]') and ('"' .. r.side:gsub('"', '""') .. '"') or r.side
-      out:write(("%s,%s,%s,%.17g,%.6f,%s,%s,%s\n"):format(r.event, side, tostring(r.hits), r.value, r.ratio,
-        r.lo and ("%.6f"):format(r.lo) or "", r.hi and ("%.6f"):format(r.hi) or "", r.mark))
+      csv.write(out, {r.event, r.side, tostring(r.hits), ("%.17g"):format(r.value), ("%.6f"):format(r.ratio),
+        r.lo and ("%.6f"):format(r.lo) or "", r.hi and ("%.6f"):format(r.hi) or "", r.mark}, 8)
     end
     return
   end

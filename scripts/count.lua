@@ -1,6 +1,7 @@
 -- count: count a whole command like perf stat
 -- usage: perfsh count [-e EVENT,...] [--csv] [--] COMMAND [ARGS...]
 local cli = require "perfsh.cli"
+local csv = require "perfsh.csv"
 local perfsh = cli.perfsh
 local report = require "perfsh.report"
 local metrics = require "perfsh.metrics"
@@ -41,8 +42,10 @@ local function main(opts, cmd)
   end
   local scaling = r.ratio < 1 and ("%.1f%%"):format(100 * r.ratio) or "100%"
   if opts.csv then
-    print("event,value,scaling")
-    for _, name in ipairs(r.events) do print(("%s,%d,%.4f"):format(name, r[name], r.ratio)) end
+    csv.write(io.stdout, {"event", "value", "scaling"})
+    for _, name in ipairs(r.events) do
+      csv.write(io.stdout, {name, ("%d"):format(r[name]), ("%.4f"):format(r.ratio)})
+    end
     if not r.exited then
       io.stderr:write(("perfsh count: %s killed by %s\n"):format(table.concat(cmd, " "), r.signal))
     end

@@ -1,6 +1,7 @@
 -- ipc: instructions per cycle of a region, per hit
 -- usage: perfsh ipc -r REGION [-r REGION...] [--csv] [--] CMD [ARGS...]
 local cli = require "perfsh.cli"
+local csv = require "perfsh.csv"
 local core = cli.core
 local metrics = require "perfsh.metrics"
 
@@ -32,7 +33,7 @@ local function main(opts, cmd)
   local status = t:run() -- nil: stopped by a signal (cli.finish says so)
   local _, lost = cli.caught(t)
   if lost ~= "" then io.stderr:write("perfsh ipc: ", lost:sub(3), "\n") end
-  if opts.csv then print("region,hits,ipc,min,p50,p90,p99,max") end
+  if opts.csv then csv.write(io.stdout, {"region", "hits", "ipc", "min", "p50", "p90", "p99", "max"}) end
   for _, r in ipairs(t.regions) do
     local per = {}
     for h in r:hits() do
@@ -41,8 +42,9 @@ local function main(opts, cmd)
     end
     local st, d = r:stats(), core.stats(per)
     if opts.csv then
-      print(("%s,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f"):format(r.name, st.hits, st.ipc or 0, d.min, d.p50, d.p90, d.p99,
-        d.max))
+      local row = {r.name, ("%d"):format(st.hits)}
+      for _, v in ipairs{st.ipc or 0, d.min, d.p50, d.p90, d.p99, d.max} do row[#row + 1] = ("%.4f"):format(v) end
+      csv.write(io.stdout, row)
     else
       print(("region %s: %d hits, IPC %.3f (per hit: min %.3f, p50 %.3f, p90 %.3f, p99 %.3f, max %.3f)")
         :format(r.name, st.hits, st.ipc or 0, d.min, d.p50, d.p90, d.p99, d.max))

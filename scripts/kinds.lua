@@ -1,6 +1,7 @@
 -- kinds: the cost of a marker region per kind of hit (a field's value), inner markers costed apart, slow hits logged
 -- usage: perfsh kinds -r marker:NAME [--field K] [--kind V=LABEL ...] [-r marker:INNER ...] [options] [--] CMD...
 local cli = require "perfsh.cli"
+local core = require "perfsh.core"
 local export = require "perfsh.export"
 local perfsh = cli.perfsh
 
@@ -50,7 +51,7 @@ end
 
 local function quantile(sorted, q)
   if #sorted == 0 then return 0 end
-  return sorted[math.max(1, math.ceil(q * #sorted))]
+  return sorted[core.rank(#sorted, q)]
 end
 
 -- count, total, mean, p50, p99 of @values
@@ -174,10 +175,10 @@ local function main(opts, cmd)
   if #regions == 0 then fail("no region given; name the marker to break down with -r marker:NAME") end
   if #cmd == 0 then fail("no command given") end
   for _, r in ipairs(regions) do
-    if not r:match("^marker:") then
+    if cli.region_kind(r) ~= "marker" then
+      cli.region_spec(r, NAME) -- a bad one says what is wrong with it
       fail("region '%s': the kinds come from a marker's fields; give marker:NAME regions", r)
     end
-    cli.region_spec(r, NAME)
   end
   local k = opts.field or 0 -- 0 to 3: checked by cli.parse
   local names = labels(opts.labels)

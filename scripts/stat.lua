@@ -134,21 +134,22 @@ local function main(opts, cmd)
   local t = start(backend)
   for _, r in ipairs(opts.regions) do
     local spec = region_spec(r)
-    local ok, why = true, nil
-    if backend == "auto" and t.catcher == "uprobe" then ok, why = pcall(t.region, t, spec) end
-    if not ok and tostring(why):find("(--backend ptrace)", 1, true) then
+    local why, code, _
+    if backend == "auto" and t.catcher == "uprobe" then
+      _, why, code = cli.try_arm(t, spec)
+    else
+      cli.arm("stat", t, r, spec)
+    end
+    if code == core.errors.needs_ptrace then
       t:close()
-      io.stderr:write("perfsh stat: note: backend auto: ptrace, as region ", r, " needs it: ",
-        (cli.reason(why):gsub("^region '[^']*': ", "")), "\n")
+      io.stderr:write("perfsh stat: note: backend auto: ptrace, as region ", r, " needs it: ", why, "\n")
       backend = "ptrace"
       t = start(backend, true)
       for _, r2 in ipairs(opts.regions) do cli.arm("stat", t, r2, region_spec(r2)) end
       break
-    elseif not ok then
+    elseif why then
       t:close()
-      error(("perfsh stat: region '%s': %s"):format(r, (cli.reason(why):gsub("^region '[^']*': ", ""))), 0)
-    elseif not (backend == "auto" and t.catcher == "uprobe") then
-      cli.arm("stat", t, r, spec)
+      error(("perfsh stat: region '%s': %s"):format(r, why), 0)
     end
   end
 

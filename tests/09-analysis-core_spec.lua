@@ -244,3 +244,29 @@ describe("core.lstsq()", function()
     assert.has.error(function() core.lstsq({}, {}) end, "bad argument #1 to 'lstsq' (no rows)")
   end)
 end)
+
+describe("core.rank() and core.median()", function()
+  it("give the nearest rank that core.stats takes its quantiles at", function()
+    local xs = {}
+    for i = 1, 101 do xs[i] = (i * 37) % 101 end
+    local sorted = {}
+    for i, x in ipairs(xs) do sorted[i] = x end
+    table.sort(sorted)
+    local st = core.stats(xs)
+    assert.are.equal(st.p50, sorted[core.rank(#sorted, 0.5)])
+    assert.are.equal(st.p90, sorted[core.rank(#sorted, 0.9)])
+    assert.are.equal(st.p99, sorted[core.rank(#sorted, 0.99)])
+    assert.are.equal(1, core.rank(10, 0.1))
+    assert.are.equal(2, core.rank(10, 0.11))
+    assert.are.equal(0, core.rank(0, 0.5))
+  end)
+
+  it("takes the mean of the middle two of an even count, and keeps an odd count's integer", function()
+    assert.are.equal(2.5, core.median{4, 1, 3, 2})
+    assert.are.equal(5, core.median{9, 1, 5})
+    assert.are.equal("integer", math.type(core.median{9, 1, 5}))
+    assert.are.equal("float", math.type(core.median{9.0, 1, 5}))
+    local m = core.median{}
+    assert.is_true(m ~= m)
+  end)
+end)

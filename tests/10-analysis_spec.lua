@@ -410,3 +410,72 @@ describe("formulas and intervals", function()
     for i, h in ipairs(hs) do assert.are.equal(h["end"][1] - h.start[1], own[i]) end
   end)
 end)
+
+-- Parse CSV text as RFC 4180 reads it (quoted fields may hold commas, doubled quotes, line breaks):
+-- an array of rows, each an array of fields. Written apart from perfsh.csv, to check it.
+local function rfc4180_rows(text)
+  local rows, row, i, n = {}, {}, 1, #text
+  while i <= n do
+    local field
+    if text:sub(i, i) == '"' then
+      local parts, j = {}, i + 1
+      while true do
+        local k = assert(text:find('"', j, true), "an unclosed quote")
+        parts[#parts + 1] = text:sub(j, k - 1)
+        if text:sub(k + 1, k + 1) == '"' then
+          parts[#parts + 1] = '"'
+          j = k + 2
+        else
+          i = k + 1
+          break
+        end
+      end
+      field = table.concat(parts)
+    else
+      local k = text:find("[,\n]", i) or n + 1
+      field, i = text:sub(i, k - 1), k
+    end
+    row[#row + 1] = field
+    local sep = text:sub(i, i)
+    i = i + 1
+    if sep ~= "," then
+      rows[#rows + 1], row = row, {}
+    end
+  end
+  return rows
+end
+
+describe("perfsh.csv", function()
+  local csv = require "perfsh.csv"
+  local tricky = 'a, "quoted"\nand more'
+
+  it("quotes a field with a comma, a quote and a newline so that it reads back whole (RFC 4180)", function()
+    local line = csv.row({"region", tricky, 42, 1.5, nil, "\r"}, 6)
+    assert.are.equal('region,"a, ""quoted""\nand more",42,1.5,,"\r"\n', line)
+    assert.are.same({{"region", tricky, "42", "1.5", "", "\r"}}, rfc4180_rows(line))
+  end)
+
+  it("is what every CSV of the recipes is written with: a region name as hits and as statistics", function()
+    local export, report = require "perfsh.export", require "perfsh.report"
+    local out = {}
+    local sink = {write = function(self, ...)
+      for _, s in ipairs{...} do out[#out + 1] = s end
+      return self
+    end}
+    export.csv(sink, {{region = 1, hit = 1, tid = 7, cpu_start = 0, cpu_end = 0, t_start = 10, t_end = 20,
+      time_ns = 10, wall_ns = 10, depth = 0, flags = 0, ["task-clock"] = 9}}, {"task-clock"}, {[1] = tricky})
+    local rows = rfc4180_rows(table.concat(out))
+    assert.are.equal(2, #rows)
+    assert.are.equal(tricky, rows[2][1])
+    assert.are.equal("9", rows[2][#rows[2]])
+    out = {}
+    report.csv_header(sink)
+    report.csv_rows(sink, tricky, {"task-clock"}, {["task-clock"] = core.stats{9, 11}, time_ns = core.stats{5, 7}})
+    rows = rfc4180_rows(table.concat(out))
+    assert.are.equal("region", rows[1][1])
+    assert.are.equal(tricky, rows[2][1])
+    assert.are.equal(3, #rows)
+    assert.are.same({tricky, "time_ns", "2", "12"}, {table.unpack(rows[3], 1, 4)})
+    assert.are.equal(#rows[1], #rows[3])
+  end)
+end)

@@ -281,6 +281,18 @@ describe("the uprobe catcher and exceptions", function()
       .. "ptrace catcher (--backend ptrace)\n"):format(exe), err)
   end)
 
+  it("says so with the code core.errors.needs_ptrace, which perfsh stat's auto branches on (not the text)", function()
+    if not need_uprobes(pending) then return end
+    local t <close> = perfsh.spawn{exe, events = {"task-clock"}, backend = "uprobe", stdout = "/dev/null"}
+    local r, why, code = t:try_region{func = "middle"}
+    assert.is_nil(r)
+    assert.are.equal(core.errors.needs_ptrace, code)
+    assert.truthy(why:find("can unwind exceptions", 1, true), why)
+    assert.are.same({-1, -2, -3}, {core.errors.usage, core.errors.notfound, core.errors.needs_ptrace})
+    local _, _, ucode = t:try_region{func = "no_such_function"}
+    assert.are_not.equal(core.errors.needs_ptrace, ucode)
+  end)
+
   it("auto starts such a program again under ptrace, with a note, and it runs unharmed", function()
     local out, err, rc = support.sh(("%s stat --backend auto -r middle -e task-clock %s"):format(P, exe))
     assert.are.equal(0, rc, err)

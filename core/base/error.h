@@ -14,10 +14,12 @@ struct ps_error {
 	char msg[512];
 };
 
-/* Codes for failures that are the caller's mistake rather than the OS's. */
+/* Codes for failures that are not the OS's: the caller's mistake, or what the request needs.
+   Lua sees them as core.errors (lua/lerrors.c) and branches on them, never on the text. */
 enum {
-	PS_EUSAGE = -1,	  /* bad input: unknown event, bad syntax, unknown symbol */
-	PS_ENOTFOUND = -2 /* a name that does not resolve */
+	PS_EUSAGE = -1,	      /* bad input: unknown event, bad syntax, unknown symbol */
+	PS_ENOTFOUND = -2,    /* a name that does not resolve */
+	PS_ENEEDS_PTRACE = -3 /* the uprobe catcher cannot do it; the ptrace catcher can */
 };
 
 /* Fill @err (if not NULL) and return -1; printf-style. */

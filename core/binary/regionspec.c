@@ -1,8 +1,10 @@
-/* core/binary/regionspec.c - parse the region a command line names (see regionspec.h). */
+/* core/binary/regionspec.c - the one parser of the regions a command line or a script names:
+ * functions, lines, addresses, sdt: and marker: (see regionspec.h). */
 #include "regionspec.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,6 +94,87 @@ static int one_line(const char *text, struct ps_error *err)
 			    text, text, n + 1);
 }
 
+int ps_sdt_is_spec(const char *text)
+{
+	return !strncmp(text, "sdt:", 4);
+}
+
+/* "PROVIDER:NAME" (or "NAME" when @provider is given) from [p, end) into slot @k of @out. */
+static int point(const char *p, const char *end, const char *provider, struct ps_sdt_spec *out, int k)
+{
+	const char *colon = memchr(p, ':', (size_t)(end - p));
+
+	if (!colon && !provider)
+		return -1;
+	if (colon) {
+		if (colon == p || (size_t)(colon - p) >= PS_SDT_NAME_MAX)
+			return -1;
+		memcpy(out->provider[k], p, (size_t)(colon - p));
+		out->provider[k][colon - p] = 0;
+		p = colon + 1;
+	} else {
+		snprintf(out->provider[k], PS_SDT_NAME_MAX, "%s", provider);
+	}
+	if (p == end || (size_t)(end - p) >= PS_SDT_NAME_MAX || memchr(p, ':', (size_t)(end - p)))
+		return -1;
+	memcpy(out->name[k], p, (size_t)(end - p));
+	out->name[k][end - p] = 0;
+	return 0;
+}
+
+int ps_sdt_spec_parse(const char *text, struct ps_sdt_spec *out, struct ps_error *err)
+{
+	const char *p = text + 4, *comma, *end = text + strlen(text);
+
+	memset(out, 0, sizeof *out);
+	if (!ps_sdt_is_spec(text))
+		goto bad;
+	comma = strchr(p, ',');
+	if (point(p, comma ? comma : end, NULL, out, 0))
+		goto bad;
+	out->npoints = 1;
+	if (!comma)
+		return 0;
+	p = comma + 1;
+	if (ps_sdt_is_spec(p))
+		p += 4;
+	else if (memchr(p, ':', (size_t)(end - p)))
+		goto bad;
+	if (point(p, end, out->provider[0], out, 1) || strchr(p, ','))
+		goto bad;
+	out->npoints = 2;
+	if (!strcmp(out->provider[0], out->provider[1]) && !strcmp(out->name[0], out->name[1]))
+		return ps_error_set(err, PS_EUSAGE,
+				    "SDT region '%s' starts and ends at the same probe; name it once (sdt:%s:%s) to "
+				    "count it as a point event",
+				    text, out->provider[0], out->name[0]);
+	return 0;
+bad:
+	return ps_error_set(err, PS_EUSAGE,
+			    "bad SDT region '%.200s': expected sdt:PROVIDER:NAME (one probe, a point event) or "
+			    "sdt:PROVIDER:START,sdt:PROVIDER:END (a pair)",
+			    text);
+}
+
+/* "marker:NAME" (NAME of letters, digits and '_', as perfsh/marker.h names a marker) into @out. */
+static int parse_marker(const char *text, struct ps_region_spec *out, struct ps_error *err)
+{
+	const char *p = text + 7;
+	size_t n = strlen(p);
+
+	out->kind = PS_RSPEC_MARKER;
+	if (n == 0 || n >= sizeof out->marker ||
+	    strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		      "0123456789_") != n)
+		return ps_error_set(err, PS_EUSAGE,
+				    "bad marker region '%.200s': expected marker:NAME, NAME as given to "
+				    "ps_marker_region or PS_MARK_BEGIN (perfsh --list sdt BINARY shows "
+				    "perfsh:NAME_begin)",
+				    text);
+	memcpy(out->marker, p, n + 1);
+	return 0;
+}
+
 int ps_region_spec_parse(const char *text, struct ps_region_spec *out, struct ps_error *err)
 {
 	int rc;
@@ -103,6 +186,8 @@ int ps_region_spec_parse(const char *text, struct ps_region_spec *out, struct ps
 		out->kind = PS_RSPEC_SDT;
 		return ps_sdt_spec_parse(text, &out->sdt, err);
 	}
+	if (!strncmp(text, "marker:", 7))
+		return parse_marker(text, out, err);
 	if (text[0] == '0' && (text[1] == 'x' || text[1] == 'X'))
 		return parse_addrs(text, out, err);
 	if (has_line_dash(text)) {

@@ -107,13 +107,6 @@ struct ps_sdt_spec {
 	char provider[2][PS_SDT_NAME_MAX], name[2][PS_SDT_NAME_MAX];
 };
 
-/* Is @text an SDT region spec (it starts with "sdt:")? */
-int ps_sdt_is_spec(const char *text);
-
-/**
- * ps_sdt_spec_parse() - parse "sdt:PROVIDER:NAME[,[sdt:PROVIDER:]NAME]" into @out.
- * Return: 0, or -1 with @err set (PS_EUSAGE) saying what form to write.
- */
-int ps_sdt_spec_parse(const char *text, struct ps_sdt_spec *out, struct ps_error *err);
+/* ps_sdt_spec_parse() (regionspec.h, the parser of every region spec) fills it. */
 
 #endif

@@ -1,5 +1,6 @@
-/* core/binary/sdt_args.c - the text of SDT probes: argument strings ("-4@%edi 8@-16(%rbp) 4@$5", as
- * <sys/sdt.h> has the x86 assembler write them) and region specs ("sdt:PROVIDER:NAME"). */
+/* core/binary/sdt_args.c - the argument strings of SDT probes ("-4@%edi 8@-16(%rbp) 4@$5", as
+ * <sys/sdt.h> has the x86 assembler write them). Region specs ("sdt:PROVIDER:NAME") are parsed
+ * in core/binary/regionspec.c. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,66 +146,4 @@ int ps_sdt_parse_args(const char *text, struct ps_sdt_arg *args, int max, struct
 		n++;
 		p += len;
 	}
-}
-
-int ps_sdt_is_spec(const char *text)
-{
-	return !strncmp(text, "sdt:", 4);
-}
-
-/* "PROVIDER:NAME" (or "NAME" when @provider is given) from [p, end) into slot @k of @out. */
-static int point(const char *p, const char *end, const char *provider, struct ps_sdt_spec *out, int k)
-{
-	const char *colon = memchr(p, ':', (size_t)(end - p));
-
-	if (!colon && !provider)
-		return -1;
-	if (colon) {
-		if (colon == p || (size_t)(colon - p) >= PS_SDT_NAME_MAX)
-			return -1;
-		memcpy(out->provider[k], p, (size_t)(colon - p));
-		out->provider[k][colon - p] = 0;
-		p = colon + 1;
-	} else {
-		snprintf(out->provider[k], PS_SDT_NAME_MAX, "%s", provider);
-	}
-	if (p == end || (size_t)(end - p) >= PS_SDT_NAME_MAX || memchr(p, ':', (size_t)(end - p)))
-		return -1;
-	memcpy(out->name[k], p, (size_t)(end - p));
-	out->name[k][end - p] = 0;
-	return 0;
-}
-
-int ps_sdt_spec_parse(const char *text, struct ps_sdt_spec *out, struct ps_error *err)
-{
-	const char *p = text + 4, *comma, *end = text + strlen(text);
-
-	memset(out, 0, sizeof *out);
-	if (!ps_sdt_is_spec(text))
-		goto bad;
-	comma = strchr(p, ',');
-	if (point(p, comma ? comma : end, NULL, out, 0))
-		goto bad;
-	out->npoints = 1;
-	if (!comma)
-		return 0;
-	p = comma + 1;
-	if (ps_sdt_is_spec(p))
-		p += 4;
-	else if (memchr(p, ':', (size_t)(end - p)))
-		goto bad;
-	if (point(p, end, out->provider[0], out, 1) || strchr(p, ','))
-		goto bad;
-	out->npoints = 2;
-	if (!strcmp(out->provider[0], out->provider[1]) && !strcmp(out->name[0], out->name[1]))
-		return ps_error_set(err, PS_EUSAGE,
-				    "SDT region '%s' starts and ends at the same probe; name it once (sdt:%s:%s) to "
-				    "count it as a point event",
-				    text, out->provider[0], out->name[0]);
-	return 0;
-bad:
-	return ps_error_set(err, PS_EUSAGE,
-			    "bad SDT region '%.200s': expected sdt:PROVIDER:NAME (one probe, a point event) or "
-			    "sdt:PROVIDER:START,sdt:PROVIDER:END (a pair)",
-			    text);
 }

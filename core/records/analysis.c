@@ -177,8 +177,7 @@ static void qsel_start(struct qsel *q, double qq, uint64_t n, const struct serie
 	memset(q, 0, offsetof(struct qsel, cnt));
 	q->buf = buf;
 	q->cap = cap;
-	q->rank = (uint64_t)ceil(qq * (double)n);
-	q->rank = q->rank < 1 ? 1 : q->rank > n ? n : q->rank;
+	q->rank = n ? ps_nearest_rank((size_t)n, qq) : 1;
 	q->inside = n;
 	q->lo = a->mn;
 	q->hi = a->mx;
@@ -327,7 +326,7 @@ static int series_stats(const struct ps_view *v, int region, struct split *s, in
 		st->n = n;
 		st->sum = a[h].sum;
 		st->mean = a[h].sum / (double)n;
-		st->stddev = n > 1 ? sqrt(a[h].sq / (double)(n - 1)) : 0;
+		st->stddev = ps_stddev_of(a[h].sq, (size_t)n);
 		st->min = a[h].mn;
 		st->max = a[h].mx;
 		st->p50 = q[h * NQ].result;

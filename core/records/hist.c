@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stats.h"
+
 #define MIN_SLOTS 64
 
 /* The counts of one sign: c[k] is bucket lo + k; [min_i, max_i] are the non-empty ends. */
@@ -228,7 +230,7 @@ double ps_hist_quantile(const struct ps_hist *h, double q)
 
 	if (h->n == 0 || !(q >= 0 && q <= 1))
 		return NAN;
-	rank = (uint64_t)ceil(q * (double)h->n);
+	rank = ps_nearest_rank((size_t)h->n, q);
 	if (rank <= 1)
 		return h->min;
 	if (rank >= h->n)
@@ -275,9 +277,7 @@ double ps_hist_mean(const struct ps_hist *h)
 
 double ps_hist_stddev(const struct ps_hist *h)
 {
-	if (h->n == 0)
-		return NAN;
-	return h->n > 1 ? sqrt(h->m2 / (double)(h->n - 1)) : 0;
+	return ps_stddev_of(h->m2, (size_t)h->n);
 }
 
 int ps_hist_buckets(const struct ps_hist *h, ps_hist_bucket_fn cb, void *ud)

@@ -11,18 +11,40 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-double ps_quantile_sorted(const double *v, size_t n, double q)
+size_t ps_nearest_rank(size_t n, double q)
 {
-	size_t rank;
+	double r;
 
 	if (n == 0)
 		return 0;
-	rank = (size_t)ceil(q * (double)n);
-	if (rank < 1)
-		rank = 1;
-	if (rank > n)
-		rank = n;
-	return v[rank - 1];
+	r = ceil(q * (double)n);
+	if (!(r >= 1))
+		return 1;
+	return r > (double)n ? n : (size_t)r;
+}
+
+double ps_quantile_sorted(const double *v, size_t n, double q)
+{
+	if (n == 0)
+		return 0;
+	return v[ps_nearest_rank(n, q) - 1];
+}
+
+double ps_median_of(double *v, size_t n)
+{
+	if (n == 0)
+		return NAN;
+	qsort(v, n, sizeof *v, cmp_double);
+	if (n % 2)
+		return v[n / 2];
+	return (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double ps_stddev_of(double sq, size_t n)
+{
+	if (n == 0)
+		return NAN;
+	return n > 1 ? sqrt(sq / (double)(n - 1)) : 0;
 }
 
 void ps_stats_of(double *v, size_t n, struct ps_stats *out)
@@ -40,7 +62,7 @@ void ps_stats_of(double *v, size_t n, struct ps_stats *out)
 	out->mean = sum / (double)n;
 	for (size_t i = 0; i < n; i++)
 		sq += (v[i] - out->mean) * (v[i] - out->mean);
-	out->stddev = n > 1 ? sqrt(sq / (double)(n - 1)) : 0;
+	out->stddev = ps_stddev_of(sq, n);
 	out->min = v[0];
 	out->max = v[n - 1];
 	out->p50 = ps_quantile_sorted(v, n, 0.50);

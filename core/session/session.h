@@ -65,8 +65,10 @@ int ps_session_uprobe_fast_sites(const struct ps_session *s, int *nsites);
 /* An SDT region (core/binary/sdt.h): "sdt:P:N" is a point event (one record per hit, its start and
    end the values there), "sdt:P:A,sdt:P:B" a start/end pair (every site of each probe), armed
    in the program's own file through the uprobe catcher (the semaphore counted up while it
-   runs). Return: the region id, or -1 with @err (the ptrace catcher: refused). */
-int ps_session_region_sdt(struct ps_session *s, const char *spec, unsigned flags, struct ps_error *err);
+   runs). @label names the region in messages (NULL: @spec; "marker:NAME" for a marker's pair).
+   Return: the region id, or -1 with @err (the ptrace catcher: refused). */
+int ps_session_region_sdt(struct ps_session *s, const char *spec, const char *label, unsigned flags,
+			  struct ps_error *err);
 
 /* Start a command traced, stopped before its first instruction, with @ev counted per thread. */
 int ps_session_spawn(struct ps_session **s, char *const argv[], const struct ps_event *ev, int nev,

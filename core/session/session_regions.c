@@ -240,7 +240,7 @@ int ps_session_region_func(struct ps_session *s, const char *name, unsigned flag
 			return i; /* the same function twice is one region */
 	rc = ps__find_function(s, islib ? lib : NULL, islib ? fn : name, &addr, err);
 	if (rc >= 0 && !(ps__caps(s) & PS_CATCH_STOPS) && ps__unwinds(s))
-		return ps_error_set(err, PS_EUSAGE,
+		return ps_error_set(err, PS_ENEEDS_PTRACE,
 				    "region '%s': %s can unwind exceptions (C++, Rust), and an unwinder that meets the "
 				    "return address a uretprobe put in place terminates the program; function regions "
 				    "of it need the ptrace catcher (--backend ptrace)",

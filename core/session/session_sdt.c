@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "regionspec.h"
 #include "sdt.h"
 #include "session_priv.h"
 
@@ -26,7 +27,8 @@ static int arm_probe(struct ps_session *s, const struct ps_sdt_set *set, const s
 	return 0;
 }
 
-int ps_session_region_sdt(struct ps_session *s, const char *spec, unsigned flags, struct ps_error *err)
+int ps_session_region_sdt(struct ps_session *s, const char *spec, const char *label, unsigned flags,
+			  struct ps_error *err)
 {
 	struct ps_sdt_spec sp;
 	struct ps_sdt_set set;
@@ -41,7 +43,7 @@ int ps_session_region_sdt(struct ps_session *s, const char *spec, unsigned flags
 		return ps_error_set(err, PS_EUSAGE,
 				    "region '%s': SDT probes are armed by the uprobe catcher only (--backend uprobe or "
 				    "auto), not by ptrace",
-				    spec);
+				    label ? label : spec);
 	if (ps__exe_path(s, err) || ps_sdt_read(s->exe, &set, err))
 		return -1;
 	ri = ps__new_region(s, sp.npoints == 1 ? PS_REGION_POINT : PS_REGION_SDT, spec, spec, flags, err);

@@ -37,7 +37,7 @@ function attribute.solve(hits, names, event, opts)
     error(("too few hits: %d for %d unknowns; run more calls"):format(#rows, unknowns), 2)
   end
   local ok, sol = pcall(core.lstsq, rows, b)
-  if not ok then error(tostring(sol):gsub("^.-:%d+: ", ""), 2) end
+  if not ok then error(tostring(sol), 2) end -- core.lstsq raises from C: no position to take off
   local out = {costs = {}, n = #rows, rss = sol.rss, cond = sol.cond, rank = sol.rank, event = event,
     names = names}
   for k, name in ipairs(names) do out.costs[name] = sol.x[k] end

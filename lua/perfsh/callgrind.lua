@@ -139,19 +139,12 @@ local function defines(prog, func)
 end
 
 --- Check that @func can be measured by this engine: a plain function name. Raises one line.
+local not_a_function = {sdt = "an SDT probe", marker = "a marker (an SDT pair)", addr = "an address",
+  addr_range = "an address range", line_range = "a line range", libfunc = "a library function"}
+
 function M.check_region(name, r)
-  local how
-  if r:match("^sdt:") then
-    how = "an SDT probe"
-  elseif r:match("^marker:") then
-    how = "a marker (an SDT pair)"
-  elseif r:match("^0x%x+$") then
-    how = "an address"
-  elseif r:find(":%d") or r:find("%-") then
-    how = "a line range"
-  elseif r:find(":", 1, true) and not r:find("::", 1, true) then
-    how = "a library function"
-  end
+  local _, rs = require("perfsh.cli").region_spec(r, name)
+  local how = not_a_function[rs.kind]
   if how then
     error(("perfsh %s: --engine callgrind measures functions of the program only; '%s' is %s: use the default "
       .. "engine (--engine counters)"):format(name, r, how), 0)
@@ -234,7 +227,7 @@ function M.stat(opts, cmd, output)
     results[i] = M.measure("stat", cmd, r, events)
     status = results[i].status
   end
-  if opts.csv then out:write("region,event,hits,total,mean,min,p50,p99,max,scaling\n") end
+  if opts.csv then report.csv_header(out) end
   if not opts.csv then
     out:write(("perfsh stat: %s, exit %d; engine callgrind (simulated, deterministic); events %s\n\n")
       :format(table.concat(cmd, " "), status, table.concat(events, ",")))

@@ -83,8 +83,9 @@ end
 --               {"--csv", nil, "help"}, ...}}
 -- A string in options starts a section of the help; an option with an argument name takes a
 -- value, one without is a flag; number = KIND (cli.numbers) makes its value a number of that
--- kind. Returns the parser, for each name that takes a value the option's first long name, and
--- {{key, flag, kind}, ...} of the numeric options (key: where argparse puts the value).
+-- kind. Returns the parser, for each name that takes a value the option's first long name,
+-- {{key, flag, kind}, ...} of the numeric options (key: where argparse puts the value), and the
+-- set of every option name (flags too).
 function cli.parser(def)
   local argparse = require "argparse"
   local usage = {}
@@ -96,7 +97,7 @@ function cli.parser(def)
   local epilog = #examples > 0 and ("Example:\n  " .. table.concat(examples, "\n  ")) or nil
   if def.epilog then epilog = epilog and (epilog .. "\n\n" .. def.epilog) or def.epilog end
   if epilog then p:epilog(reflow(epilog)) end
-  local takes, numbers, section, members = {}, {}, "Options", {}
+  local takes, numbers, known, section, members = {}, {}, {}, "Options", {}
   local function close()
     if #members > 0 then p:group(section, table.unpack(members)) end
     members = {}
@@ -109,6 +110,7 @@ function cli.parser(def)
       close()
       section = o
     else
+      for _, n in ipairs(words(o[1] .. " " .. (o.hidden or ""))) do known[n] = true end
       local e
       if o[2] then
         e = p:option(o[1], o[3]):argname(o[2])
@@ -133,7 +135,7 @@ function cli.parser(def)
     end
   end
   close()
-  return p, takes, numbers
+  return p, takes, numbers, known
 end
 
 -- argv split where the options end: at "--" (dropped) or at the first word that is not an
@@ -169,17 +171,63 @@ local function split_options(argv, takes, keep)
   return head, {table.unpack(argv, i)}
 end
 
--- An argparse error as one line: "perfsh NAME: unknown option '--x' (perfsh NAME --help lists them)".
-local function parse_error(name, err)
-  local msg, tip = err:match("^([^\n]*)\n?(.*)$")
-  tip = tip:match("^Did you mean (.-)%?$")
-  if msg:match("^unknown option") then
-    error(("perfsh %s: %s%s (perfsh %s --help lists them)"):format(name, msg, tip and ("; did you mean " .. tip
-      .. "?") or "", name), 0)
+-- The names of @known one edit away from @wrong (a character left out, added or replaced), quoted
+-- and sorted, as argparse's own tip finds them.
+local function near(known, wrong)
+  local function drop(s, i) return s:sub(1, i - 1) .. s:sub(i + 1) end
+  local pool, found, out = {}, {}, {}
+  for name in pairs(known) do
+    for i = 1, #name do
+      local k = drop(name, i)
+      pool[k] = pool[k] or {}
+      table.insert(pool[k], name)
+    end
   end
-  local flag = msg:match("^option '(.-)' requires an argument")
-  if flag then msg = flag .. " needs a value" end
-  error(("perfsh %s: %s (perfsh %s --help)"):format(name, msg, name), 0)
+  for i = 1, #wrong + 1 do
+    local k = drop(wrong, i)
+    if known[k] then
+      found[k] = true
+    else
+      for _, name in ipairs(pool[k] or {}) do found[name] = true end
+    end
+  end
+  for name in pairs(found) do out[#out + 1] = "'" .. name .. "'" end
+  table.sort(out)
+  return out
+end
+
+-- The option words of @head (argv up to the command, values joined as --long=VALUE) checked
+-- against the parser's names before argparse sees them: an unknown option, or one that takes a
+-- value given last without it, ends the recipe with one line ("perfsh NAME: unknown option '--x'
+-- (perfsh NAME --help lists them)", "perfsh NAME: -r needs a value (perfsh NAME --help)").
+local function check_options(name, head, takes, known)
+  local function unknown(opt)
+    local tip = near(known, opt)
+    tip = #tip == 1 and ("; did you mean " .. tip[1] .. "?")
+      or #tip > 1 and ("; did you mean one of these: " .. table.concat(tip, " ") .. "?") or ""
+    error(("perfsh %s: unknown option '%s'%s (perfsh %s --help lists them)"):format(name, opt, tip, name), 0)
+  end
+  for i, a in ipairs(head) do
+    if a == "--" then return end
+    local eq = a:find("=", 1, true)
+    if a:sub(1, 2) == "--" then
+      if not known[a:sub(1, (eq or 0) - 1)] then unknown(a:sub(1, (eq or 0) - 1)) end
+    elseif a:sub(1, 1) == "-" and #a > 1 then
+      for j = 2, #a do -- -abc: flags until one that takes a value (the rest of the word)
+        local opt = "-" .. a:sub(j, j)
+        if not known[opt] then unknown(opt) end
+        if takes[opt] then break end
+      end
+    end
+    if takes[a] and i == #head then
+      error(("perfsh %s: %s needs a value (perfsh %s --help)"):format(name, a, name), 0)
+    end
+  end
+end
+
+-- An argparse error that check_options let through, as one line: its first, with where the help is.
+local function parse_error(name, err)
+  error(("perfsh %s: %s (perfsh %s --help)"):format(name, tostring(err):match("^[^\n]*"), name), 0)
 end
 
 --- Parse argv with the recipe's parser (cli.parser(def)). Options stop at "--" or at the first
@@ -191,7 +239,7 @@ end
 -- Returns opts (argparse's result: names with "-" as "_", or the option's target), rest.
 function cli.parse(def, argv, ...)
   if type(def) == "string" then return cli.parse(cli.from_spec(def, argv, ...)) end
-  local p, takes, numbers = cli.parser(def)
+  local p, takes, numbers, known = cli.parser(def)
   local head, rest
   if def.operands then
     p:argument("operands"):args("*"):hidden(true)
@@ -199,6 +247,7 @@ function cli.parse(def, argv, ...)
   else
     head, rest = split_options(argv, takes, def.keep_separator)
   end
+  check_options(def.name, head, takes, known)
   local ok, opts = p:pparse(head)
   if not ok then parse_error(def.name, opts) end
   if opts.help then
@@ -424,26 +473,26 @@ function cli.commit(name, o)
   return ok
 end
 
---- A region named on a command line (parsed by core/binary/regionspec.c): FILE:L1-L2, FILE:L1-FILE:L2
--- or 0xA-0xB is a line or address range, sdt:PROVIDER:NAME[,sdt:PROVIDER:NAME] SDT probes,
--- marker:NAME a marker of perfsh/marker.h (its SDT pair, {marker = NAME}), anything else a
--- function (LIB:FUNC, 0xADDR).
+--- A region named on a command line, parsed by core.region_spec (core/binary/regionspec.c, the one
+-- parser of the grammar): FILE:L1-L2, FILE:L1-FILE:L2 or 0xA-0xB is a line or address range,
+-- sdt:PROVIDER:NAME[,sdt:PROVIDER:NAME] SDT probes, marker:NAME a marker of perfsh/marker.h (its SDT
+-- pair, {marker = NAME}), anything else a function (LIB:FUNC, 0xADDR). Returns the t:region spec
+-- and core.region_spec's result.
 -- A bad one ends the recipe with one line, e.g. for a single line FILE:N.
 function cli.region_spec(r, name)
-  local core = require "perfsh.core"
-  if r:match("^marker:") then
-    local m = r:match("^marker:([%w_]+)$")
-    if not m then
-      error(("perfsh %s: bad marker region '%s': expected marker:NAME, NAME as given to ps_marker_region or "
-        .. "PS_MARK_BEGIN (perfsh --list sdt BINARY shows perfsh:NAME_begin)"):format(name or "stat", r), 0)
-    end
-    return {marker = m}
-  end
-  local rs, why = core.region_spec(r)
+  local rs, why = require("perfsh.core").region_spec(r)
   if not rs then error(("perfsh %s: %s"):format(name or "stat", why), 0) end
-  if rs.kind == "line_range" or rs.kind == "addr_range" then return {range = r} end
-  if rs.kind == "sdt" then return {sdt = r} end
-  return {func = r}
+  if rs.kind == "marker" then return {marker = rs.marker}, rs end
+  if rs.kind == "line_range" or rs.kind == "addr_range" then return {range = r}, rs end
+  if rs.kind == "sdt" then return {sdt = r}, rs end
+  return {func = r}, rs
+end
+
+--- The kind of region @r as core.region_spec parses it ("func", "libfunc", "addr", "addr_range",
+-- "line_range", "sdt" or "marker"), nil for one it refuses.
+function cli.region_kind(r)
+  local rs = require("perfsh.core").region_spec(tostring(r))
+  return rs and rs.kind
 end
 
 --- Start the target of a recipe: spawn cmd, or attach to pid (a string from -p). spec holds
@@ -471,12 +520,21 @@ function cli.start(name, cmd, pid, spec, regions)
   return t
 end
 
+--- Arm region @spec (labelled @label on the command line) on tracee @t: the region, or nil, why
+-- (without the "region 'SPEC': " the session may put first: the recipe names it by @label), code
+-- (core.errors, e.g. needs_ptrace; nil for a spec t:region refuses).
+function cli.try_arm(t, spec)
+  local ok, r, why, code = pcall(t.try_region, t, spec)
+  if not ok then why = cli.reason(r) end
+  if ok and r then return r end
+  return nil, (why:gsub("^region '[^']*': ", "")), code
+end
+
 --- Arm a region on tracee t; a bad name ends the recipe with one line, nothing started.
 function cli.arm(name, t, label, spec)
-  local ok, r = pcall(t.region, t, spec)
-  if not ok then
+  local r, why = cli.try_arm(t, spec)
+  if not r then
     t:close()
-    local why = cli.reason(r):gsub("^region '[^']*': ", "")
     error(("perfsh %s: region '%s': %s"):format(name, label, why), 0)
   end
   return r

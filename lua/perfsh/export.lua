@@ -1,6 +1,7 @@
 --- perfsh.export: hits out of perfsh: CSV, JSON lines, Chrome/Perfetto trace JSON, and a
 -- terminal histogram.
 local core = require "perfsh.core"
+local csv = require "perfsh.csv"
 local json = require "dkjson"
 
 local export = {}
@@ -60,31 +61,23 @@ local function each(hits)
   end
 end
 
--- A CSV field: numbers as they are, text quoted when it must be.
-local function csv_field(v)
-  if type(v) == "number" then return v end
-  v = tostring(v)
-  if v:find('[,"\n]') then v = '"' .. v:gsub('"', '""') .. '"' end
-  return v
-end
-
 --- CSV of hits: a header, then one row per hit. hits: an array, or a function that returns an
 -- iterator (f:hits). events: the event names to add as columns.
 function export.csv(out, hits, events, region_names)
   local fields = {}
   for i = 2, #base_fields do fields[#fields + 1] = base_fields[i] end
   for _, e in ipairs(events) do fields[#fields + 1] = e end
-  out:write("region,", table.concat(fields, ","), "\n")
+  csv.write(out, {"region", table.unpack(fields)})
   local row, names, n = {}, {}, #fields
   for h in each(hits) do
     local name = names[h.region]
     if not name then
-      name = csv_field(region_names and region_names[h.region] or h.region)
+      name = region_names and region_names[h.region] or h.region
       names[h.region] = name
     end
     row[1] = name
-    for i = 1, n do row[i + 1] = csv_field(h[fields[i]]) end
-    out:write(table.concat(row, ","), "\n")
+    for i = 1, n do row[i + 1] = h[fields[i]] end
+    csv.write(out, row, n + 1)
   end
 end
 

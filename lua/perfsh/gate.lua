@@ -251,7 +251,7 @@ function M.setup(name, spec, regions)
   local engine = cli.engine(name, spec.engine)
   local markers = #regions > 0
   for _, r in ipairs(regions) do
-    if not tostring(r):match("^marker:") then markers = false end
+    if cli.region_kind(r) ~= "marker" then markers = false end
   end
   if not engine and markers then
     engine = "counters" -- the program measures its markers itself; callgrind sees functions only

@@ -33,6 +33,8 @@ help.topics = {
   {"perfsh.now", "a monotonic clock in ns", "perfsh.now()"},
   {"t:region", "a region to measure: a function, lines or addresses",
     't:region{func = "sum"}; t:region{range = "sum.c:19-24"}'},
+  {"t:try_region", "t:region, or nil, why, code where it cannot be armed (code: core.errors.needs_ptrace, ...)",
+    'local r, why, code = t:try_region{func = "sum"}'},
   {"t:sdt_region", "a region between SDT probes", 't:sdt_region("provider:start,provider:end")'},
   {"t:marker", "a marker of perfsh/marker.h: measured by the program (backend marker) or from outside (uprobe)",
     't:marker("iter", {fields = {"nfds", "listen"}}):stats().hits'},

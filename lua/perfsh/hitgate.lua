@@ -35,15 +35,9 @@ local M = {}
 
 M.Z = 4
 
-function M.median(xs)
-  local s = {}
-  for i, x in ipairs(xs) do s[i] = x end
-  table.sort(s)
-  local n = #s
-  if n == 0 then return 0 / 0 end
-  if n % 2 == 1 then return s[(n + 1) // 2] end
-  return (s[n // 2] + s[n // 2 + 1]) / 2
-end
+--- The median of @xs as the gate takes it (core.median: the mean of the two middle values of an
+-- even count); NaN for none.
+M.median = core.median
 
 --- The spread of the values of @groups (arrays) about their own medians: a standard deviation
 -- pooled over the groups, the values further than 4 robust deviations (1.4826 x the median
@@ -116,15 +110,15 @@ end
 function M.typical(xs, name)
   if #xs == 0 then return 0 / 0 end
   table.sort(xs)
-  local q = M.is_time(name) and 0.1 or 0.5
-  return xs[math.max(1, math.ceil(q * #xs))]
+  return xs[core.rank(#xs, M.is_time(name) and 0.1 or 0.5)]
 end
 
 -- The floor's sites of region @r of the program at @path: core.empty_hit_sites, or nil, why.
 local function floor_sites(path, r)
-  local rs = cli.region_spec(r, "check")
-  if not rs.func then return nil, rs.marker and "a marker region, no trap to take away" or "not a function region" end
-  if rs.func:find("%.so[%d.]*:") then return nil, "a function of a library" end
+  local spec, rs = cli.region_spec(r, "check")
+  if rs.kind == "marker" then return nil, "a marker region, no trap to take away" end
+  if rs.kind == "libfunc" then return nil, "a function of a library" end
+  if not spec.func then return nil, "not a function region" end
   local s, why = core.empty_hit_sites(path, rs.func)
   if not s then return nil, why end
   local tails = {}

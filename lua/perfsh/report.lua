@@ -1,6 +1,7 @@
 --- perfsh.report: the tables perfsh stat and perfsh report print, from any regions (a live
 -- tracee's or a loaded file's).
 local metrics = require "perfsh.metrics"
+local csv = require "perfsh.csv"
 
 local report = {}
 
@@ -93,13 +94,19 @@ local function csv_num(fmt, n)
   return fmt:format(n)
 end
 
+--- The header of report.csv_rows, written to @out.
+function report.csv_header(out)
+  csv.write(out, {"region", "event", "hits", "total", "mean", "min", "p50", "p99", "max", "scaling"})
+end
+
+--- The rows of region @region (its name) of stat @st, one per event of @events and time, to @out.
 function report.csv_rows(out, region, events, st)
   local scaling = ("%.4f"):format(st.ratio_min or 1)
   for _, row in ipairs(table_rows(events, st)) do
     local s = row.s
-    out:write(("%s,%s,%d,%s,%s,%s,%s,%s,%s,%s\n"):format(region, row.csv or row.name, s.count, csv_num("%.0f", s.sum),
+    csv.write(out, {region, row.csv or row.name, ("%d"):format(s.count), csv_num("%.0f", s.sum),
       csv_num("%.2f", s.mean), csv_num("%.0f", s.min), csv_num("%.0f", s.p50), csv_num("%.0f", s.p99),
-      csv_num("%.0f", s.max), scaling))
+      csv_num("%.0f", s.max), scaling})
   end
 end
 
@@ -110,7 +117,7 @@ end
 -- still running were so at a detach), catcher ("uprobe" or "ptrace": what the time column spans).
 function report.regions(out, regions, opts)
   local events = opts.events
-  if opts.csv then out:write("region,event,hits,total,mean,min,p50,p99,max,scaling\n") end
+  if opts.csv then report.csv_header(out) end
   if not opts.csv and opts.header then
     out:write(opts.header, "\n")
     for _, r in ipairs(regions) do -- how each line range was read (core/binary/lines.h)

@@ -154,6 +154,81 @@ local function new_region(t, id)
   return r
 end
 
+-- Arm region @spec (t:region's) on @self: the region, or nil, message, code (core.errors) where
+-- the session cannot arm it; a bad @spec raises (level 3: the caller of t:region).
+local function arm(self, spec)
+  if type(spec) ~= "table" then fail("bad argument #1 to 'region' (table expected)", 3) end
+  local ud = self.ud
+  if spec.events then
+    local ok, msg, code = ud:add_events(spec.events)
+    if not ok then return nil, msg, code end
+  end
+  local every = spec.every_level and true or false
+  local id, count, msg, code
+  if spec.marker and self.catcher == "marker" then
+    local _, why, wcode = self:marker_spec(spec.marker)
+    if why then return nil, why, wcode end
+    id, msg, code = ud:region_marker(spec.marker)
+    count = 1
+    if id and spec.sample then
+      local smp = spec.sample
+      if type(smp) ~= "table" or smp.window_ms or smp.period_ms or (smp.p == nil and smp.every == nil) then
+        fail("bad argument #1 to 'region' (with the marker catcher, sample = {p = P} or {every = N}: the "
+          .. "program draws for every marker alike)", 3)
+      end
+      self:markers{sample = smp.p, every = smp.every}
+    end
+    if id then self.args_by_id[id] = spec.fields end
+  elseif spec.marker then
+    local pair, why, wcode = self:marker_spec(spec.marker)
+    if not pair then return nil, why, wcode end
+    id, msg, code = ud:region_sdt(pair, every, "marker:" .. spec.marker)
+    count = 1
+  elseif spec.sdt then
+    local text, why, wcode = self:sdt_spec(spec.sdt)
+    if not text then return nil, why, wcode end
+    id, msg, code = ud:region_sdt(text, every)
+    count = 1
+  elseif spec.func then
+    id, count, code = ud:region_func(spec.func, every, spec.inline == false)
+    msg = count
+    count = tonumber(count)
+  elseif spec.range or (spec.from and spec.to) then
+    local range = spec.range or (tostring(spec.from) .. "-" .. tostring(spec.to))
+    id, msg, code = ud:region_range(range, every)
+    count = 1
+  elseif spec.addr then
+    if spec.to then
+      id, msg, code = ud:region_range(("0x%x-0x%x"):format(spec.addr, spec.to), every)
+      count = 1
+    else
+      id, count, code = ud:region_func(("0x%x"):format(spec.addr), every, true)
+      msg = count
+    end
+  else
+    fail("bad argument #1 to 'region' (give func, from and to, range, or addr)", 3)
+  end
+  if not id then return nil, msg, code end
+  if spec.args then
+    if type(spec.args) ~= "table" then fail("bad argument #1 to 'region' (args = {names...})", 3) end
+    local ok, why, wcode = ud:region_args(id, #spec.args)
+    if not ok then return nil, why, wcode end
+    self.args_by_id[id] = spec.args
+  end
+  if spec.sample and self.catcher ~= "marker" then
+    if type(spec.sample) ~= "table" then fail("bad argument #1 to 'region' (sample = {p =, every =, ...})", 3) end
+    local ok, why, wcode = ud:region_sample(id, spec.sample)
+    if not ok then return nil, why, wcode end
+  end
+  local first = self.by_id[id] or new_region(self, id)
+  for k = 1, (count or 1) - 1 do
+    if not self.by_id[id + k] then new_region(self, id + k) end
+  end
+  if spec.events then first.events = spec.events end
+  if spec.marker then first.name = "marker:" .. spec.marker end
+  return first
+end
+
 --- t:region{func = "sum"} | {from = "bench.c:19", to = "bench.c:24"} | {range = "bench.c:19-24"}
 -- | {addr = 0x401136} | {addr = 0x401136, to = 0x401150} | {sdt = "sdt:PROVIDER:NAME"} (the
 -- uprobe catcher only: see Tracee:sdt_region) | {marker = "NAME"} (a marker of perfsh/marker.h, the
@@ -163,73 +238,16 @@ end
 -- | {window_ms = 5, period_ms = 100} (record only some hits; see README). Returns the region;
 -- inlined copies of a function are regions too (t.regions lists them all).
 function Tracee:region(spec)
-  if type(spec) ~= "table" then fail("bad argument #1 to 'region' (table expected)", 2) end
-  local ud = self.ud
-  if spec.events then
-    local ok, msg = ud:add_events(spec.events)
-    if not ok then fail(msg, 2) end
-  end
-  local every = spec.every_level and true or false
-  local id, count, msg
-  if spec.marker and self.catcher == "marker" then
-    self:marker_spec(spec.marker)
-    id, msg = ud:region_marker(spec.marker)
-    count = 1
-    if id and spec.sample then
-      local smp = spec.sample
-      if type(smp) ~= "table" or smp.window_ms or smp.period_ms or (smp.p == nil and smp.every == nil) then
-        fail("bad argument #1 to 'region' (with the marker catcher, sample = {p = P} or {every = N}: the "
-          .. "program draws for every marker alike)", 2)
-      end
-      self:markers{sample = smp.p, every = smp.every}
-    end
-    if id then self.args_by_id[id] = spec.fields end
-  elseif spec.marker then
-    local pair = self:marker_spec(spec.marker)
-    id, msg = ud:region_sdt(pair, every)
-    if not id then msg = tostring(msg):gsub("^region '[^']*'", ("region 'marker:%s'"):format(spec.marker)) end
-    count = 1
-  elseif spec.sdt then
-    id, msg = ud:region_sdt(self:sdt_spec(spec.sdt), every)
-    count = 1
-  elseif spec.func then
-    id, count = ud:region_func(spec.func, every, spec.inline == false)
-    msg = count
-    count = tonumber(count)
-  elseif spec.range or (spec.from and spec.to) then
-    local range = spec.range or (tostring(spec.from) .. "-" .. tostring(spec.to))
-    id, msg = ud:region_range(range, every)
-    count = 1
-  elseif spec.addr then
-    if spec.to then
-      id, msg = ud:region_range(("0x%x-0x%x"):format(spec.addr, spec.to), every)
-      count = 1
-    else
-      id, count = ud:region_func(("0x%x"):format(spec.addr), every, true)
-      msg = count
-    end
-  else
-    fail("bad argument #1 to 'region' (give func, from and to, range, or addr)", 2)
-  end
-  if not id then fail(msg, 2) end
-  if spec.args then
-    if type(spec.args) ~= "table" then fail("bad argument #1 to 'region' (args = {names...})", 2) end
-    local ok, why = ud:region_args(id, #spec.args)
-    if not ok then fail(why, 2) end
-    self.args_by_id[id] = spec.args
-  end
-  if spec.sample and self.catcher ~= "marker" then
-    if type(spec.sample) ~= "table" then fail("bad argument #1 to 'region' (sample = {p =, every =, ...})", 2) end
-    local ok, why = ud:region_sample(id, spec.sample)
-    if not ok then fail(why, 2) end
-  end
-  local first = self.by_id[id] or new_region(self, id)
-  for k = 1, (count or 1) - 1 do
-    if not self.by_id[id + k] then new_region(self, id + k) end
-  end
-  if spec.events then first.events = spec.events end
-  if spec.marker then first.name = "marker:" .. spec.marker end
-  return first
+  local r, msg = arm(self, spec)
+  if not r then fail(msg, 2) end
+  return r
+end
+
+--- t:try_region(spec): t:region that returns nil, message, code instead of raising where the
+-- region cannot be armed (a bad spec still raises). code is one of core.errors: needs_ptrace (the
+-- uprobe catcher cannot catch it, the ptrace catcher can), usage, notfound, or an errno.
+function Tracee:try_region(spec)
+  return arm(self, spec)
 end
 
 --- t:marker("NAME" [, opts]) is the region of a marker of the marker library (perfsh/marker.h).
@@ -243,8 +261,8 @@ function Tracee:marker(name, opts)
   local spec = {}
   for k, v in pairs(opts or {}) do spec[k] = v end
   spec.marker = name
-  local ok, r = pcall(self.region, self, spec)
-  if not ok then fail((tostring(r):gsub("^[^\n]-:%d+: ", "")), 2) end
+  local r, msg = arm(self, spec)
+  if not r then fail(msg, 2) end
   return r
 end
 
@@ -270,10 +288,9 @@ function Tracee:markers(opts)
     end
     pol.slow_ns = math.floor(opts.slow_us * 1000)
   end
-  local ok, why = pcall(self.ud.marker_policy, self.ud, pol)
-  if not ok then
-    fail((tostring(why):gsub("^bad argument #1 to 'marker_policy'", "bad argument #1 to 'markers'")), 2)
-  end
+  local ok, why, code = self.ud:marker_policy(pol)
+  if not ok and code == core.errors.usage then fail(("bad argument #1 to 'markers' (%s)"):format(why), 2) end
+  if not ok then fail(why, 2) end
   return self.ud:marker_status()
 end
 
@@ -291,35 +308,35 @@ local function marker_names(probes)
   return names
 end
 
--- {marker = "NAME"}: the SDT pair of marker NAME, checked against the target's executable (one
--- line naming the markers it has when it lacks NAME).
+-- {marker = "NAME"}: the SDT pair of marker NAME, checked against the target's executable; nil,
+-- one line naming the markers it has when it lacks NAME, code.
 function Tracee:marker_spec(name)
   local exe = ("/proc/%d/exe"):format(self.ud:info().pid)
   local label = self.attached and exe or self.argv[1]
-  local probes, why = core.sdt(exe)
-  if not probes then fail(("region 'marker:%s': %s"):format(name, why), 3) end
+  local probes, why, code = core.sdt(exe)
+  if not probes then return nil, ("region 'marker:%s': %s"):format(name, why), code end
   local names = marker_names(probes)
   for _, n in ipairs(names) do
     if n == name then return ("sdt:perfsh:%s_begin,sdt:perfsh:%s_end"):format(name, name) end
   end
   if #names == 0 then
-    fail(("region 'marker:%s': %s has no markers (it was built without perfsh/marker.h, or with "
-      .. "-DPERFSH_MARKER_OFF)"):format(name, label), 3)
+    return nil, ("region 'marker:%s': %s has no markers (it was built without perfsh/marker.h, or with "
+      .. "-DPERFSH_MARKER_OFF)"):format(name, label), core.errors.notfound
   end
-  fail(("region 'marker:%s': no marker '%s' in %s; its markers: %s"):format(name, name, label,
-    table.concat(names, ", ")), 3)
+  return nil, ("region 'marker:%s': no marker '%s' in %s; its markers: %s"):format(name, name, label,
+    table.concat(names, ", ")), core.errors.notfound
 end
 
 -- {sdt = "sdt:PROVIDER:NAME"} (a point event: a record per hit, its start and end the values
 -- there) or {sdt = "PROVIDER:START,sdt:PROVIDER:END"} (a pair, as a line range): the probes are
 -- looked up in the target's executable (a missing one with "did you mean", nothing armed) and
--- armed by the uprobe catcher only. Returns the spec with its "sdt:".
+-- armed by the uprobe catcher only. Returns the spec with its "sdt:", or nil, why, code.
 function Tracee:sdt_spec(text)
   text = tostring(text)
   if not text:match("^sdt:") then text = "sdt:" .. text end
   local exe = ("/proc/%d/exe"):format(self.ud:info().pid)
-  local ok, why = core.sdt_check(exe, text, self.attached and exe or self.argv[1])
-  if not ok then fail(("region '%s': %s"):format(text, why), 3) end
+  local ok, why, code = core.sdt_check(exe, text, self.attached and exe or self.argv[1])
+  if not ok then return nil, ("region '%s': %s"):format(text, why), code end
   return text
 end
 

@@ -1,4 +1,5 @@
-/* tests/c/test_regionspec.c - region specs as a command line gives them (core/binary/regionspec.c). */
+/* tests/c/test_regionspec.c - region specs as a command line gives them (core/binary/regionspec.c, the one
+ * parser of functions, lines, addresses, sdt: and marker:). */
 #include "ctest.h"
 #include "regionspec.h"
 
@@ -26,6 +27,17 @@ static const struct {
     {"0x10000000000000000", 0, "bad address '0x10000000000000000': expected 0xHEX or 0xHEX-0xHEX", NULL, 0, 0},
     {"libm.so:", 0, "bad function name 'libm.so:': expected LIB:FUNCTION", NULL, 0, 0},
     {"", 0, "empty region: name a function, FILE:L1-L2 or 0xADDR", NULL, 0, 0},
+    {"marker:iter", PS_RSPEC_MARKER, "iter", NULL, 0, 0},
+    {"marker:a-b", 0,
+     "bad marker region 'marker:a-b': expected marker:NAME, NAME as given to ps_marker_region or PS_MARK_BEGIN "
+     "(perfsh --list sdt BINARY shows perfsh:NAME_begin)",
+     NULL, 0, 0},
+    {"marker:", 0,
+     "bad marker region 'marker:': expected marker:NAME, NAME as given to ps_marker_region or PS_MARK_BEGIN "
+     "(perfsh --list sdt BINARY shows perfsh:NAME_begin)",
+     NULL, 0, 0},
+    {"sdt:demo:tick", PS_RSPEC_SDT, "demo", "tick", 1, 0},
+    {"sdt:demo:a,b", PS_RSPEC_SDT, "demo", "a", 2, 0},
 };
 
 TEST(region_spec_rows)
@@ -47,6 +59,12 @@ TEST(region_spec_rows)
 		if (rs.kind == PS_RSPEC_FUNC || rs.kind == PS_RSPEC_LIBFUNC) {
 			CHECK_STR(rs.func, rows[i].a);
 			CHECK_STR(rs.lib, rows[i].b);
+		} else if (rs.kind == PS_RSPEC_MARKER) {
+			CHECK_STR(rs.marker, rows[i].a);
+		} else if (rs.kind == PS_RSPEC_SDT) {
+			CHECK_STR(rs.sdt.provider[0], rows[i].a);
+			CHECK_STR(rs.sdt.name[0], rows[i].b);
+			CHECK_EQ_INT(rs.sdt.npoints, rows[i].n1);
 		} else if (rs.kind == PS_RSPEC_LINE_RANGE) {
 			CHECK_STR(rs.file1, rows[i].a);
 			CHECK_STR(rs.file2, rows[i].b);

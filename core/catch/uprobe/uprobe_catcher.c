@@ -302,7 +302,7 @@ static int up_arm(struct ps_catch *c, const struct ps_catch_point *p, struct ps_
 							       : PS_UPOINT_POINT;
 
 	if (p->role > PS_ROLE_POINT)
-		return ps_error_set(err, PS_EUSAGE,
+		return ps_error_set(err, PS_ENEEDS_PTRACE,
 				    "the uprobe catcher probes only code mapped at the start; a function in a library "
 				    "loaded later needs the ptrace catcher (--backend ptrace)");
 	if (p->name)
@@ -340,7 +340,7 @@ static int up_sample(struct ps_catch *c, int id, const struct ps_sample *how, st
 	const char *name = u->env->reg[id].name;
 
 	if (!how->period_ms)
-		return ps_error_set(err, PS_EUSAGE,
+		return ps_error_set(err, PS_ENEEDS_PTRACE,
 				    "region '%s': the uprobe catcher samples in time windows only; every-Nth and "
 				    "probability sampling need the ptrace catcher (--backend ptrace)",
 				    name);
@@ -402,7 +402,7 @@ static int up_run(struct ps_catch *c, struct ps_error *err)
 
 	if (!u->probed) {
 		if (u->env->ngroups > 1)
-			return ps_error_set(err, PS_EUSAGE,
+			return ps_error_set(err, PS_ENEEDS_PTRACE,
 					    "the uprobe catcher counts one group of events; several groups need the "
 					    "ptrace catcher (--backend ptrace)");
 		if (u->nsites && u->env->nev == 0)
