@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "elffile.h"
+#include "grow.h"
 #include "procmaps.h"
 #include "suggest.h"
 
@@ -100,14 +101,11 @@ static int parse_desc(const unsigned char *d, size_t n, int width, int swap, str
 /* Grow @s by one probe; NULL when out of memory. */
 static struct ps_sdt_probe *append(struct ps_sdt_set *s, size_t *cap)
 {
-	if (s->n == *cap) {
-		size_t ncap = *cap ? 2 * *cap : 16;
-		struct ps_sdt_probe *np = realloc(s->probes, ncap * sizeof *np);
-		if (!np)
-			return NULL;
-		s->probes = np;
-		*cap = ncap;
-	}
+	struct ps_sdt_probe *np = ps_grow(s->probes, cap, s->n, sizeof *np, 16);
+
+	if (!np)
+		return NULL;
+	s->probes = np;
 	memset(&s->probes[s->n], 0, sizeof s->probes[s->n]);
 	return &s->probes[s->n++];
 }

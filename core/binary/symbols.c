@@ -8,6 +8,7 @@
 #include "symbols.h"
 
 #include "elffile.h"
+#include "grow.h"
 #include "procmaps.h"
 
 #include <errno.h>
@@ -205,14 +206,11 @@ static int add_import(struct ps_symtab *st, Elf *elf, const char *name, Elf_Data
 
 	if (vers && gelf_getversym(vers, (int)i, &ver) && (ver & 0x7fff) >= 2)
 		lib = version_file(elf, ver & 0x7fff);
-	if (st->nimports == st->capimports) {
-		size_t ncap = st->capimports ? 2 * st->capimports : 32;
-		struct ps_import *p = realloc(st->imports, ncap * sizeof *p);
-		if (!p)
-			return -1;
-		st->imports = p;
-		st->capimports = ncap;
-	}
+	struct ps_import *p = ps_grow(st->imports, &st->capimports, st->nimports, sizeof *p, 32);
+
+	if (!p)
+		return -1;
+	st->imports = p;
 	st->imports[st->nimports].name = strdup(name);
 	st->imports[st->nimports].lib = lib ? strdup(lib) : NULL;
 	if (!st->imports[st->nimports].name || (lib && !st->imports[st->nimports].lib)) {

@@ -3,6 +3,8 @@
 
 #include <stdlib.h>
 
+#include "grow.h"
+
 int ps_holds_add(struct ps_holds *h, uint64_t from, uint64_t to)
 {
 	const struct ps_hold_span *last = h->n ? &h->v[h->n - 1] : NULL;
@@ -10,12 +12,11 @@ int ps_holds_add(struct ps_holds *h, uint64_t from, uint64_t to)
 	if (to <= from || (last && from < last->to))
 		return 0;
 	if (h->n == h->cap) {
-		size_t cap = h->cap ? 2 * h->cap : 16;
-		struct ps_hold_span *v = realloc(h->v, cap * sizeof *v);
+		struct ps_hold_span *v = ps_grow(h->v, &h->cap, h->n, sizeof *v, 16);
+
 		if (!v)
 			return -1;
 		h->v = v;
-		h->cap = cap;
 		last = h->n ? &h->v[h->n - 1] : NULL;
 	}
 	h->v[h->n] = (struct ps_hold_span){from, to, last ? last->before + (last->to - last->from) : 0};

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
+
 void ps_view_set_groups(struct ps_view *v, const char *groups, unsigned nvals)
 {
 	const char *g = groups;
@@ -86,14 +88,11 @@ static ptrdiff_t group_of(struct split *s, int64_t key)
 			hi = mid;
 	}
 	if (lo == s->n || s->out[lo].key != key) {
-		if (s->n == s->cap) {
-			size_t cap = s->cap ? 2 * s->cap : 16;
-			struct ps_hit_stats *p = realloc(s->out, cap * sizeof *p);
-			if (!p)
-				return -1;
-			s->out = p;
-			s->cap = cap;
-		}
+		struct ps_hit_stats *p = ps_grow(s->out, &s->cap, s->n, sizeof *p, 16);
+
+		if (!p)
+			return -1;
+		s->out = p;
 		memmove(s->out + lo + 1, s->out + lo, (s->n - lo) * sizeof *s->out);
 		memset(&s->out[lo], 0, sizeof s->out[lo]);
 		s->out[lo].key = key;

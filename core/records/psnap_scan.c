@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "psnap_priv.h"
 
 /* Bounded parsing of a names payload. */
@@ -80,15 +81,11 @@ static int add_extent(struct ps_psnap_reader *r, const unsigned char *p, uint64_
 	if (r->next && r->ext[r->next - 1].p + r->ext[r->next - 1].n * r->recsize == p) {
 		r->ext[r->next - 1].n += n;
 	} else {
-		if (r->next == r->cap_ext) {
-			size_t cap = r->cap_ext ? 2 * r->cap_ext : 16;
-			struct psnap_extent *e = realloc(r->ext, cap * sizeof *e);
+		struct psnap_extent *e = ps_grow(r->ext, &r->cap_ext, r->next, sizeof *e, 16);
 
-			if (!e)
-				return -1;
-			r->ext = e;
-			r->cap_ext = cap;
-		}
+		if (!e)
+			return -1;
+		r->ext = e;
 		r->ext[r->next++] = (struct psnap_extent){p, r->count, n};
 	}
 	r->count += n;
@@ -122,15 +119,11 @@ static int take_records(struct ps_psnap_reader *r, const unsigned char *p, uint6
 
 static int add_recs(struct ps_psnap_reader *r, struct psnap_recs b)
 {
-	if (r->nrecs == r->cap_recs) {
-		size_t cap = r->cap_recs ? 2 * r->cap_recs : 16;
-		struct psnap_recs *nb = realloc(r->recs, cap * sizeof *nb);
+	struct psnap_recs *nb = ps_grow(r->recs, &r->cap_recs, r->nrecs, sizeof *nb, 16);
 
-		if (!nb)
-			return -1;
-		r->recs = nb;
-		r->cap_recs = cap;
-	}
+	if (!nb)
+		return -1;
+	r->recs = nb;
 	r->recs[r->nrecs++] = b;
 	return 0;
 }
