@@ -1,4 +1,8 @@
-/* core/base/error.h - error reports of the core: an errno-style code and one line of text. */
+/* core/base/error.h - error reports of the core: an errno-style code and one line of text.
+ *
+ * The base room (core/base/): what every other room uses and nothing of theirs: errors, output
+ * files written whole (outfile.h), arrays that grow (grow.h), names suggested for a misspelt one
+ * (suggest.h). */
 #ifndef PS_ERROR_H
 #define PS_ERROR_H
 

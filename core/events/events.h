@@ -1,4 +1,10 @@
-/* core/events/events.h - resolve event names to perf_event_attr, list and suggest them. */
+/* core/events/events.h - resolve event names to perf_event_attr, list and suggest them.
+ *
+ * The events room (core/events/): what can be counted and how. Event names (perf's, libpfm4's,
+ * sysfs PMUs', tracepoints, raw codes) resolve here; groups (group.h) open and read them on a
+ * thread; the topology (topology.h) places CPUs in cores and caches; run.h counts a whole
+ * command; machine.h finds out which ways of catching a function entry this kernel has. It
+ * calls only core/base/ and core/binary/. */
 #ifndef PS_EVENTS_H
 #define PS_EVENTS_H
 

@@ -1,6 +1,6 @@
 /* core/hitpath/hitpath.h - the hit path: what happens to a region hit, whatever caught it.
  *
- * A catcher (core/catch/ptrace/catch_ptrace.c: breakpoints stopping the program) turns each event it sees
+ * A catcher (core/catch/: ptrace breakpoints, uprobes, the marker library) turns each event it sees
  * into a struct ps_hit: plain data, the thread, the region, what kind of point was reached,
  * when, on which CPU, with which raw counter values. The hit path keeps, per thread, the
  * measurements opened and not yet ended (with recursion depths), pairs each end with its

@@ -1,5 +1,10 @@
 /* core/records/psnap.h - .psnap files: snapshot records spilled to disk.
  *
+ * The records room (core/records/): records once they are made: .psnap files written, read,
+ * scanned and checked here; their meaning (analysis.h: group layout, multiplex scaling), exact
+ * statistics (stats.h: the one nearest rank, standard deviation and median), histograms and
+ * least squares. It calls only core/base/, core/binary/ and core/events/.
+ *
  * Format version 2. Every integer is little-endian; a "str" is a u32 byte length
  * followed by that many bytes (no NUL). CRC32 is zlib's crc32() (IEEE 802.3,
  * the one of gzip and PNG).
