@@ -191,13 +191,18 @@ int ps_psnap_write(struct ps_psnap_writer *w, const void *recs, size_t n, struct
  * @w:   the writer.
  * @err: filled on failure.
  *
+ * Async-signal-safe, as ps_psnap_finish() and ps_psnap_write() of records the file takes: a
+ * failure of write(2) is kept in the writer as an errno and told in @err ("PATH: write:
+ * Broken pipe") by copying strings, without printf or strerror.
+ *
  * Return: 0, or -1 with @err set.
  */
 int ps_psnap_flush(struct ps_psnap_writer *w, struct ps_error *err);
 
 /**
  * ps_psnap_finish - write the END block and everything buffered, without closing or freeing:
- * for a signal handler (nothing here allocates). Later writes fail; ps_psnap_close() still frees.
+ * for a signal handler (nothing here allocates, and a failure of the file fills @err without
+ * formatting, as ps_psnap_flush() does). Later writes fail; ps_psnap_close() still frees.
  * @w:   the writer.
  * @err: filled on failure.
  *
