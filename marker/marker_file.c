@@ -73,21 +73,27 @@ void pm_file_leave(struct pm_thread *t)
 		}
 }
 
+/* What the file says of region @id (ps_psnap_region_pairs), as metadata. 0, or -1 with @err. */
+static int put_pairs(int id, const struct ps_psnap_region_meta *m, struct ps_error *err)
+{
+	struct ps_psnap_region_pairs p;
+
+	ps_psnap_region_pairs(id, m, &p);
+	for (size_t i = 0; i < p.n; i++)
+		if (ps_psnap_add_meta(w, p.meta[i].key, p.meta[i].value, err))
+			return -1;
+	return 0;
+}
+
 void pm_file_name_region(int id, const char *name)
 {
+	struct ps_psnap_region_meta m = {.kind = "marker", .sampled = pm_cfg.own_pol.sampled != 0};
 	struct ps_error err;
-	char k[48];
-	int rc;
 
 	nnamed = id + 1;
 	if (!w || closed || failed)
 		return;
-	rc = ps_psnap_add_region(w, name, &err) != id;
-	snprintf(k, sizeof k, "kind.%d", id);
-	rc = rc || ps_psnap_add_meta(w, k, "marker", &err);
-	snprintf(k, sizeof k, "sampled.%d", id);
-	rc = rc || ps_psnap_add_meta(w, k, pm_cfg.own_pol.sampled ? "1" : "0", &err);
-	if (rc)
+	if (ps_psnap_add_region(w, name, &err) != id || put_pairs(id, &m, &err))
 		writer_failed(&err, LOST_FROM_NOW);
 }
 
@@ -133,7 +139,12 @@ static int put_counts(const struct counts *c, struct ps_error *err)
 
 	for (int i = 0; i < nnamed && rc == 0; i++) {
 		/* every begin, unless the slow-hit threshold hid the fast ones (marker.fast counts them) */
-		snprintf(k, sizeof k, pm_cfg.own_pol.slow_ns ? "marker.entries.%d" : "entries.%d", i);
+		if (!pm_cfg.own_pol.slow_ns) {
+			rc = put_pairs(i, &(struct ps_psnap_region_meta){.has_entries = 1, .entries = c->entries[i]},
+				       err);
+			continue;
+		}
+		snprintf(k, sizeof k, "marker.entries.%d", i);
 		snprintf(v, sizeof v, "%llu", (unsigned long long)c->entries[i]);
 		rc = ps_psnap_add_meta(w, k, v, err);
 	}

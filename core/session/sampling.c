@@ -394,7 +394,7 @@ int ps_session_region_sample(struct ps_session *s, int id, const struct ps_sampl
 	return 0;
 }
 
-uint64_t ps_session_entries(struct ps_session *s, int id)
+uint64_t ps_session_entries(const struct ps_session *s, int id)
 {
 	const struct ps_region_info *ri = ps_session_region(s, id);
 	int k = sample_k(s, id);
