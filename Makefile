@@ -72,7 +72,7 @@ SO := $(B)/lib/perfsh/core.so
 # The marker library (marker/): for the programs measured, with the core objects it uses; only
 # ps_marker_* is exported (perfsh/marker.h).
 MARKER_OBJ := $(patsubst %.c,$(B)/%.o,$(sort $(wildcard marker/*.c))) $(patsubst %,$(B)/core/%.o,base/error events/events \
-              events/group base/outfile events/pmu records/psnap_write hitpath/ring base/suggest \
+              events/group base/outfile events/pmu records/psnap_write records/psnap_regions hitpath/ring base/suggest \
               events/sysfs_pmu events/tracepoint)
 MARKER_A   := $(B)/lib/libperfsh-marker.a
 MARKER_SO  := $(B)/lib/libperfsh-marker.so

@@ -1,4 +1,7 @@
-/* marker/marker.c - the hit path: per-thread state, sampling, begin/end records, regions. */
+/* marker/marker.c - the marker library's hit path and its API (perfsh/marker.h): per-thread state,
+ * sampling, begin/end records into the thread's ring, the regions' names. It calls the parts
+ * below it and none calls it: marker_init (set-up, exit, signals), marker_live (shared mode),
+ * marker_file (file mode), marker_writer, marker_config, marker_read, marker_lock, marker_say. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -6,8 +9,17 @@
 #include <string.h>
 #include <time.h>
 
-#include "marker_priv.h"
+#include "marker_config.h"
+#include "marker_file.h"
+#include "marker_init.h"
+#include "marker_live.h"
+#include "marker_lock.h"
+#include "marker_say.h"
+#include "marker_thread.h"
+#include "marker_writer.h"
+#include "snapshot.h"
 
+#define RING_BYTES (512u << 10) /* a thread's buffer, about (file mode) */
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 
@@ -16,6 +28,9 @@ static __thread struct pm_thread *self __attribute__((tls_model("initial-exec"))
 static struct pm_thread off_thread = {.off = 1};
 static pthread_key_t thread_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+/* the regions' names, under the lock; nregions is read by every hit */
+static int nregions;
+static char *names[PS_MARKER_REGIONS];
 
 /* A thread's ring and counts, and its state. */
 static void thread_free(struct pm_thread *t)
@@ -33,17 +48,10 @@ static void thread_free(struct pm_thread *t)
    totals, its group closed. */
 static void thread_gone(void *p)
 {
-	struct pm_thread *t = p, **pp;
+	struct pm_thread *t = p;
 
-	if (pm_lock(0) == 0) {
-		if (!t->slot)
-			pm_drain(t);
-		pm_thread_forget(t);
-		for (pp = &pm_g.threads; *pp; pp = &(*pp)->next)
-			if (*pp == t) {
-				*pp = t->next;
-				break;
-			}
+	if (!t->slot && pm_lock(0) == 0) {
+		pm_file_leave(t);
 		pm_unlock();
 	}
 	self = &off_thread;
@@ -51,26 +59,17 @@ static void thread_gone(void *p)
 	thread_free(t);
 }
 
+/* In a forked child: the forking thread records nothing (its ring may be perfsh's, shared). */
+static void thread_off(void)
+{
+	self = &off_thread;
+}
+
 static void make_key(void)
 {
 	if (pthread_key_create(&thread_key, thread_gone))
 		thread_key = (pthread_key_t)-1;
-}
-
-void pm_thread_forget(struct pm_thread *t)
-{
-	if (t->slot)
-		return; /* perfsh adds a shared slot's counts up itself */
-	for (int i = 0; i < pm_g.nregions; i++)
-		pm_g.entries[i] += t->entries[i];
-	pm_g.lost += t->lost + ps_ring_dropped(t->ring);
-	pm_g.unmatched += t->cnt->unmatched;
-	pm_g.fast += t->cnt->fast;
-}
-
-void pm_thread_off(void)
-{
-	self = &off_thread;
+	pthread_atfork(NULL, NULL, thread_off);
 }
 
 static uint64_t now_ns(void)
@@ -87,10 +86,10 @@ static int own_ring(struct pm_thread *t)
 	struct ps_error err;
 	uint64_t cap = 1;
 
-	while (cap * 2 * pm_g.recsize <= PM_RING_BYTES)
+	while (cap * 2 * pm_cfg.recsize <= RING_BYTES)
 		cap *= 2;
 	t->cnt = &t->own;
-	if (!(t->ring = ps_ring_new(pm_g.recsize, cap, &err)) ||
+	if (!(t->ring = ps_ring_new(pm_cfg.recsize, cap, &err)) ||
 	    !(t->entries = calloc(PS_MARKER_REGIONS, sizeof *t->entries))) {
 		pm_warn("out of memory for a thread's buffer; this thread's markers are off");
 		return -1;
@@ -106,7 +105,7 @@ static struct pm_thread *thread_init(void)
 
 	pm_init();
 	self = &off_thread;
-	if (!__atomic_load_n(&pm_g.on, __ATOMIC_ACQUIRE))
+	if (!__atomic_load_n(&pm_cfg.on, __ATOMIC_ACQUIRE))
 		return self;
 	pthread_once(&key_once, make_key);
 	if (!(t = calloc(1, sizeof *t))) {
@@ -114,21 +113,21 @@ static struct pm_thread *thread_init(void)
 		return self;
 	}
 	t->tid = pm_gettid();
-	if (pm_g.ctl ? pm_live_slot(t) : own_ring(t))
+	if (pm_cfg.live ? pm_live_slot(t) : own_ring(t))
 		goto fail;
 	t->rng = ((uint64_t)t->tid << 32 | 1u) ^ now_ns();
-	if (pm_counters_open(&t->c, pm_g.ev, pm_g.nev, pm_g.mode, &err)) {
+	if (pm_counters_open(&t->c, pm_cfg.ev, pm_cfg.nev, pm_cfg.read.mode, &err)) {
 		pm_warn("%s; thread %u's markers are off", err.msg, t->tid);
 		goto fail;
 	}
-	if (pm_lock(0)) {
-		pm_counters_close(&t->c);
-		goto fail;
+	if (!t->slot) {
+		if (pm_lock(0)) {
+			pm_counters_close(&t->c);
+			goto fail;
+		}
+		pm_file_join(t);
+		pm_unlock();
 	}
-	t->next = pm_g.threads;
-	pm_g.threads = t;
-	pm_g.nthreads++;
-	pm_unlock();
 	if (thread_key != (pthread_key_t)-1)
 		pthread_setspecific(thread_key, t);
 	self = t;
@@ -153,7 +152,7 @@ static inline uint64_t draw(struct pm_thread *t)
 
 static inline int sampled(struct pm_thread *t)
 {
-	uint64_t every = __atomic_load_n(&pm_g.pol->every, __ATOMIC_RELAXED);
+	uint64_t every = __atomic_load_n(&pm_cfg.pol->every, __ATOMIC_RELAXED);
 
 	if (every) {
 		if (++t->every < every)
@@ -161,8 +160,8 @@ static inline int sampled(struct pm_thread *t)
 		t->every = 0;
 		return 1;
 	}
-	return !__atomic_load_n(&pm_g.pol->sampled, __ATOMIC_RELAXED) ||
-	       draw(t) < __atomic_load_n(&pm_g.pol->threshold, __ATOMIC_RELAXED);
+	return !__atomic_load_n(&pm_cfg.pol->sampled, __ATOMIC_RELAXED) ||
+	       draw(t) < __atomic_load_n(&pm_cfg.pol->threshold, __ATOMIC_RELAXED);
 }
 
 void ps_marker_begin(int id)
@@ -172,10 +171,10 @@ void ps_marker_begin(int id)
 
 	if (UNLIKELY(!t))
 		t = thread_init();
-	if (UNLIKELY(t->off) || UNLIKELY((unsigned)id >= (unsigned)__atomic_load_n(&pm_g.nregions, __ATOMIC_RELAXED)))
+	if (UNLIKELY(t->off) || UNLIKELY((unsigned)id >= (unsigned)__atomic_load_n(&nregions, __ATOMIC_RELAXED)))
 		return;
-	if (UNLIKELY(!__atomic_load_n(&pm_g.pol->on, __ATOMIC_RELAXED)) ||
-	    UNLIKELY(!__atomic_load_n(&pm_g.armed[id], __ATOMIC_RELAXED)))
+	if (UNLIKELY(!__atomic_load_n(&pm_cfg.pol->on, __ATOMIC_RELAXED)) ||
+	    UNLIKELY(!__atomic_load_n(&pm_cfg.armed[id], __ATOMIC_RELAXED)))
 		return;
 	if (UNLIKELY(t->depth >= PS_MARKER_DEPTH)) {
 		t->too_deep++;
@@ -191,56 +190,50 @@ void ps_marker_begin(int id)
 	memset(f->args, 0, sizeof f->args);
 	f->cpu = (int16_t)sched_getcpu();
 	f->t_start = now_ns();
-	pm_counters_read(&t->c, pm_g.mode, f->start, &f->enabled, &f->running);
+	pm_counters_read(&t->c, pm_cfg.read.mode, f->start, &f->enabled, &f->running);
+}
+
+/* Room in the ring of @t, full: its records drained to the file under the lock (file mode). */
+static void make_room(struct pm_thread *t)
+{
+	if (!t->slot && pm_lock(0) == 0) {
+		pm_file_drain(t);
+		pm_unlock();
+	}
 }
 
 /* The record of frame @f ending now, into the ring. */
 static void record(struct pm_thread *t, struct pm_frame *f, uint32_t depth)
 {
-	uint64_t end[PS_MAX_EVENTS], enabled, running, t_end, slow, head;
+	uint64_t end[PS_MAX_EVENTS], enabled, running, t_end, slow;
 	struct ps_ring *r = t->ring;
+	struct ps_snap_key k;
 	struct ps_snap *s;
-	int nev = pm_g.nev;
 
-	pm_counters_read(&t->c, pm_g.mode, end, &enabled, &running);
+	pm_counters_read(&t->c, pm_cfg.read.mode, end, &enabled, &running);
 	t_end = now_ns();
-	slow = __atomic_load_n(&pm_g.pol->slow_ns, __ATOMIC_RELAXED);
+	slow = __atomic_load_n(&pm_cfg.pol->slow_ns, __ATOMIC_RELAXED);
 	if (slow && t_end - f->t_start < slow) {
 		__atomic_store_n(&t->cnt->fast, t->cnt->fast + 1, __ATOMIC_RELAXED);
 		return;
 	}
-	head = r->head;
-	if (head - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) >= r->capacity) {
-		if (!t->slot)
-			pm_ring_full(t);
-		if (head - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) >= r->capacity) {
-			__atomic_store_n(&r->dropped, r->dropped + 1, __ATOMIC_RELAXED);
-			return;
-		}
-	}
-	s = (struct ps_snap *)(r->recs + (head & (r->capacity - 1)) * pm_g.recsize);
-	s->region = (uint32_t)f->id;
-	s->tid = t->tid;
-	s->seq = t->seq++;
-	s->hit = f->hit;
-	s->t_start = f->t_start;
-	s->t_end = t_end;
-	s->enabled_start = f->enabled;
-	s->running_start = f->running;
-	s->enabled_end = enabled;
-	s->running_end = running;
-	s->cpu_start = f->cpu;
-	s->cpu_end = (int16_t)sched_getcpu();
-	s->flags = __atomic_load_n(&pm_g.pol->sampled, __ATOMIC_RELAXED) ? PS_SNAP_SAMPLED : 0;
-	s->nvals = (uint8_t)nev;
-	s->nargs = PS_MARKER_FIELDS;
-	s->depth = depth;
-	s->pad = 0;
-	memcpy(ps_snap_args(s), f->args, sizeof f->args);
-	memcpy(ps_snap_start(s), f->start, (size_t)nev * sizeof(uint64_t));
-	memcpy(ps_snap_end(s), end, (size_t)nev * sizeof(uint64_t));
-	__atomic_store_n(&r->head, head + 1, __ATOMIC_RELEASE);
-	if (!t->slot && head + 1 - __atomic_load_n(&r->tail, __ATOMIC_RELAXED) == r->capacity / 2)
+	if (UNLIKELY(!(s = ps_ring_try_reserve(r))))
+		make_room(t);
+	if (!s && !(s = ps_ring_reserve(r)))
+		return; /* still full: dropped, counted by the ring */
+	k = (struct ps_snap_key){.region = (uint32_t)f->id,
+				 .tid = t->tid,
+				 .seq = t->seq++,
+				 .hit = f->hit,
+				 .depth = depth,
+				 .nvals = (uint8_t)pm_cfg.nev,
+				 .nargs = PS_MARKER_FIELDS};
+	if (__atomic_load_n(&pm_cfg.pol->sampled, __ATOMIC_RELAXED))
+		k.flags = PS_SNAP_SAMPLED;
+	ps_snap_fill(s, &k, f->args, &(struct ps_snap_point){f->t_start, f->enabled, f->running, f->cpu, f->start},
+		     &(struct ps_snap_point){t_end, enabled, running, (int16_t)sched_getcpu(), end});
+	ps_ring_commit(r);
+	if (!t->slot && ps_ring_count(r) == ps_ring_capacity(r) / 2)
 		pm_writer_wake();
 }
 
@@ -260,9 +253,9 @@ void ps_marker_end(int id)
 		d--;
 	if (UNLIKELY(d == 0)) {
 		/* an end without its begin; not one whose begin was off or not armed */
-		if ((unsigned)id < (unsigned)__atomic_load_n(&pm_g.nregions, __ATOMIC_RELAXED) &&
-		    __atomic_load_n(&pm_g.pol->on, __ATOMIC_RELAXED) &&
-		    __atomic_load_n(&pm_g.armed[id], __ATOMIC_RELAXED))
+		if ((unsigned)id < (unsigned)__atomic_load_n(&nregions, __ATOMIC_RELAXED) &&
+		    __atomic_load_n(&pm_cfg.pol->on, __ATOMIC_RELAXED) &&
+		    __atomic_load_n(&pm_cfg.armed[id], __ATOMIC_RELAXED))
 			__atomic_store_n(&t->cnt->unmatched, t->cnt->unmatched + 1, __ATOMIC_RELAXED);
 		return;
 	}
@@ -291,19 +284,36 @@ int ps_marker_region(const char *name)
 		return -1;
 	if (pm_lock(0))
 		return -1;
-	for (int i = 0; i < pm_g.nregions; i++)
-		if (!strcmp(pm_g.names[i], name)) {
+	for (int i = 0; i < nregions; i++)
+		if (!strcmp(names[i], name)) {
 			id = i;
 			break;
 		}
-	if (id < 0 && pm_g.nregions < PS_MARKER_REGIONS && (pm_g.names[pm_g.nregions] = strdup(name))) {
-		id = pm_g.nregions;
-		if (pm_g.ctl)
+	if (id < 0 && nregions < PS_MARKER_REGIONS && (names[nregions] = strdup(name))) {
+		id = nregions;
+		if (pm_cfg.live)
 			pm_live_region(id, name);
 		else
-			pm_name_region(id, name);
-		__atomic_store_n(&pm_g.nregions, id + 1, __ATOMIC_RELEASE);
+			pm_file_name_region(id, name);
+		__atomic_store_n(&nregions, id + 1, __ATOMIC_RELEASE);
 	}
 	pm_unlock();
 	return id;
+}
+
+int ps_marker_flush(void)
+{
+	int rc;
+
+	if (!__atomic_load_n(&pm_cfg.on, __ATOMIC_ACQUIRE) || pm_lock(0))
+		return -1;
+	rc = pm_file_flush();
+	pm_unlock();
+	return rc;
+}
+
+int ps_marker_enabled(void)
+{
+	pm_init();
+	return __atomic_load_n(&pm_cfg.on, __ATOMIC_ACQUIRE) && pm_file_enabled();
 }

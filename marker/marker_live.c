@@ -10,7 +10,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "marker_priv.h"
+#include "marker_config.h"
+#include "marker_live.h"
+#include "marker_say.h"
+
+/* perfsh's control block, mapped */
+static struct ps_mshm_ctl *ctl;
+static size_t ctl_bytes;
 
 /* The block is perfsh's: say why the markers are off there too, when it can be written. */
 static int refuse(const char *fmt, const char *a, const char *b)
@@ -19,11 +25,11 @@ static int refuse(const char *fmt, const char *a, const char *b)
 
 	snprintf(why, sizeof why, fmt, a, b);
 	pm_warn("PERFSH_CONTROL: %s; markers are off", why);
-	if (pm_g.ctl) {
-		snprintf(pm_g.ctl->why, sizeof pm_g.ctl->why, "%s", why);
-		__atomic_store_n(&pm_g.ctl->state, PS_MSHM_OFF, __ATOMIC_RELEASE);
-		munmap(pm_g.ctl, pm_g.ctl_bytes);
-		pm_g.ctl = NULL;
+	if (ctl) {
+		snprintf(ctl->why, sizeof ctl->why, "%s", why);
+		__atomic_store_n(&ctl->state, PS_MSHM_OFF, __ATOMIC_RELEASE);
+		munmap(ctl, ctl_bytes);
+		ctl = NULL;
 	}
 	return -1;
 }
@@ -53,8 +59,8 @@ static int map_block(const char *path)
 		munmap(c, (size_t)st.st_size);
 		return refuse("%s: not a perfsh control block this library reads%s", path, v);
 	}
-	pm_g.ctl = c;
-	pm_g.ctl_bytes = (size_t)st.st_size;
+	ctl = c;
+	ctl_bytes = (size_t)st.st_size;
 	return 0;
 }
 
@@ -66,41 +72,41 @@ int pm_live_init(const char *path)
 
 	if (map_block(path))
 		return -1;
-	c = pm_g.ctl;
+	c = ctl;
 	if (!__atomic_compare_exchange_n(&c->pid, &none, (int32_t)getpid(), 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 		char who[32];
 
 		snprintf(who, sizeof who, "%d", (int)none);
-		munmap(c, pm_g.ctl_bytes);
-		pm_g.ctl = NULL; /* the block is another process's: leave it as it is */
+		munmap(c, ctl_bytes);
+		ctl = NULL; /* the block is another process's: leave it as it is */
 		return refuse("%s: taken by process %s", path, who);
 	}
-	if (pm_events(c->events, &err))
+	if (pm_config_events(c->events, &err))
 		return refuse("events '%s': %s", c->events, err.msg);
-	if (pm_choose_mode(&err))
+	if (pm_config_measure(&err))
 		return refuse("%s%s", err.msg, "");
-	pm_g.recsize = ps_snap_size((unsigned)pm_g.nev, PS_MARKER_FIELDS);
-	if (pm_g.recsize != c->recsize || c->nargs != PS_MARKER_FIELDS) {
+	if (pm_cfg.recsize != c->recsize || c->nargs != PS_MARKER_FIELDS) {
 		char a[32], b[32];
 
-		snprintf(a, sizeof a, "%zu", pm_g.recsize);
+		snprintf(a, sizeof a, "%zu", pm_cfg.recsize);
 		snprintf(b, sizeof b, "%llu", (unsigned long long)c->recsize);
 		return refuse("records of %s bytes here, %s in the block", a, b);
 	}
-	snprintf(c->read_mode, sizeof c->read_mode, "%s", pm_g.mode == PM_READ_RDPMC ? "rdpmc" : "read");
-	c->read_ns = pm_g.read_ns;
-	c->rdpmc_ns = pm_g.rdpmc_ns;
-	if (pm_g.rdpmc_ns < 0)
-		snprintf(c->why, sizeof c->why, "rdpmc: %s", pm_g.rdpmc_why);
-	pm_g.pol = &c->pol;
-	pm_g.armed = c->armed;
+	snprintf(c->read_mode, sizeof c->read_mode, "%s", pm_cfg.read.mode == PM_READ_RDPMC ? "rdpmc" : "read");
+	c->read_ns = pm_cfg.read.read_ns;
+	c->rdpmc_ns = pm_cfg.read.rdpmc_ns;
+	if (pm_cfg.read.rdpmc_ns < 0)
+		snprintf(c->why, sizeof c->why, "rdpmc: %s", pm_cfg.read.rdpmc_why);
+	pm_cfg.pol = &c->pol;
+	pm_cfg.armed = c->armed;
+	pm_cfg.live = 1;
 	__atomic_store_n(&c->state, PS_MSHM_RUNNING, __ATOMIC_RELEASE);
 	return 0;
 }
 
 int pm_live_slot(struct pm_thread *t)
 {
-	struct ps_mshm_ctl *c = pm_g.ctl;
+	struct ps_mshm_ctl *c = ctl;
 	struct ps_error err;
 
 	for (unsigned i = 0; i < c->nslots; i++) {
@@ -154,7 +160,7 @@ static int listed(const char *list, const char *name)
 
 void pm_live_region(int id, const char *name)
 {
-	struct ps_mshm_ctl *c = pm_g.ctl;
+	struct ps_mshm_ctl *c = ctl;
 	char list[sizeof c->arm];
 
 	snprintf(c->names[id], sizeof c->names[id], "%s", name);

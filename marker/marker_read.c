@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "marker_priv.h"
+#include "marker_read.h"
 
 void pm_counters_close(struct pm_counters *c)
 {
@@ -173,22 +173,23 @@ static const char *rdpmc_refused(const struct pm_counters *c)
 	return NULL;
 }
 
-int pm_choose_mode(struct ps_error *err)
+int pm_choose_mode(const struct ps_event *ev, int n, struct pm_read_choice *out, struct ps_error *err)
 {
 	struct pm_counters c;
 	const char *why;
 
-	if (pm_counters_open(&c, pm_g.ev, pm_g.nev, PM_READ_RDPMC, err))
+	if (pm_counters_open(&c, ev, n, PM_READ_RDPMC, err))
 		return -1;
-	pm_g.read_ns = time_reads(&c, PM_READ_SYSCALL);
-	pm_g.rdpmc_ns = -1;
-	pm_g.mode = PM_READ_SYSCALL;
+	out->read_ns = time_reads(&c, PM_READ_SYSCALL);
+	out->rdpmc_ns = -1;
+	out->mode = PM_READ_SYSCALL;
+	out->rdpmc_why[0] = '\0';
 	if ((why = rdpmc_refused(&c))) {
-		snprintf(pm_g.rdpmc_why, sizeof pm_g.rdpmc_why, "%s", why);
+		snprintf(out->rdpmc_why, sizeof out->rdpmc_why, "%s", why);
 	} else {
-		pm_g.rdpmc_ns = time_reads(&c, PM_READ_RDPMC);
-		if (pm_g.rdpmc_ns < pm_g.read_ns)
-			pm_g.mode = PM_READ_RDPMC;
+		out->rdpmc_ns = time_reads(&c, PM_READ_RDPMC);
+		if (out->rdpmc_ns < out->read_ns)
+			out->mode = PM_READ_RDPMC;
 	}
 	pm_counters_close(&c);
 	return 0;

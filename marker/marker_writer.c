@@ -7,7 +7,9 @@
 #include <signal.h>
 #include <time.h>
 
-#include "marker_priv.h"
+#include "marker_file.h"
+#include "marker_lock.h"
+#include "marker_writer.h"
 
 static pthread_t writer;
 static int started, stop, wake;
@@ -34,7 +36,7 @@ static void *writer_main(void *arg)
 		}
 		pthread_mutex_unlock(&mu);
 		if (pm_lock(0) == 0) {
-			pm_drain_all();
+			pm_file_drain_all();
 			pm_unlock();
 		}
 		pthread_mutex_lock(&mu);
@@ -59,8 +61,10 @@ int pm_writer_start(void)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	rc = pthread_create(&writer, NULL, writer_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc)
+	if (rc) {
+		errno = rc;
 		return -1;
+	}
 	pthread_setname_np(writer, "perfsh-marker");
 	started = 1;
 	return 0;

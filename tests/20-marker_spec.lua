@@ -281,6 +281,21 @@ describe("marker library: the file at a signal", function()
     f:close()
   end)
 
+  it("says in one line that the file could not be finished when SIGTERM comes and it cannot be written", function()
+    -- the reader takes the file's first bytes (written at start-up) and goes; the records of 30 ms
+    -- reps stay buffered, so the first write that fails is the handler's: it must say so with
+    -- nothing a signal handler may not call, then the program dies of the signal
+    local dir = os.tmpname()
+    os.remove(dir)
+    local out, err, rc = support.sh(("mkdir %s && cd %s && { PERFSH_OUT=/dev/fd/3 %s/%s 0 1000 1 1 3>&1 >out "
+      .. "2>err & echo $! >pid; wait $!; echo $? >status; } | { head -c 100 >/dev/null; exec 0<&-; "
+      .. "while [ ! -s pid ]; do sleep 0.01; done; sleep 0.5; kill -TERM $(cat pid); }; cat status out err")
+      :format(dir, dir, support.abspath(""), EX))
+    support.sh("rm -rf " .. dir)
+    assert.are.equal(0, rc, err)
+    assert.are.equal("143\nperfsh marker: /dev/fd/3: write: Broken pipe; the file is incomplete\n", out)
+  end)
+
   it("chains to the program's own SIGTERM handler; the file is closed at its exit", function()
     local f, out = killed("term")
     assert.are.equal("threads 1 reps 100000000\nstopped by SIGTERM\nstatus 0\n", out)

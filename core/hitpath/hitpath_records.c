@@ -70,6 +70,7 @@ void ps__hp_emit(struct ps_hitpath *hp, const struct hthr *th, const struct slot
 		 uint64_t t_end, int cpu_end, unsigned flags)
 {
 	struct ps_region_info *ri = &hp->reg[sl->region];
+	struct ps_snap_key k;
 	struct ps_snap *rec;
 
 	if (!hp->ring || (ps_ring_space(hp->ring) == 0 && drain(hp))) {
@@ -81,26 +82,17 @@ void ps__hp_emit(struct ps_hitpath *hp, const struct hthr *th, const struct slot
 		hp->dropped++;
 		return;
 	}
-	rec->region = (uint32_t)sl->region;
-	rec->tid = (uint32_t)th->tid;
-	rec->seq = hp->seq++;
-	rec->hit = ri->hits++;
-	rec->t_start = sl->t;
-	rec->t_end = t_end;
-	rec->enabled_start = sl->r.time_enabled;
-	rec->running_start = sl->r.time_running;
-	rec->enabled_end = end->time_enabled;
-	rec->running_end = end->time_running;
-	rec->cpu_start = sl->cpu;
-	rec->cpu_end = (int16_t)cpu_end;
-	rec->flags = (uint16_t)(flags | sl->flags | (sl->depth ? PS_SNAP_NESTED : 0));
-	rec->nvals = (uint8_t)hp->nvals;
-	rec->nargs = (uint8_t)hp->nargs;
-	rec->depth = sl->depth;
-	rec->pad = 0;
-	memcpy(ps_snap_args(rec), sl->args, (size_t)hp->nargs * sizeof(uint64_t));
-	memcpy(ps_snap_start(rec), sl->r.val, (size_t)hp->nvals * sizeof(uint64_t));
-	memcpy(ps_snap_end(rec), end->val, (size_t)hp->nvals * sizeof(uint64_t));
+	k = (struct ps_snap_key){.region = (uint32_t)sl->region,
+				 .tid = (uint32_t)th->tid,
+				 .seq = hp->seq++,
+				 .hit = ri->hits++,
+				 .depth = sl->depth,
+				 .flags = (uint16_t)(flags | sl->flags | (sl->depth ? PS_SNAP_NESTED : 0)),
+				 .nvals = (uint8_t)hp->nvals,
+				 .nargs = (uint8_t)hp->nargs};
+	ps_snap_fill(rec, &k, sl->args,
+		     &(struct ps_snap_point){sl->t, sl->r.time_enabled, sl->r.time_running, sl->cpu, sl->r.val},
+		     &(struct ps_snap_point){t_end, end->time_enabled, end->time_running, (int16_t)cpu_end, end->val});
 	if (flags & (PS_SNAP_UNWOUND | PS_SNAP_EXITED))
 		ri->incomplete++;
 	ps_ring_commit(hp->ring);

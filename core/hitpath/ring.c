@@ -139,18 +139,25 @@ size_t ps_ring_capacity(const struct ps_ring *r)
 
 /* Producer side ------------------------------------------------------------ */
 
-void *ps_ring_reserve(struct ps_ring *r)
+void *ps_ring_try_reserve(struct ps_ring *r)
 {
 	uint64_t head = r->head; /* only we write it */
 
 	if (head - r->tail_seen >= r->capacity) {
 		r->tail_seen = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
-		if (head - r->tail_seen >= r->capacity) {
-			__atomic_store_n(&r->dropped, r->dropped + 1, __ATOMIC_RELAXED);
+		if (head - r->tail_seen >= r->capacity)
 			return NULL;
-		}
 	}
 	return slot(r, head);
+}
+
+void *ps_ring_reserve(struct ps_ring *r)
+{
+	void *s = ps_ring_try_reserve(r);
+
+	if (!s)
+		__atomic_store_n(&r->dropped, r->dropped + 1, __ATOMIC_RELAXED);
+	return s;
 }
 
 void ps_ring_commit(struct ps_ring *r)
@@ -238,16 +245,27 @@ ssize_t ps_ring_drain_to(struct ps_ring *r, struct ps_psnap_writer *w, struct ps
 	n = r->head_seen - tail;
 	if (!n)
 		return 0;
+	/* in two pieces when the records wrap past the end, each released once written */
 	idx = (size_t)(tail & (r->capacity - 1));
 	first = r->capacity - idx;
 	if (first > n)
 		first = (size_t)n;
 	if (ps_psnap_write(w, slot(r, tail), first, err))
 		return -1;
+	__atomic_store_n(&r->tail, tail + first, __ATOMIC_RELEASE);
 	if (n > first && ps_psnap_write(w, r->recs, (size_t)n - first, err))
 		return -1;
 	__atomic_store_n(&r->tail, tail + n, __ATOMIC_RELEASE);
 	return (ssize_t)n;
+}
+
+size_t ps_ring_discard(struct ps_ring *r)
+{
+	uint64_t tail = r->tail;
+
+	r->head_seen = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&r->tail, r->head_seen, __ATOMIC_RELEASE);
+	return (size_t)(r->head_seen - tail);
 }
 
 /* Either side ---------------------------------------------------------------- */

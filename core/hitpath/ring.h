@@ -138,6 +138,15 @@ size_t ps_ring_capacity(const struct ps_ring *r);
 void *ps_ring_reserve(struct ps_ring *r);
 
 /**
+ * ps_ring_try_reserve - producer: ps_ring_reserve(), but a full ring returns NULL without
+ * counting a drop: for a producer that can make room (drain the ring) and try again.
+ * @r: the ring.
+ *
+ * Return: the slot, or NULL when the ring is full.
+ */
+void *ps_ring_try_reserve(struct ps_ring *r);
+
+/**
  * ps_ring_commit - producer: publish the slot returned by ps_ring_reserve().
  * @r: the ring.
  */
@@ -190,12 +199,22 @@ size_t ps_ring_read(struct ps_ring *r, void *dst, size_t max);
  * @err: filled on failure.
  *
  * Records are handed to ps_psnap_write() straight from the ring (in two pieces
- * when they wrap), then released. On a write error nothing is released and
- * the writer stays failed (ps_psnap_write reports the same error again).
+ * when they wrap), each piece released once the writer took it. On a write error
+ * the records not taken stay in the ring (ps_ring_discard() lets them go) and the
+ * writer stays failed (ps_psnap_write reports the same error again). No allocation,
+ * and async-signal-safe as ps_psnap_write() is.
  *
  * Return: the number of records written, or -1 with @err set.
  */
 ssize_t ps_ring_drain_to(struct ps_ring *r, struct ps_psnap_writer *w, struct ps_error *err);
+
+/**
+ * ps_ring_discard - consumer: release every record in the ring unread.
+ * @r: the ring.
+ *
+ * Return: the number of records let go (a consumer with nowhere to put them counts them lost).
+ */
+size_t ps_ring_discard(struct ps_ring *r);
 
 /* Records committed and not yet consumed; either side may ask. */
 size_t ps_ring_count(const struct ps_ring *r);

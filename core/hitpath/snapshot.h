@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define PS_MAX_EVENTS 16 /* counters in one group, software ones included */
 #define PS_MAX_ARGS 6	 /* x86-64 SysV integer argument registers */
@@ -62,6 +63,57 @@ static inline uint64_t *ps_snap_start(struct ps_snap *s)
 static inline uint64_t *ps_snap_end(struct ps_snap *s)
 {
 	return ps_snap_start(s) + s->nvals;
+}
+
+/* Whose a record is: what ps_snap_fill() writes beside the two ends of the measurement. */
+struct ps_snap_key {
+	uint32_t region, tid;
+	uint64_t seq, hit;
+	uint32_t depth;
+	uint16_t flags;
+	uint8_t nvals, nargs;
+};
+
+/* One end of a measurement: the clock, the group's times, the CPU and the nvals counter values. */
+struct ps_snap_point {
+	uint64_t t, enabled, running;
+	int16_t cpu;
+	const uint64_t *val;
+};
+
+/**
+ * ps_snap_fill - write one record (of ps_snap_size(@k->nvals, @k->nargs) bytes) at @s: the
+ * one way a record is made, whichever catcher caught the hit (the hit path's, the marker
+ * library's), so that every record is made alike.
+ * @s:     where the record goes (a ring slot).
+ * @k:     its region, thread, sequence number, hit, depth, flags and layout.
+ * @args:  @k->nargs argument words taken at the start.
+ * @start: the start of the measurement.
+ * @end:   its end.
+ */
+static inline void ps_snap_fill(struct ps_snap *s, const struct ps_snap_key *k, const uint64_t *args,
+				const struct ps_snap_point *start, const struct ps_snap_point *end)
+{
+	s->region = k->region;
+	s->tid = k->tid;
+	s->seq = k->seq;
+	s->hit = k->hit;
+	s->t_start = start->t;
+	s->t_end = end->t;
+	s->enabled_start = start->enabled;
+	s->running_start = start->running;
+	s->enabled_end = end->enabled;
+	s->running_end = end->running;
+	s->cpu_start = start->cpu;
+	s->cpu_end = end->cpu;
+	s->flags = k->flags;
+	s->nvals = k->nvals;
+	s->nargs = k->nargs;
+	s->depth = k->depth;
+	s->pad = 0;
+	memcpy(ps_snap_args(s), args, (size_t)k->nargs * sizeof(uint64_t));
+	memcpy(ps_snap_start(s), start->val, (size_t)k->nvals * sizeof(uint64_t));
+	memcpy(ps_snap_end(s), end->val, (size_t)k->nvals * sizeof(uint64_t));
 }
 
 #endif

@@ -173,6 +173,41 @@ int ps_psnap_add_region(struct ps_psnap_writer *w, const char *name, struct ps_e
 int ps_psnap_add_meta(struct ps_psnap_writer *w, const char *key, const char *value, struct ps_error *err);
 
 /**
+ * struct ps_psnap_region_meta - what a file says of one region beside its name, in the metadata
+ * pairs kind.ID, entries.ID and sampled.ID (perfsh.load reads them back).
+ * @kind:        "func", "range", "sdt", "point" or "marker"; NULL: no kind.ID.
+ * @has_entries: write entries.ID.
+ * @entries:     the times the region was entered (begins of a marker).
+ * @sampled:     1: not every hit was recorded (sampled.ID = "1"); 0: no sampled.ID.
+ */
+struct ps_psnap_region_meta {
+	const char *kind;
+	int has_entries;
+	uint64_t entries;
+	int sampled;
+};
+
+#define PS_PSNAP_REGION_PAIRS 3 /* pairs of one region at most */
+
+/* The pairs ps_psnap_region_pairs() makes, and the text they point at. */
+struct ps_psnap_region_pairs {
+	size_t n;
+	struct ps_psnap_meta meta[PS_PSNAP_REGION_PAIRS];
+	char text[PS_PSNAP_REGION_PAIRS][2][24];
+};
+
+/**
+ * ps_psnap_region_pairs - the metadata pairs that say what region @id is: the one place their
+ * keys are made, whoever writes the file (the session's save and spill file, the marker library).
+ * @id: the region's id in the file.
+ * @m:  what to say of it.
+ * @p:  receives the pairs, to give to ps_psnap_add_meta() or in struct ps_psnap_info.
+ *
+ * Return: the number of pairs (@p->n).
+ */
+size_t ps_psnap_region_pairs(int id, const struct ps_psnap_region_meta *m, struct ps_psnap_region_pairs *p);
+
+/**
  * ps_psnap_write - append records.
  * @w:    the writer.
  * @recs: @n records of the file's record size, back to back.
@@ -196,13 +231,18 @@ int ps_psnap_write(struct ps_psnap_writer *w, const void *recs, size_t n, struct
  * @w:   the writer.
  * @err: filled on failure.
  *
+ * Async-signal-safe, as ps_psnap_finish() and ps_psnap_write() of records the file takes: a
+ * failure of write(2) is kept in the writer as an errno and told in @err ("PATH: write:
+ * Broken pipe") by copying strings, without printf or strerror.
+ *
  * Return: 0, or -1 with @err set.
  */
 int ps_psnap_flush(struct ps_psnap_writer *w, struct ps_error *err);
 
 /**
  * ps_psnap_finish - write the END block and everything buffered, without closing or freeing:
- * for a signal handler (nothing here allocates). Later writes fail; ps_psnap_close() still frees.
+ * for a signal handler (nothing here allocates, and a failure of the file fills @err without
+ * formatting, as ps_psnap_flush() does). Later writes fail; ps_psnap_close() still frees.
  * @w:   the writer.
  * @err: filled on failure.
  *

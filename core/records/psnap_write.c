@@ -27,11 +27,12 @@ struct ps_psnap_writer {
 	size_t open;	    /* offset in buf of the open RECS block's header, or SIZE_MAX */
 	uint32_t open_n;    /* records in the open block */
 	unsigned nvals, nargs;
-	uint64_t count;	   /* records given to ps_psnap_write */
-	uint32_t nregions; /* region ids handed out so far */
-	int failed;	   /* sticky: @error says why */
-	int finished;	   /* END written by ps_psnap_finish() */
-	struct ps_error error;
+	uint64_t count;		  /* records given to ps_psnap_write */
+	uint32_t nregions;	  /* region ids handed out so far */
+	int failed;		  /* sticky: @fail_code and @fail_what say why */
+	int finished;		  /* END written by ps_psnap_finish() */
+	int fail_code;		  /* errno of the failure, or PS_EUSAGE once finished */
+	const char *fail_what;	  /* what failed ("write", "close"), a constant string */
 	struct ps_outfile *whole; /* ps_psnap_replace(): the temporary file, renamed at close */
 };
 
@@ -101,21 +102,59 @@ static int check_info(const struct ps_psnap_info *in, struct ps_error *err)
 	return 0;
 }
 
-/* Record a failure in the writer (sticky) and in @err. */
-static int fail(struct ps_psnap_writer *w, struct ps_error *err, int code, const char *what)
+/* @s appended to the @size bytes at @buf holding *@len and a NUL (cut to fit). */
+static void put_text(char *buf, size_t size, size_t *len, const char *s)
 {
-	w->failed = 1;
-	ps_error_set(&w->error, code, "%s: %s: %s", w->path, what, strerror(code));
-	if (err)
-		*err = w->error;
+	size_t n = strlen(s);
+
+	if (n > size - 1 - *len)
+		n = size - 1 - *len;
+	memcpy(buf + *len, s, n);
+	*len += n;
+	buf[*len] = '\0';
+}
+
+/* "PATH: WHAT: DESCRIPTION" (errno) or "PATH: WHAT" of the writer's failure into @err: with
+   strlen, memcpy and glibc's strerrordesc_np (a lookup in a constant table: no locale, no
+   allocation, no lock), so that a signal handler may fail and be told why. */
+static int sticky(struct ps_psnap_writer *w, struct ps_error *err)
+{
+	const char *desc;
+	char num[24], *p = num + sizeof num;
+	size_t len = 0;
+	unsigned u;
+
+	if (!err)
+		return -1;
+	err->code = w->fail_code;
+	err->msg[0] = '\0';
+	put_text(err->msg, sizeof err->msg, &len, w->path);
+	put_text(err->msg, sizeof err->msg, &len, ": ");
+	put_text(err->msg, sizeof err->msg, &len, w->fail_what);
+	if (w->fail_code <= 0)
+		return -1;
+	put_text(err->msg, sizeof err->msg, &len, ": ");
+	if ((desc = strerrordesc_np(w->fail_code))) {
+		put_text(err->msg, sizeof err->msg, &len, desc);
+		return -1;
+	}
+	*--p = '\0';
+	u = (unsigned)w->fail_code;
+	do
+		*--p = (char)('0' + u % 10);
+	while (u /= 10);
+	put_text(err->msg, sizeof err->msg, &len, "error ");
+	put_text(err->msg, sizeof err->msg, &len, p);
 	return -1;
 }
 
-static int sticky(struct ps_psnap_writer *w, struct ps_error *err)
+/* Record a failure in the writer (sticky) and in @err. Async-signal-safe (see sticky()). */
+static int fail(struct ps_psnap_writer *w, struct ps_error *err, int code, const char *what)
 {
-	if (err)
-		*err = w->error;
-	return -1;
+	w->failed = 1;
+	w->fail_code = code;
+	w->fail_what = what;
+	return sticky(w, err);
 }
 
 /* Write every byte of @iov (modified), short writes and EINTR handled. */
@@ -506,9 +545,10 @@ int ps_psnap_finish(struct ps_psnap_writer *w, struct ps_error *err)
 		return sticky(w, err);
 	if (put_block(w, PS_PSNAP_K_END, w->nregions, w->count, NULL, 0, err) || flush_buf(w, err))
 		return -1;
-	w->failed = 1;
 	w->finished = 1;
-	ps_error_set(&w->error, PS_EUSAGE, "%s: the file is finished (END written)", w->path);
+	w->failed = 1; /* later calls: "PATH: the file is finished (END written)" */
+	w->fail_code = PS_EUSAGE;
+	w->fail_what = "the file is finished (END written)";
 	return 0;
 }
 

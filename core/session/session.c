@@ -1,12 +1,12 @@
-/* core/session/session.c - a measured program's session: lifecycle, configuration, the run loop
- * and what it measured.
+/* core/session/session.c - a measured program's session: lifecycle, configuration and the run
+ * loop.
  *
  * The pieces: a catcher (core/catch/catcher.h: ptrace, uprobe or marker) sees the program's
  * hits and hands them to the hit path (core/hitpath/hitpath.h), which pairs them into records.
  * The session starts its catcher, lends it the events, the regions and the hit path (struct
  * ps_catch_env) and from then on only calls its ops: it never asks which catcher it holds,
- * only what the catcher declares it can do. Here: the lifecycle, the run loop with its pauses
- * (records, deadline, interrupt) and the accessors.
+ * only what the catcher declares it can do. Here: the lifecycle and the run loop with its pauses
+ * (records, deadline, interrupt); what it measured is read through session_results.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -370,110 +370,4 @@ int ps_session_region_sample(struct ps_session *s, int id, const struct ps_sampl
 	if (how->period_ms && (how->window_ms == 0 || how->window_ms >= how->period_ms))
 		return ps_error_set(err, PS_EUSAGE, "region '%s': window_ms is above 0 and below period_ms", ri->name);
 	return s->cat->ops->sample(s->cat, id, how, err);
-}
-
-uint64_t ps_session_entries(struct ps_session *s, int id)
-{
-	const struct ps_region_info *ri = ps_session_region(s, id);
-	uint64_t n;
-
-	if (!ri)
-		return 0;
-	if (s->cat->ops->entries && s->cat->ops->entries(s->cat, id, &n))
-		return n; /* counted by the catcher's own perf events */
-	return ri->entries;
-}
-
-/* ---- what the catcher alone has ---- */
-
-int ps_session_uprobe_ring(struct ps_session *s, unsigned pages, struct ps_error *err)
-{
-	if (!s->cat->ops->ring)
-		return ps_error_set(err, PS_EUSAGE, "a ring size is for the uprobe catcher (backend uprobe)");
-	return s->cat->ops->ring(s->cat, pages, err);
-}
-
-int ps_session_uprobe_fast_sites(const struct ps_session *s, int *nsites)
-{
-	*nsites = 0;
-	return s->cat->ops->fast_sites ? s->cat->ops->fast_sites(s->cat, nsites) : 0;
-}
-
-int ps_session_marker_policy(struct ps_session *s, const struct ps_mshm_policy *p, struct ps_error *err)
-{
-	if (!s->cat->ops->policy)
-		return ps_error_set(err, PS_EUSAGE, "the markers' policy is for the marker catcher (backend marker)");
-	return s->cat->ops->policy(s->cat, p, err);
-}
-
-int ps_session_marker_status(const struct ps_session *s, struct ps_marker_status *st)
-{
-	memset(st, 0, sizeof *st);
-	return s->cat->ops->marker_status ? s->cat->ops->marker_status(s->cat, st) : -1;
-}
-
-/* ---- results ---- */
-
-pid_t ps_session_pid(const struct ps_session *s)
-{
-	return s->env->pid;
-}
-
-int ps_session_status(const struct ps_session *s, int *exited, int *code, int *signo)
-{
-	return s->cat->ops->status(s->cat, exited, code, signo);
-}
-
-uint64_t ps_session_stops(const struct ps_session *s)
-{
-	return ps_tracer_stops(s->t);
-}
-
-int ps_session_nevents(const struct ps_session *s)
-{
-	return s->env->nev;
-}
-
-const struct ps_event *ps_session_event(const struct ps_session *s, int i)
-{
-	return i >= 0 && i < s->env->nev ? &s->env->ev[i] : NULL;
-}
-
-int ps_session_nregions(const struct ps_session *s)
-{
-	return s->env->nreg;
-}
-
-const struct ps_region_info *ps_session_region(const struct ps_session *s, int id)
-{
-	return id >= 0 && id < s->env->nreg ? &s->env->reg[id] : NULL;
-}
-
-uint64_t ps_session_nrecords(const struct ps_session *s)
-{
-	return ps_hitpath_nrecords(s->env->hp);
-}
-
-const struct ps_snap *ps_session_record(const struct ps_session *s, uint64_t i)
-{
-	return ps_hitpath_record_at(s->env->hp, i);
-}
-
-size_t ps_session_recsize(const struct ps_session *s)
-{
-	size_t n = ps_hitpath_recsize(s->env->hp);
-	return n ? n : ps_snap_size((unsigned)ps__nvals(s->env), (unsigned)s->env->nargs);
-}
-
-uint64_t ps_session_dropped(const struct ps_session *s)
-{
-	return ps_hitpath_dropped(s->env->hp);
-}
-
-/* The notices since the last call; valid until the next call. */
-const char *ps_session_notice(struct ps_session *s)
-{
-	memcpy(s->notice_out, s->env->notice, PS_NOTICE_MAX);
-	s->env->notice[0] = '\0';
-	return s->notice_out;
 }

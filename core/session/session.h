@@ -130,7 +130,7 @@ int ps_session_save(const struct ps_session *s, const char *path, const struct p
 		    struct ps_error *err);
 
 /* Entries of region @id so far (for a sampled region: the hardware count). */
-uint64_t ps_session_entries(struct ps_session *s, int id);
+uint64_t ps_session_entries(const struct ps_session *s, int id);
 
 /**
  * ps_session_open_calls() - calls of region @id entered and not yet ended (every level of an

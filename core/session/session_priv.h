@@ -62,11 +62,12 @@ void ps__session_header(const struct ps_session *s, struct ps_session_header *h)
 /* What the session knew when its file was finished, as metadata pairs: "catcher", "lost"
    (records the catcher's rings dropped), "dropped" (records perfsh could not keep),
    "detached" ("1": the program was let go) and "running.ID" (calls of region ID still running
-   then, where there are any); @f holds what the pairs point at. */
+   then, where there are any), then what each region is (kind.ID, entries.ID, sampled.ID:
+   ps_psnap_region_pairs); @f holds what the pairs point at. */
 struct ps_session_facts {
 	size_t n;
-	struct ps_psnap_meta meta[4 + PS_MAX_REGIONS];
-	char text[4 + PS_MAX_REGIONS][2][24];
+	struct ps_psnap_meta meta[4 + (1 + PS_PSNAP_REGION_PAIRS) * PS_MAX_REGIONS];
+	char text[4 + (1 + PS_PSNAP_REGION_PAIRS) * PS_MAX_REGIONS][2][24];
 };
 void ps__session_facts(const struct ps_session *s, struct ps_session_facts *f);
 /* Start recording once the events are final (the first run), into the spill file if one is set. */

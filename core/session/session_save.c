@@ -1,6 +1,7 @@
 /* core/session/session_save.c - the .psnap header of a session's records, and saving them to a file:
  * the spill file and ps_session_save() begin with the same header, and end with the same facts. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,36 @@ static void fact(struct ps_session_facts *f, const char *key, const char *value,
 	f->n++;
 }
 
+/* Whether the hits of region @ri are sampled: its own policy, or the markers' (one for all). */
+static int sampled(const struct ps_session *s, const struct ps_region_info *ri)
+{
+	struct ps_marker_status st;
+
+	if (ri->kind != PS_REGION_MARKER)
+		return ri->sample_every || ri->sample_p > 0 || ri->period_ms;
+	return ps_session_marker_status(s, &st) == 0 &&
+	       (st.pol.every > 1 || (st.pol.threshold != UINT64_MAX && ldexp((double)st.pol.threshold, -64) < 1));
+}
+
+/* What the file says of each region: kind.ID, entries.ID and sampled.ID (ps_psnap_region_pairs). */
+static void region_facts(const struct ps_session *s, struct ps_session_facts *f)
+{
+	static const char *const kinds[] = {"", "func", "range", "sdt", "point", "marker"};
+	struct ps_psnap_region_pairs p;
+
+	for (int i = 0; i < s->env->nreg; i++) {
+		const struct ps_region_info *ri = &s->env->reg[i];
+		struct ps_psnap_region_meta m = {.kind = kinds[ri->kind],
+						 .has_entries = 1,
+						 .entries = ps_session_entries(s, i),
+						 .sampled = sampled(s, ri)};
+
+		ps_psnap_region_pairs(i, &m, &p);
+		for (size_t k = 0; k < p.n; k++)
+			fact(f, p.meta[k].key, p.meta[k].value, 0);
+	}
+}
+
 void ps__session_facts(const struct ps_session *s, struct ps_session_facts *f)
 {
 	char key[24];
@@ -61,6 +92,7 @@ void ps__session_facts(const struct ps_session *s, struct ps_session_facts *f)
 			fact(f, key, NULL, open);
 		}
 	}
+	region_facts(s, f);
 }
 
 int ps_session_save(const struct ps_session *s, const char *path, const struct ps_psnap_meta *meta, size_t nmeta,

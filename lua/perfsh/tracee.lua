@@ -525,10 +525,7 @@ end
 function Tracee:region_metadata()
   local meta = {command = table.concat(self.argv, " "), pid = tostring(self.ud:info().pid)}
   for _, r in ipairs(self.regions) do
-    local info = self:region_meta(r.id)
-    meta["entries." .. r.id] = tostring(info.entries)
-    meta["kind." .. r.id] = info.kind
-    if info.sampled then meta["sampled." .. r.id] = "1" end
+    local info = self:region_meta(r.id) -- kind.ID, entries.ID, sampled.ID: the C side writes them
     meta["counter." .. r.id] = info.entry_counter
     if info.args then meta["args." .. r.id] = table.concat(info.args, ",") end
   end

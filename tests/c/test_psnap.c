@@ -339,3 +339,30 @@ TEST(psnap_finish)
 	}
 	unlink(path);
 }
+
+/* The metadata pairs of a region: the one place their keys are made (table-driven). */
+TEST(psnap_region_pairs_keys)
+{
+	static const struct {
+		int id;
+		struct ps_psnap_region_meta m;
+		const char *want; /* "key=value;" each */
+	} rows[] = {
+	    {0, {"func", 1, 55, 0}, "entries.0=55;kind.0=func;"},
+	    {3, {"marker", 0, 0, 1}, "kind.3=marker;sampled.3=1;"},
+	    {255, {NULL, 1, 18446744073709551615ull, 0}, "entries.255=18446744073709551615;"},
+	    {7, {"range", 1, 0, 1}, "entries.7=0;kind.7=range;sampled.7=1;"},
+	    {1, {NULL, 0, 0, 0}, ""},
+	};
+
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		struct ps_psnap_region_pairs p;
+		char got[256] = "";
+		size_t n = ps_psnap_region_pairs(rows[i].id, &rows[i].m, &p);
+
+		CHECK_EQ_INT(n, p.n);
+		for (size_t k = 0; k < p.n; k++)
+			snprintf(got + strlen(got), sizeof got - strlen(got), "%s=%s;", p.meta[k].key, p.meta[k].value);
+		CHECK_STR(got, rows[i].want);
+	}
+}

@@ -361,3 +361,70 @@ TEST(ring_drain_to_file)
 	ps_ring_free(wrong);
 	unlink(path);
 }
+
+/* A producer that can make room: try_reserve refuses a full ring without counting a drop;
+   discard lets every record go and says how many; reserve then counts what it refuses. */
+TEST(ring_try_reserve_and_discard)
+{
+	struct ps_error err = {0};
+	struct ps_ring *r = ps_ring_new(RECSIZE, 4, &err);
+	uint64_t rec[64];
+
+	CHECK(r != NULL);
+	if (!r)
+		return;
+	for (uint64_t i = 0; i < 4; i++) {
+		struct ps_snap *s = ps_ring_try_reserve(r);
+
+		CHECK(s != NULL);
+		if (s)
+			fill(s, i);
+		ps_ring_commit(r);
+	}
+	CHECK(ps_ring_try_reserve(r) == NULL);
+	CHECK_EQ_INT(ps_ring_dropped(r), 0);
+	CHECK_EQ_INT(ps_ring_discard(r), 4);
+	CHECK_EQ_INT(ps_ring_count(r), 0);
+	CHECK_EQ_INT(ps_ring_discard(r), 0);
+	CHECK(ps_ring_try_reserve(r) != NULL);
+	for (uint64_t i = 0; i < 5; i++) {
+		fill((struct ps_snap *)rec, 10 + i);
+		CHECK_EQ_INT(ps_ring_push(r, rec), i < 4 ? 0 : -1);
+	}
+	CHECK_EQ_INT(ps_ring_dropped(r), 1);
+	CHECK_EQ_INT(ps_ring_read(r, rec, 1), 1);
+	CHECK(same((struct ps_snap *)rec, 10));
+	ps_ring_free(r);
+}
+
+/* ps_snap_fill makes the record field by field from its key and its two ends. */
+TEST(snap_fill_writes_every_field)
+{
+	uint64_t mem[64], args[NARGS] = {7, 8}, a[NVALS] = {1, 2, 3}, b[NVALS] = {11, 12, 13};
+	struct ps_snap *s = (struct ps_snap *)mem;
+
+	memset(mem, 0xff, sizeof mem);
+	ps_snap_fill(s, &(struct ps_snap_key){5, 1000, 42, 9, 2, PS_SNAP_NESTED, NVALS, NARGS}, args,
+		     &(struct ps_snap_point){100, 50, 40, 3, a}, &(struct ps_snap_point){200, 60, 45, -1, b});
+	CHECK_EQ_INT(s->region, 5);
+	CHECK_EQ_INT(s->tid, 1000);
+	CHECK_EQ_INT(s->seq, 42);
+	CHECK_EQ_INT(s->hit, 9);
+	CHECK_EQ_INT(s->depth, 2);
+	CHECK_EQ_INT(s->flags, PS_SNAP_NESTED);
+	CHECK_EQ_INT(s->nvals, NVALS);
+	CHECK_EQ_INT(s->nargs, NARGS);
+	CHECK_EQ_INT(s->pad, 0);
+	CHECK_EQ_INT(s->t_start, 100);
+	CHECK_EQ_INT(s->t_end, 200);
+	CHECK_EQ_INT(s->enabled_start, 50);
+	CHECK_EQ_INT(s->running_start, 40);
+	CHECK_EQ_INT(s->enabled_end, 60);
+	CHECK_EQ_INT(s->running_end, 45);
+	CHECK_EQ_INT(s->cpu_start, 3);
+	CHECK_EQ_INT(s->cpu_end, -1);
+	CHECK(memcmp(ps_snap_args(s), args, sizeof args) == 0);
+	CHECK(memcmp(ps_snap_start(s), a, sizeof a) == 0);
+	CHECK(memcmp(ps_snap_end(s), b, sizeof b) == 0);
+	CHECK_EQ_INT(mem[ps_snap_size(NVALS, NARGS) / 8], (uint64_t)-1); /* nothing beyond the record */
+}

@@ -67,6 +67,13 @@ TEST(session_save_header_and_records)
 	CHECK_STR(ps_psnap_meta_get(r, "groups"), "1,2");
 	CHECK_STR(ps_psnap_meta_get(r, "command"), "examples/recursive 2 3");
 	CHECK_STR(ps_psnap_meta_get(r, "k"), "v");
+	/* what each region is, said by the session (ps_psnap_region_pairs) */
+	CHECK_STR(ps_psnap_meta_get(r, "kind.0"), "func");
+	CHECK_EQ_INT(ps_session_entries(s, 0), 8); /* walk's calls, nested ones too */
+	CHECK_STR(ps_psnap_meta_get(r, "entries.0"), "8");
+	CHECK_STR(ps_psnap_meta_get(r, "kind.1"), "func");
+	CHECK_STR(ps_psnap_meta_get(r, "entries.1"), "1");
+	CHECK(ps_psnap_meta_get(r, "sampled.0") == NULL);
 	for (uint64_t i = 0; i < 3; i++)
 		CHECK(!memcmp(ps_psnap_record(r, i), ps_session_record(s, i), ps_session_recsize(s)));
 	ps_psnap_reader_close(r);
