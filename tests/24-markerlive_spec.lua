@@ -258,7 +258,8 @@ describe("perfsh check and compare of markers", function()
     assert.are.equal("", err)
     -- 3 runs, and as many more where they were too noisy to detect +50% (a loaded machine)
     assert.truthy(out:find("(engine counters, 3 runs, caught by marker", 1, true)
-      or out:find("(engine counters, 3 runs (+3 while they were too noisy to detect +50%), caught by marker", 1, true), out)
+      or out:find("(engine counters, 3 runs (+3 while they were too noisy to detect +50%), caught by marker", 1,
+        true), out)
     assert.truthy(out:find("marker:loop task%-clock: [%d,]+ a hit, spread ±"), out)
     out, err, rc = support.sh(("%s%s check -r marker:loop --runs 3 --limit task-clock=1000%% --limit time_ns=1000%% "
       .. "--baseline %s %s 1000 10 1"):format(ENV, P, base, EX))
