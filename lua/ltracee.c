@@ -421,14 +421,13 @@ static int l_region_info(lua_State *L)
 {
 	struct ps_session *s = check(L);
 	const struct ps_region_info *ri = ps_l_tracee_region(L, s, 2);
-	static const char *const kinds[] = {"", "func", "range", "sdt", "point", "marker"};
 
 	lua_createtable(L, 0, 11);
 	lua_pushinteger(L, ri->id);
 	lua_setfield(L, -2, "id");
 	lua_pushstring(L, ri->name);
 	lua_setfield(L, -2, "name");
-	lua_pushstring(L, kinds[ri->kind]);
+	lua_pushstring(L, ps_region_kind_name(ri->kind));
 	lua_setfield(L, -2, "kind");
 	lua_pushinteger(L, (lua_Integer)ri->addr);
 	lua_setfield(L, -2, "addr");

@@ -19,6 +19,15 @@ enum ps_region_kind {
 	PS_REGION_MARKER = 5 /* a marker of the marker library, measured in the program (marker catcher) */
 };
 
+/* The name of region kind @kind, as files (kind.ID) and Lua (t:region_info().kind) give it: "func",
+ * "range", "sdt", "point" or "marker"; "" for none. */
+static inline const char *ps_region_kind_name(int kind)
+{
+	static const char *const names[] = {"", "func", "range", "sdt", "point", "marker"};
+
+	return kind > 0 && kind <= PS_REGION_MARKER ? names[kind] : "";
+}
+
 /* Options of a region. */
 enum {
 	PS_REGION_EVERY_LEVEL = 1 << 0, /* record every level of a recursion, not only the outermost */

@@ -59,12 +59,11 @@ static int sampled(const struct ps_session *s, const struct ps_region_info *ri)
 /* What the file says of each region: kind.ID, entries.ID and sampled.ID (ps_psnap_region_pairs). */
 static void region_facts(const struct ps_session *s, struct ps_session_facts *f)
 {
-	static const char *const kinds[] = {"", "func", "range", "sdt", "point", "marker"};
 	struct ps_psnap_region_pairs p;
 
 	for (int i = 0; i < s->env->nreg; i++) {
 		const struct ps_region_info *ri = &s->env->reg[i];
-		struct ps_psnap_region_meta m = {.kind = kinds[ri->kind],
+		struct ps_psnap_region_meta m = {.kind = ps_region_kind_name(ri->kind),
 						 .has_entries = 1,
 						 .entries = ps_session_entries(s, i),
 						 .sampled = sampled(s, ri)};
