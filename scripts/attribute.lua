@@ -1,5 +1,6 @@
 -- attribute: solve for the cost of each work unit of a function
 -- usage: perfsh attribute -r FUNC --args A,B,C [-e EVENT] [--csv] [--] CMD [ARGS...]
+local fail = require "perfsh.fail"
 local cli = require "perfsh.cli"
 local csv = require "perfsh.csv"
 local perfsh = cli.perfsh
@@ -24,9 +25,9 @@ residual and condition number.]],
 }
 
 local function main(opts, cmd)
-  if not opts.func then error("perfsh attribute: no function given (-r FUNC)", 0) end
-  if not opts.args then error("perfsh attribute: name the arguments with --args A,B,C", 0) end
-  if #cmd == 0 then error("perfsh attribute: no command given", 0) end
+  if not opts.func then fail.raise("perfsh attribute: no function given (-r FUNC)") end
+  if not opts.args then fail.raise("perfsh attribute: name the arguments with --args A,B,C") end
+  if #cmd == 0 then fail.raise("perfsh attribute: no command given") end
   local names = cli.split{opts.args}
   local event = opts.event or perfsh.default_events("attribute")[1]
   local events = {}
@@ -40,7 +41,7 @@ local function main(opts, cmd)
   local status = t:run() -- nil: stopped by a signal (cli.finish says so)
   local sok, res = pcall(perfsh.attribute, r:list(), names, event, {const = not opts.no_const})
   t:close()
-  if not sok then error("perfsh attribute: " .. cli.reason(res), 0) end
+  if not sok then fail.raise("perfsh attribute: " .. cli.reason(res)) end
   if opts.csv then
     csv.write(io.stdout, {"name", "cost"})
     for _, n in ipairs(names) do csv.write(io.stdout, {n, ("%.6g"):format(res.costs[n])}) end

@@ -1,6 +1,7 @@
 -- check: a regression gate for CI, against a saved baseline
 -- usage: perfsh check -r REGION [-r REGION...] [options] --save-baseline FILE [--] COMMAND [ARGS...]
 --        perfsh check [-r REGION...] [options] --baseline FILE [--junit FILE] [--] COMMAND [ARGS...]
+local fail = require "perfsh.fail"
 local cli = require "perfsh.cli"
 local gate = require "perfsh.gate"
 
@@ -57,7 +58,8 @@ local function main(opts, cmd)
   if not ok then
     -- CI reads the reason from the JUnit file too
     if opts.junit then gate.write_junit(opts.junit, what, {}, res) end
-    error(tostring(res), 0)
+    if fail.is(res) then fail.raise(res) end
+    error(res, 0)
   end
   gate.print(io.stdout, res)
   if opts.junit then gate.write_junit(opts.junit, what, res.rows) end

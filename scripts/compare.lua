@@ -1,6 +1,7 @@
 -- compare: two or more regions of one command, or one region of two commands, side by side
 -- usage: perfsh compare -r REGION -r REGION [-r REGION...] [options] [--] COMMAND [ARGS...]
 --        perfsh compare -r REGION [options] -- COMMAND1 [ARGS...] -- COMMAND2 [ARGS...]
+local fail = require "perfsh.fail"
 local cli = require "perfsh.cli"
 local csv = require "perfsh.csv"
 local gate = require "perfsh.gate"
@@ -33,7 +34,7 @@ local def = {
 }
 
 local function usage_error(msg)
-  error(("perfsh compare: %s (perfsh compare --help)"):format(msg), 0)
+  fail.raise(("perfsh compare: %s (perfsh compare --help)"):format(msg))
 end
 
 -- The commands of the rest of argv: [--] COMMAND, or -- COMMAND1 -- COMMAND2.

@@ -1,5 +1,6 @@
 -- count: count a whole command like perf stat
 -- usage: perfsh count [-e EVENT,...] [--csv] [--] COMMAND [ARGS...]
+local fail = require "perfsh.fail"
 local cli = require "perfsh.cli"
 local csv = require "perfsh.csv"
 local perfsh = cli.perfsh
@@ -28,13 +29,13 @@ local function main(opts, cmd)
   -- SIGINT, SIGTERM, SIGHUP are passed on to the command (the terminal's keys reach it
   -- directly; cli.run), which is killed if it ignores them or outlives them by 2 s; perfsh
   -- reports how it ended and exits 128 + the signal
-  if #cmd == 0 then error("perfsh count: no command given (perfsh count --help)", 0) end
+  if #cmd == 0 then fail.raise("perfsh count: no command given (perfsh count --help)") end
   local events = opts.events and cli.events("count", opts.events) or perfsh.default_events("command")
   cli.check_events("count", events)
   local spec = {events = events}
   for i, a in ipairs(cmd) do spec[i] = a end
   local ok, r = pcall(perfsh.run, spec)
-  if not ok then error("perfsh count: " .. cli.reason(r), 0) end
+  if not ok then fail.raise("perfsh count: " .. cli.reason(r)) end
   for _, note in ipairs(r.notes) do io.stderr:write("perfsh count: note: ", note, "\n") end
   if r.killed then
     io.stderr:write(("perfsh count: %s: the command did not end on it (ignored, blocked or outlived); perfsh "

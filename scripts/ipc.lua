@@ -1,5 +1,6 @@
 -- ipc: instructions per cycle of a region, per hit
 -- usage: perfsh ipc -r REGION [-r REGION...] [--csv] [--] CMD [ARGS...]
+local fail = require "perfsh.fail"
 local cli = require "perfsh.cli"
 local csv = require "perfsh.csv"
 local core = cli.core
@@ -20,10 +21,10 @@ max). Needs a hardware PMU.]],
 }
 
 local function main(opts, cmd)
-  if not opts.regions then error("perfsh ipc: no region given (-r FUNCTION)", 0) end
-  if #cmd == 0 then error("perfsh ipc: no command given", 0) end
+  if not opts.regions then fail.raise("perfsh ipc: no region given (-r FUNCTION)") end
+  if #cmd == 0 then fail.raise("perfsh ipc: no command given") end
   if not core.pmu_present() then
-    error("perfsh ipc: needs the instructions and cycles counters, and this machine has no hardware PMU", 0)
+    fail.raise("perfsh ipc: needs the instructions and cycles counters, and this machine has no hardware PMU")
   end
   local backend = cli.regions_backend("ipc", opts.backend, opts.regions, cli.ptrace_need("ipc", opts.regions),
     opts.pid ~= nil)

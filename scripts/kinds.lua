@@ -1,5 +1,6 @@
 -- kinds: the cost of a marker region per kind of hit (a field's value), inner markers costed apart, slow hits logged
 -- usage: perfsh kinds -r marker:NAME [--field K] [--kind V=LABEL ...] [-r marker:INNER ...] [options] [--] CMD...
+local failure = require "perfsh.fail"
 local cli = require "perfsh.cli"
 local core = require "perfsh.core"
 local export = require "perfsh.export"
@@ -36,7 +37,7 @@ kind's time it takes). Slow hits of the first region are logged as they happen, 
 
 local NAME = "kinds"
 
-local function fail(fmt, ...) error(("perfsh %s: " .. fmt):format(NAME, ...), 0) end
+local function fail(fmt, ...) failure.raise(("perfsh %s: " .. fmt):format(NAME, ...)) end
 
 -- --kind V=LABEL ... -> {[V] = LABEL}
 local function labels(list)

@@ -1,5 +1,6 @@
 -- report: print a report from a saved .psnap file
 -- usage: perfsh report FILE.psnap [options]
+local fail = require "perfsh.fail"
 local cli = require "perfsh.cli"
 local perfsh = cli.perfsh
 local report = require "perfsh.report"
@@ -33,9 +34,9 @@ perfsh stat saved, the order they ended in): their memory does not grow with the
 }
 
 local function main(opts, rest)
-  if #rest ~= 1 then error("perfsh report: give one .psnap file (perfsh report --help)", 0) end
+  if #rest ~= 1 then fail.raise("perfsh report: give one .psnap file (perfsh report --help)") end
   local ok, f = pcall(perfsh.load, rest[1])
-  if not ok then error("perfsh report: " .. cli.reason(f), 0) end
+  if not ok then fail.raise("perfsh report: " .. cli.reason(f)) end
   local regions = f.regions
   if opts.regions then
     local want, picked = {}, {}
@@ -44,8 +45,8 @@ local function main(opts, rest)
     if #picked == 0 then
       local names = {}
       for _, r in ipairs(f.regions) do names[#names + 1] = r.name end
-      error(("perfsh report: no region %s in %s (it has: %s)"):format(table.concat(opts.regions, ", "), rest[1],
-        table.concat(names, ", ")), 0)
+      fail.raise(("perfsh report: no region %s in %s (it has: %s)"):format(table.concat(opts.regions, ", "), rest[1],
+        table.concat(names, ", ")))
     end
     regions = picked
   end

@@ -3,6 +3,7 @@
 --        perfsh stat -r REGION [options] -p PID
 --        perfsh stat --list [hw|sw|cache|pmu|tracepoint|presets|all|WORD]
 --        perfsh stat --list sdt BINARY
+local fail = require "perfsh.fail"
 local cli = require "perfsh.cli"
 local perfsh, core = cli.perfsh, cli.core
 local report = require "perfsh.report"
@@ -85,8 +86,8 @@ local function main(opts, cmd)
     if cmd[1] == "sdt" then return perfsh.print_sdt(cmd[2]) end
     return perfsh.print_events(cmd[1])
   end
-  if not opts.regions then error("perfsh stat: no region given; name one with -r FUNCTION or -r FILE:L1-L2", 0) end
-  if not opts.pid and #cmd == 0 then error("perfsh stat: no command given (or -p PID to attach)", 0) end
+  if not opts.regions then fail.raise("perfsh stat: no region given; name one with -r FUNCTION or -r FILE:L1-L2") end
+  if not opts.pid and #cmd == 0 then fail.raise("perfsh stat: no command given (or -p PID to attach)") end
   if engine == "callgrind" then return require("perfsh.callgrind").stat(opts, cmd, output) end
   local events = opts.events and cli.events("stat", opts.events)
   local groups = {}
@@ -149,7 +150,7 @@ local function main(opts, cmd)
       break
     elseif why then
       t:close()
-      error(("perfsh stat: region '%s': %s"):format(r, why), 0)
+      fail.raise(("perfsh stat: region '%s': %s"):format(r, why))
     end
   end
 

@@ -1,6 +1,7 @@
 -- tail: log the slow hits of a region while a program runs
 -- usage: perfsh tail -r REGION [--threshold-us X | --quantile Q [--factor F]] [options] [--] CMD...
 --        perfsh tail -r REGION [options] -p PID
+local fail = require "perfsh.fail"
 local cli = require "perfsh.cli"
 local perfsh = cli.perfsh
 
@@ -32,8 +33,8 @@ median of the hits before it, so the line says what made the hit slow.]],
 }
 
 local function main(opts, cmd)
-  if not opts.region then error("perfsh tail: no region given; name one with -r FUNCTION", 0) end
-  if not opts.pid and #cmd == 0 then error("perfsh tail: no command given (or -p PID to attach)", 0) end
+  if not opts.region then fail.raise("perfsh tail: no region given; name one with -r FUNCTION") end
+  if not opts.pid and #cmd == 0 then fail.raise("perfsh tail: no command given (or -p PID to attach)") end
   local slow = cli.slow_options("tail", opts)
   local events = opts.events and cli.events("tail", opts.events) or perfsh.default_events("tail")
   cli.check_events("tail", events)
@@ -48,7 +49,7 @@ local function main(opts, cmd)
   local sok, logger = pcall(r.on_slow, r, slow)
   if not sok then
     t:close()
-    error("perfsh tail: " .. cli.reason(logger), 0)
+    fail.raise("perfsh tail: " .. cli.reason(logger))
   end
   local status
   local runok, why = pcall(function()

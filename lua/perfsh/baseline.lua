@@ -5,6 +5,7 @@
 -- A baseline belongs to a program: a check accepts the program when its file name is the
 -- baseline's (a rebuild, wherever it is built: the regression case) or its build id is (the same
 -- build under another name), and refuses any other.
+local fail = require "perfsh.fail"
 local core = require "perfsh.core"
 local json = require "dkjson"
 local outfile = require "perfsh.outfile"
@@ -13,18 +14,15 @@ local M = {}
 
 M.version = 2
 
--- Errors of the gate: the message, and a code a script can branch on (perfsh.check raises them).
-local Error = {__tostring = function(e) return e.message end}
-
 --- Raise the gate's error @code ("baseline", "identity", "undetectable", ...) with the message
--- "perfsh check: " .. fmt:format(...).
+-- "perfsh check: " .. fmt:format(...) (a perfsh.fail failure: perfsh.check raises them).
 function M.fail(code, fmt, ...)
-  error(setmetatable({code = code, message = "perfsh check: " .. fmt:format(...)}, Error), 0)
+  fail.raise("perfsh check: " .. fmt:format(...), code)
 end
 
---- The code of an error the gate raised (M.fail), or "error" for any other.
+--- The code of an error the gate raised (M.fail) or any perfsh.fail failure, or "error" for any other.
 function M.code(e)
-  return getmetatable(e) == Error and e.code or "error"
+  return fail.code(e) or "error"
 end
 
 --- The file a command's program @prog is: argv[1] as given, or found in $PATH like execvp.

@@ -2,6 +2,7 @@
 -- collecting only inside one function (--toggle-collect), and reads callgrind's output file:
 -- exact, repeatable instruction counts (Ir) and, with its simulators, cache and branch events,
 -- on machines without a hardware PMU.
+local fail = require "perfsh.fail"
 local report = require "perfsh.report"
 
 local M = {}
@@ -36,8 +37,8 @@ function M.resolve(name, list)
     elseif needs[e] or e == "Ir" then
       add(e)
     else
-      error(("perfsh %s: --engine callgrind does not count '%s'; give some of %s (or instructions, cache, "
-        .. "branch, all)"):format(name, e, table.concat(M.events, ",")), 0)
+      fail.raise(("perfsh %s: --engine callgrind does not count '%s'; give some of %s (or instructions, cache, "
+        .. "branch, all)"):format(name, e, table.concat(M.events, ",")))
     end
   end
   return out
@@ -146,8 +147,8 @@ function M.check_region(name, r)
   local _, rs = require("perfsh.cli").region_spec(r, name)
   local how = not_a_function[rs.kind]
   if how then
-    error(("perfsh %s: --engine callgrind measures functions of the program only; '%s' is %s: use the default "
-      .. "engine (--engine counters)"):format(name, r, how), 0)
+    fail.raise(("perfsh %s: --engine callgrind measures functions of the program only; '%s' is %s: use the default "
+      .. "engine (--engine counters)"):format(name, r, how))
   end
 end
 
@@ -156,8 +157,8 @@ end
 -- Returns {totals = {event = n}, hits = calls of func, status = exit status}; raises one line.
 function M.measure(name, cmd, func, events, quiet)
   if not have_valgrind() then
-    error(("perfsh %s: --engine callgrind needs valgrind, which is not installed (apt-get install valgrind)")
-      :format(name), 0)
+    fail.raise(("perfsh %s: --engine callgrind needs valgrind, which is not installed (apt-get install valgrind)")
+      :format(name))
   end
   M.check_region(name, func)
   local out = os.tmpname()
@@ -171,7 +172,7 @@ function M.measure(name, cmd, func, events, quiet)
   table.move(cmd, 1, #cmd, #argv + 1, argv)
   io.stdout:flush()
   local run, why = require("perfsh.core").run(argv, {})
-  if not run then error(("perfsh %s: %s"):format(name, why), 0) end
+  if not run then fail.raise(("perfsh %s: %s"):format(name, why)) end
   local how, code = run.exited and "exit" or "signal", run.exited and run.code or run.signo
   local ok = run.exited and run.code == 0
   local f = io.open(out)
@@ -179,12 +180,12 @@ function M.measure(name, cmd, func, events, quiet)
   if f then f:close() end
   os.remove(out)
   if text == "" then
-    error(("perfsh %s: callgrind wrote no output for %s (valgrind %s %s)"):format(name, table.concat(cmd, " "),
-      how, tostring(code)), 0)
+    fail.raise(("perfsh %s: callgrind wrote no output for %s (valgrind %s %s)"):format(name, table.concat(cmd, " "),
+      how, tostring(code)))
   end
   local res = M.parse(text, func)
   if not res.seen and defines(cmd[1], func) == false then
-    error(("perfsh %s: region '%s': no function '%s' in %s"):format(name, func, func, cmd[1]), 0)
+    fail.raise(("perfsh %s: region '%s': no function '%s' in %s"):format(name, func, func, cmd[1]))
   end
   local status = ok and 0 or (how == "signal" and 128 + code or code)
   local totals = {}
@@ -216,7 +217,7 @@ local unsupported = {pid = "-p", every_call = "--every-call", per_thread = "--pe
 function M.stat(opts, cmd, output)
   for key, flag in pairs(unsupported) do
     if opts[key] then
-      error(("perfsh stat: --engine callgrind does not take %s; drop it or use --engine counters"):format(flag), 0)
+      fail.raise(("perfsh stat: --engine callgrind does not take %s; drop it or use --engine counters"):format(flag))
     end
   end
   local events = M.resolve("stat", opts.events and require("perfsh.cli").split(opts.events))

@@ -1,4 +1,5 @@
 --- perfsh.cli: the recipes' options (lua-argparse) and header comments, and the exit conventions they share.
+local fail = require "perfsh.fail"
 local cli = {}
 
 --- The header comment a recipe file opens with:
@@ -69,8 +70,8 @@ local function number_of(name, flag, kind, value)
   local k = assert(cli.numbers[kind], kind)
   local n = tonumber(value)
   if not n or n ~= n or not k[2](n) then
-    error(("perfsh %s: %s needs %s%s, not '%s'"):format(name, flag, k[1], k[3] and (" (e.g. %s %s)"):format(flag,
-      k[3]) or "", value), 0)
+    fail.raise(("perfsh %s: %s needs %s%s, not '%s'"):format(name, flag, k[1], k[3] and (" (e.g. %s %s)"):format(flag,
+      k[3]) or "", value))
   end
   return math.tointeger(n) or n
 end
@@ -205,7 +206,7 @@ local function check_options(name, head, takes, known)
     local tip = near(known, opt)
     tip = #tip == 1 and ("; did you mean " .. tip[1] .. "?")
       or #tip > 1 and ("; did you mean one of these: " .. table.concat(tip, " ") .. "?") or ""
-    error(("perfsh %s: unknown option '%s'%s (perfsh %s --help lists them)"):format(name, opt, tip, name), 0)
+    fail.raise(("perfsh %s: unknown option '%s'%s (perfsh %s --help lists them)"):format(name, opt, tip, name))
   end
   for i, a in ipairs(head) do
     if a == "--" then return end
@@ -220,14 +221,14 @@ local function check_options(name, head, takes, known)
       end
     end
     if takes[a] and i == #head then
-      error(("perfsh %s: %s needs a value (perfsh %s --help)"):format(name, a, name), 0)
+      fail.raise(("perfsh %s: %s needs a value (perfsh %s --help)"):format(name, a, name))
     end
   end
 end
 
 -- An argparse error that check_options let through, as one line: its first, with where the help is.
 local function parse_error(name, err)
-  error(("perfsh %s: %s (perfsh %s --help)"):format(name, tostring(err):match("^[^\n]*"), name), 0)
+  fail.raise(("perfsh %s: %s (perfsh %s --help)"):format(name, tostring(err):match("^[^\n]*"), name))
 end
 
 --- Parse argv with the recipe's parser (cli.parser(def)). Options stop at "--" or at the first
@@ -267,8 +268,8 @@ function cli.parse(def, argv, ...)
       opts[key] = number_of(def.name, flag, kind, v)
     end
     if kind == "pid" and v ~= nil and rest and #rest > 0 then
-      error(("perfsh %s: %s %s attaches to a running process and '%s' is a command to start; give one, not both")
-        :format(def.name, flag, v, table.concat(rest, " ")), 0)
+      fail.raise(("perfsh %s: %s %s attaches to a running process and '%s' is a command to start; give one, not both")
+        :format(def.name, flag, v, table.concat(rest, " ")))
     end
   end
   return cli.clean(opts), rest
@@ -335,7 +336,7 @@ end
 function cli.check_stopped(name)
   local signame = cli.stopped()
   if signame then
-    error(("perfsh %s: %s: stopped before the runs were done; nothing is compared"):format(name, signame), 0)
+    fail.raise(("perfsh %s: %s: stopped before the runs were done; nothing is compared"):format(name, signame))
   end
 end
 
@@ -353,11 +354,11 @@ function cli.backend(name, value, need)
   local b = value
   if not b then
     local ok, d = pcall(require("perfsh.defaults").backend)
-    if not ok then error(("perfsh %s: %s"):format(name, d), 0) end
+    if not ok then fail.raise(("perfsh %s: %s"):format(name, d)) end
     b = d
   end
   if b ~= "auto" and b ~= "uprobe" and b ~= "ptrace" then
-    error(("perfsh %s: --backend %s; give auto, uprobe or ptrace"):format(name, b), 0)
+    fail.raise(("perfsh %s: --backend %s; give auto, uprobe or ptrace"):format(name, b))
   end
   if b == "auto" and need then
     io.stderr:write(("perfsh %s: note: backend auto: ptrace, as %s needs it\n"):format(name, need))
@@ -390,13 +391,13 @@ function cli.regions_backend(name, value, regions, need, attaching)
   if value == "marker" then
     for _, r in ipairs(regions) do
       if not cli.region_spec(r, name).marker then
-        error(("perfsh %s: --backend marker measures marker:NAME regions only, and '%s' is not one"):format(name, r),
-          0)
+        fail.raise(("perfsh %s: --backend marker measures marker:NAME regions only, and '%s' is not one"):format(name,
+          r))
       end
     end
     if attaching then
-      error(("perfsh %s: --backend marker measures a program perfsh starts; for a running one (-p), arm its markers "
-        .. "with --backend uprobe"):format(name), 0)
+      fail.raise(("perfsh %s: --backend marker measures a program perfsh starts; for a running one (-p), arm its "
+        .. "markers with --backend uprobe"):format(name))
     end
     return "marker"
   end
@@ -408,9 +409,9 @@ function cli.regions_backend(name, value, regions, need, attaching)
   if sdt and asked == "auto" or sdt and not value and asked == "ptrace" then
     local ok, why = require("perfsh.core").uprobe_available()
     if need or not ok then
-      error(("perfsh %s: region '%s': SDT probes need the uprobe catcher, %s"):format(name, sdt, need
+      fail.raise(("perfsh %s: region '%s': SDT probes need the uprobe catcher, %s"):format(name, sdt, need
         and "and " .. need .. " the ptrace catcher; measure them in separate runs"
-        or "which cannot work here (" .. why .. ")"), 0)
+        or "which cannot work here (" .. why .. ")"))
     end
     asked = "auto"
   end
@@ -420,7 +421,7 @@ end
 --- --engine E of a recipe: counters or callgrind (nil: @default).
 function cli.engine(name, value, default)
   if value and value ~= "counters" and value ~= "callgrind" then
-    error(("perfsh %s: --engine must be counters or callgrind, not '%s'"):format(name, value), 0)
+    fail.raise(("perfsh %s: --engine must be counters or callgrind, not '%s'"):format(name, value))
   end
   return value or default
 end
@@ -444,8 +445,8 @@ function cli.check_events(name, events)
   local seen = {}
   for _, e in ipairs(events) do
     local ok, why = core.resolve(e)
-    if not ok then error(("perfsh %s: %s"):format(name, why), 0) end
-    if seen[e] then error(("perfsh %s: event '%s' is given twice; name each event once"):format(name, e), 0) end
+    if not ok then fail.raise(("perfsh %s: %s"):format(name, why)) end
+    if seen[e] then fail.raise(("perfsh %s: event '%s' is given twice; name each event once"):format(name, e)) end
     seen[e] = true
   end
 end
@@ -459,7 +460,7 @@ function cli.output(name, flag, path, open)
   local outfile = require "perfsh.outfile"
   local o, why = (open and outfile.open or outfile.reserve)(path)
   if not o then
-    error(("perfsh %s: %s: %s; give a file in a directory you can write"):format(name, flag, why), 0)
+    fail.raise(("perfsh %s: %s: %s; give a file in a directory you can write"):format(name, flag, why))
   end
   return o
 end
@@ -481,7 +482,7 @@ end
 -- A bad one ends the recipe with one line, e.g. for a single line FILE:N.
 function cli.region_spec(r, name)
   local rs, why = require("perfsh.core").region_spec(r)
-  if not rs then error(("perfsh %s: %s"):format(name or "stat", why), 0) end
+  if not rs then fail.raise(("perfsh %s: %s"):format(name or "stat", why)) end
   if rs.kind == "marker" then return {marker = rs.marker}, rs end
   if rs.kind == "line_range" or rs.kind == "addr_range" then return {range = r}, rs end
   if rs.kind == "sdt" then return {sdt = r}, rs end
@@ -516,7 +517,7 @@ function cli.start(name, cmd, pid, spec, regions)
     for i, a in ipairs(cmd) do s[i] = a end
     return perfsh.spawn(s)
   end)
-  if not ok then error(("perfsh %s: %s"):format(name, cli.reason(t)), 0) end
+  if not ok then fail.raise(("perfsh %s: %s"):format(name, cli.reason(t))) end
   return t
 end
 
@@ -535,7 +536,7 @@ function cli.arm(name, t, label, spec)
   local r, why = cli.try_arm(t, spec)
   if not r then
     t:close()
-    error(("perfsh %s: region '%s': %s"):format(name, label, why), 0)
+    fail.raise(("perfsh %s: region '%s': %s"):format(name, label, why))
   end
   return r
 end
@@ -568,7 +569,7 @@ end
 -- --factor, --warmup and --log (numbers checked by cli.parse: number = "us", "quantile", ...).
 function cli.slow_options(name, opts)
   if opts.threshold and opts.quantile then
-    error(("perfsh %s: give --threshold-us or --quantile, not both"):format(name), 0)
+    fail.raise(("perfsh %s: give --threshold-us or --quantile, not both"):format(name))
   end
   if opts.log then cli.output(name, "--log", opts.log):abort() end -- on_slow writes it whole
   return {
@@ -623,11 +624,12 @@ function cli.report_death(name, t, status)
     #inside > 0 and (" in region " .. table.concat(inside, ", ")) or " outside every region"))
 end
 
---- Run main(argv) of recipe @name; errors print one line (no traceback) and exit 2. After
+--- Run main(argv) of recipe @name; a failure (perfsh.fail) prints one line and exits 2, any other
+-- error (a bug) its traceback. After
 -- SIGINT, SIGTERM or SIGHUP (cli.run) the exit status is 128 + the signal.
 function cli.main(fn, argv, name)
   local ok, result = xpcall(fn, function(e)
-    if type(e) == "string" and e:match("^perfsh ") then return e end
+    if fail.is(e) then return tostring(e) end
     if cli.core.signal() then return false end -- stopped by a signal where it was (cli.run)
     return debug.traceback(e, 2)
   end, argv)

@@ -2,6 +2,7 @@
 -- repeated runs (callgrind here, the counters engine in perfsh.hitgate), write a baseline
 -- (perfsh.baseline: what it holds and identifies), compare with one under limits no smaller than
 -- the change the runs can detect, and print the table.
+local fail = require "perfsh.fail"
 local perfsh = require "perfsh"
 local core = require "perfsh.core"
 local cli = require "perfsh.cli"
@@ -23,7 +24,7 @@ local function run_counters(name, cmd, regions, events, backend, fields)
   local spec = {events = events, stdout = "/dev/null", backend = backend}
   for i, a in ipairs(cmd) do spec[i] = a end
   local ok, t = pcall(perfsh.spawn, spec)
-  if not ok then error(("perfsh %s: %s"):format(name, cli.reason(t)), 0) end
+  if not ok then fail.raise(("perfsh %s: %s"):format(name, cli.reason(t))) end
   local rs = {}
   for i, r in ipairs(regions) do rs[i] = cli.arm(name, t, r, cli.region_spec(r, name)) end
   local status = t:run()
@@ -41,8 +42,8 @@ local function run_counters(name, cmd, regions, events, backend, fields)
   end
   t:close()
   if not status or not status.exited or status.code ~= 0 then
-    error(("perfsh %s: %s failed (%s); measuring needs a run that succeeds"):format(name, table.concat(cmd, " "),
-      status and (status.signal or ("exit " .. tostring(status.code))) or "stopped"), 0)
+    fail.raise(("perfsh %s: %s failed (%s); measuring needs a run that succeeds"):format(name, table.concat(cmd, " "),
+      status and (status.signal or ("exit " .. tostring(status.code))) or "stopped"))
   end
   return res
 end
@@ -53,8 +54,8 @@ local function run_callgrind(name, cmd, regions, events)
     local m = callgrind.measure(name, cmd, r, events, true)
     cli.check_stopped(name)
     if m.status ~= 0 then
-      error(("perfsh %s: %s failed under callgrind (exit %d); measuring needs a run that succeeds")
-        :format(name, table.concat(cmd, " "), m.status), 0)
+      fail.raise(("perfsh %s: %s failed under callgrind (exit %d); measuring needs a run that succeeds")
+        :format(name, table.concat(cmd, " "), m.status))
     end
     res[r] = {hits = m.hits, totals = m.totals}
   end
@@ -98,7 +99,7 @@ function M.parse_limits(list)
     local ev, num, pct = l:match("^([%w_.:/-]+)=%+?([%d.]+)(%%?)$")
     local n = num and tonumber(num)
     if not n then
-      error(("perfsh check: --limit needs EVENT=PERCENT%% or EVENT=COUNT (e.g. Ir=1%%), not '%s'"):format(l), 0)
+      fail.raise(("perfsh check: --limit needs EVENT=PERCENT%% or EVENT=COUNT (e.g. Ir=1%%), not '%s'"):format(l))
     end
     limits[ev] = limits[ev] or {}
     if pct == "%" then limits[ev].rel = n / 100 else limits[ev].abs = n end
@@ -274,15 +275,15 @@ function M.setup(name, spec, regions)
   end
   local runs = spec.runs and math.tointeger(tonumber(spec.runs))
   if spec.runs and (not runs or runs < 1) then
-    error(("perfsh %s: --runs needs a positive count, not '%s'"):format(name, spec.runs), 0)
+    fail.raise(("perfsh %s: --runs needs a positive count, not '%s'"):format(name, spec.runs))
   end
   runs = runs or (engine == "callgrind" and 1 or 5)
   if name == "check" and engine == "counters" and runs < 3 then
-    error(("perfsh check: --runs %d: the counters engine needs 3 runs or more (its noise is their spread)")
-      :format(runs), 0)
+    fail.raise(("perfsh check: --runs %d: the counters engine needs 3 runs or more (its noise is their spread)")
+      :format(runs))
   end
   if engine == "callgrind" and spec.backend then
-    error(("perfsh %s: --engine callgrind does not take --backend; drop it or use --engine counters"):format(name), 0)
+    fail.raise(("perfsh %s: --engine callgrind does not take --backend; drop it or use --engine counters"):format(name))
   end
   local backend = engine == "counters" and cli.regions_backend(name, spec.backend, regions,
     cli.ptrace_need(name, regions)) or nil
@@ -341,7 +342,7 @@ local function regions_of(spec, base)
     for r in pairs(base.regions) do regions[#regions + 1] = r end
     table.sort(regions)
   end
-  if not regions then error("perfsh check: no region given; name one with -r FUNCTION", 0) end
+  if not regions then fail.raise("perfsh check: no region given; name one with -r FUNCTION") end
   for _, r in ipairs(regions) do
     if base and not base.regions[r] then
       baseline.fail("identity", "region '%s' is not in the baseline %s; record it with --save-baseline", r,

@@ -27,6 +27,7 @@
 -- runs further than 4 robust deviations from their median left out) and, for times, what moves
 -- between the baseline's session and this one (M.SESSION); a change counts only beyond M.Z = 4
 -- standard errors of it: that is the smallest change the runs could detect.
+local fail = require "perfsh.fail"
 local cli = require "perfsh.cli"
 local core = require "perfsh.core"
 local perfsh = require "perfsh"
@@ -140,7 +141,7 @@ local function hit_run(cmd, arms, events, names, backend, optional)
   local spec = {events = events, stdout = "/dev/null", backend = backend}
   for i, a in ipairs(cmd) do spec[i] = a end
   local ok, t = pcall(perfsh.spawn, spec)
-  if not ok then error(("perfsh check: %s"):format(cli.reason(t)), 0) end
+  if not ok then fail.raise(("perfsh check: %s"):format(cli.reason(t))) end
   local rs = {}
   for i, a in ipairs(arms) do
     if optional then
@@ -166,7 +167,8 @@ local function hit_run(cmd, arms, events, names, backend, optional)
     local how = status and (status.signal or ("exit " .. tostring(status.code))) or "stopped"
     -- a floor run's empty hits are not worth a failed program: its region gets no floor
     if optional then return {failed = ("its floor runs ended with %s"):format(how)} end
-    error(("perfsh check: %s failed (%s); measuring needs a run that succeeds"):format(table.concat(cmd, " "), how), 0)
+    fail.raise(("perfsh check: %s failed (%s); measuring needs a run that succeeds"):format(table.concat(cmd, " "),
+      how))
   end
   return out
 end
@@ -237,8 +239,8 @@ local function rounds_of(cmd, regions, plans, events, names, runs, backend, on_c
       local m = hit_run(cmd, arms, events, names, backend)
       for _, r in ipairs(regions) do
         if m[r].hits == 0 then
-          error(("perfsh check: region '%s' has no hits in run %d; measure a function %s calls"):format(r, i,
-            table.concat(cmd, " ")), 0)
+          fail.raise(("perfsh check: region '%s' has no hits in run %d; measure a function %s calls"):format(r, i,
+            table.concat(cmd, " ")))
         end
         if i == 1 and plans[r] and m[r].hits < M.FLOOR_HITS then
           plans[r], why[r] = nil, ("%d hit%s a run, fewer than %d"):format(m[r].hits, m[r].hits == 1 and "" or "s",

@@ -4,6 +4,7 @@
 -- event that opens on this machine, and says in one line which rows it dropped.
 --   presets.expand("cache")  -> {"cache-references", ...}, {"LLC-loads", ...} (kept, dropped)
 --   presets.events("stat", {"@ipc", "task-clock"})  -> the list with the preset put in
+local fail = require "perfsh.fail"
 local presets = {}
 
 presets.sets = {
@@ -93,10 +94,10 @@ function presets.events(recipe, list, opener)
       out[#out + 1] = e
     else
       local ok, kept, dropped, why = pcall(presets.expand, name, opener)
-      if not ok then error(("perfsh %s: %s"):format(recipe, kept), 0) end
+      if not ok then fail.raise(("perfsh %s: %s"):format(recipe, kept)) end
       if #kept == 0 then
-        error(("perfsh %s: preset @%s: none of its events open here (%s: %s dropped); give events with -e "
-          .. "(perfsh --list lists them)"):format(recipe, name, short(why), table.concat(dropped, ", ")), 0)
+        fail.raise(("perfsh %s: preset @%s: none of its events open here (%s: %s dropped); give events with -e "
+          .. "(perfsh --list lists them)"):format(recipe, name, short(why), table.concat(dropped, ", ")))
       end
       if #dropped > 0 then
         io.stderr:write(("perfsh %s: note: preset @%s: dropped %s (%s); counting %s\n"):format(recipe, name,
