@@ -236,20 +236,6 @@ static int grow_sites(struct ps_upcatch *u, struct ps_error *err)
 	return 0;
 }
 
-/* A uprobe lives in the file: say once per file when it is not the program's own. */
-static void shared_note(struct ps_upcatch *u, const char *path, const char *name)
-{
-	if (!u->exe[0] || !strcmp(u->exe, path))
-		return;
-	for (int i = 0; i < u->nsites; i++)
-		if (!strcmp(u->paths[i], path))
-			return;
-	ps_catch_notice(u->env,
-			"region '%s' is in the shared library %s: while perfsh runs, every process that maps it "
-			"takes the probe's trap",
-			name, path);
-}
-
 /* Probe file @path at @offset for @region (semaphore at @ref_ctr_offset, 0 for none). */
 static int site_add(struct ps_upcatch *u, const char *path, uint64_t offset, int region, enum ps_uprobe_point kind,
 		    uint64_t ref_ctr_offset, struct ps_error *err)
@@ -263,7 +249,6 @@ static int site_add(struct ps_upcatch *u, const char *path, uint64_t offset, int
 				    "region '%s': with the uprobe catcher, add regions before the first run", name);
 	if (grow_sites(u, err))
 		return -1;
-	shared_note(u, path, name);
 	snprintf(u->paths[u->nsites], PATH_MAX, "%s", path);
 	site = &u->sites[u->nsites];
 	*site = (struct ps_uprobe_site){.path = u->paths[u->nsites],
