@@ -207,11 +207,19 @@ void ps_ring_pop(struct ps_ring *r)
 	__atomic_store_n(&r->tail, r->tail + 1, __ATOMIC_RELEASE);
 }
 
+/* How many of the @n records from @tail lie before the ring's end (the rest wrap to its start). */
+static size_t before_wrap(const struct ps_ring *r, uint64_t tail, uint64_t n)
+{
+	size_t first = r->capacity - (size_t)(tail & (r->capacity - 1));
+
+	return first > n ? (size_t)n : first;
+}
+
 size_t ps_ring_read(struct ps_ring *r, void *dst, size_t max)
 {
 	uint64_t tail = r->tail;
 	uint64_t n;
-	size_t first, idx;
+	size_t first;
 
 	r->head_seen = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
 	n = r->head_seen - tail;
@@ -220,10 +228,7 @@ size_t ps_ring_read(struct ps_ring *r, void *dst, size_t max)
 	if (!n)
 		return 0;
 	/* copy in two pieces when the records wrap past the end */
-	idx = (size_t)(tail & (r->capacity - 1));
-	first = r->capacity - idx;
-	if (first > n)
-		first = (size_t)n;
+	first = before_wrap(r, tail, n);
 	memcpy(dst, slot(r, tail), first * r->recsize);
 	if (n > first)
 		memcpy((unsigned char *)dst + first * r->recsize, r->recs, ((size_t)n - first) * r->recsize);
@@ -235,7 +240,7 @@ ssize_t ps_ring_drain_to(struct ps_ring *r, struct ps_psnap_writer *w, struct ps
 {
 	uint64_t tail = r->tail;
 	uint64_t n;
-	size_t first, idx;
+	size_t first;
 
 	if (ps_psnap_writer_recsize(w) != r->recsize)
 		return ps_error_set(err, PS_EUSAGE,
@@ -246,10 +251,7 @@ ssize_t ps_ring_drain_to(struct ps_ring *r, struct ps_psnap_writer *w, struct ps
 	if (!n)
 		return 0;
 	/* in two pieces when the records wrap past the end, each released once written */
-	idx = (size_t)(tail & (r->capacity - 1));
-	first = r->capacity - idx;
-	if (first > n)
-		first = (size_t)n;
+	first = before_wrap(r, tail, n);
 	if (ps_psnap_write(w, slot(r, tail), first, err))
 		return -1;
 	__atomic_store_n(&r->tail, tail + first, __ATOMIC_RELEASE);
