@@ -344,11 +344,11 @@ end
 cli.backend_option = {"--backend", "B", "how hits are caught: ptrace (the target stops at each hit), uprobe (the "
   .. "kernel samples the counters at each probe: the target never stops for a hit; root or CAP_PERFMON; sdt: "
   .. "regions take it), marker (the program's marker library measures its marker:NAME regions itself; the "
-  .. "default for them) or auto (uprobe where it works and the regions allow it); default: ptrace, or "
-  .. "$PERFSH_BACKEND"}
+  .. "default for them) or auto (uprobe where it works and the regions allow it, else ptrace with a note "
+  .. "saying why); default: auto, or $PERFSH_BACKEND"}
 
 --- The catcher of hits a recipe asks perfsh.spawn/attach for: --backend @value, else the
--- default (perfsh.defaults.backend(): $PERFSH_BACKEND or ptrace). auto where @need (what needs the ptrace catcher, e.g.
+-- default (perfsh.defaults.backend(): $PERFSH_BACKEND or auto). auto where @need (what needs the ptrace catcher, e.g.
 -- "region f.c:1-2", or nil) says so takes ptrace, with a note; the rest is for spawn to decide.
 function cli.backend(name, value, need)
   local b = value

@@ -41,10 +41,12 @@ function defaults.events(use)
 end
 
 --- The catcher used when none is named (--backend, backend =): $PERFSH_BACKEND (auto, uprobe
--- or ptrace), else "ptrace". A bad value is an error naming the variable.
+-- or ptrace), else "auto" (uprobe where it works, so the program never stops for a hit and a
+-- perfsh that dies leaves it unharmed; ptrace otherwise, with a note). A bad value is an error
+-- naming the variable.
 function defaults.backend()
   local b = os.getenv("PERFSH_BACKEND")
-  if b == nil or b == "" then return "ptrace" end
+  if b == nil or b == "" then return "auto" end
   if b ~= "auto" and b ~= "uprobe" and b ~= "ptrace" then
     error(("PERFSH_BACKEND=%s; give auto, uprobe or ptrace"):format(b), 0)
   end

@@ -43,7 +43,7 @@ local function wrap(ud, argv)
     Tracee)
 end
 
--- The catcher that backend names (nil: defaults.backend(), $PERFSH_BACKEND or "ptrace"): "auto"
+-- The catcher that backend names (nil: defaults.backend(), $PERFSH_BACKEND or "auto"): "auto"
 -- takes "uprobe" where the uprobe PMU opens and every one of @events can be read at a probe
 -- (core.uprobe_check, before the program starts), else "ptrace" with a one-line note saying
 -- why; "uprobe" with an event it cannot read is refused in one line.
@@ -87,10 +87,9 @@ end
 -- back from it; the file is written beside it under a temporary name and renamed when the
 -- spill is complete (the program's end, or t:finish_spill()): t:close() before drops it.
 -- Forked children are released (their breakpoints removed) unless follow_fork is set.
--- backend = "ptrace" (default: breakpoints, the target stops at each hit), "uprobe" (the
--- kernel samples the counters at each entry and return: the target never stops for a hit;
--- function regions only, root or CAP_PERFMON) or "auto" (uprobe where it can work; t.note
--- says why not), or "marker" (the program's own marker library measures its markers, perfsh
+-- backend = "auto" (default: uprobe where it can work, else ptrace; t.note says why), "uprobe"
+-- (the kernel samples the counters at each entry and return: the target never stops for a hit;
+-- root or CAP_PERFMON), "ptrace" (breakpoints: the target stops at each hit), or "marker" (the program's own marker library measures its markers, perfsh
 -- drains the records while it runs: t:marker regions only, see t:markers). t.catcher is the
 -- one used. ring_pages = N (a power of two, default 256): the
 -- uprobe catcher's ring per thread (ignored where auto takes ptrace); records a full ring
