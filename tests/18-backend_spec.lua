@@ -326,3 +326,60 @@ describe("the uprobe catcher and exceptions", function()
     end
   end)
 end)
+
+describe("perfsh killed by SIGKILL during an attach", function()
+  -- The default catcher takes uprobe for -p, so a perfsh that dies (kill -9, the OOM killer, a
+  -- lost ssh session) leaves nothing in the target: the kernel drops a dead perfsh's probes with
+  -- its perf events, and its ptrace ties (threads seen starting) end without a signal.
+  local function wait_for(pred, seconds)
+    for _ = 1, seconds * 20 do
+      local v = pred()
+      if v then return v end
+      os.execute("sleep 0.05")
+    end
+  end
+  local function slurp(path)
+    local f = io.open(path)
+    if not f then return nil end
+    local s = f:read("a")
+    f:close()
+    return s
+  end
+
+  it("leaves the target running to its normal end, with its own output and exit status", function()
+    if not need_uprobes(pending) then return end
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. support.q(dir)))
+    -- 4 threads x 40,000 calls of work(100000): some seconds of work, attached while it runs
+    local p = io.popen(("(examples/threads 40000 100000 4 >%s/out 2>&1; echo $? >%s/rc) >/dev/null 2>&1 & echo $!")
+      :format(dir, dir))
+    local sub = p:read("l")
+    p:close()
+    local target = wait_for(function()
+      local f = io.popen("pgrep -P " .. sub)
+      local pid = f:read("l")
+      f:close()
+      return pid
+    end, 5)
+    assert.truthy(target, "the target never started")
+    p = io.popen(("%s stat -p %s -r work --seconds 60 >%s/perfsh.out 2>%s/perfsh.err & echo $!"):format(P, target,
+      dir, dir))
+    local ppid = p:read("l")
+    p:close()
+    -- the probes are in and firing once the kernel has mapped the target's out-of-line page
+    local probed = wait_for(function()
+      local maps = slurp("/proc/" .. target .. "/maps")
+      return maps and maps:find("[uprobes]", 1, true)
+    end, 20)
+    local err = slurp(dir .. "/perfsh.err") or ""
+    os.execute("kill -KILL " .. ppid .. " 2>/dev/null")
+    assert.truthy(probed, "no probe fired in the target before perfsh was killed: " .. err)
+    local rc = wait_for(function() return slurp(dir .. "/rc") end, 120)
+    local out = slurp(dir .. "/out")
+    os.execute("rm -rf " .. support.q(dir))
+    assert.are.equal("0\n", rc)
+    assert.are.equal("calls = 160000\n", out)
+    assert.falsy(err:find("backend auto: ptrace", 1, true), err)
+  end)
+end)
