@@ -30,7 +30,7 @@ static const char usage[] =
     "usage: perfsh [options] [script.lua | recipe] [args...]\n"
     "\n"
     "Hardware counters for exactly the code you care about: a Lua 5.4 shell over perf event\n"
-    "groups, ptrace breakpoints and snapshot buffers.\n"
+    "groups, uprobes and ptrace breakpoints, and snapshot buffers.\n"
     "\n"
     "  perfsh                      start the REPL (perfsh and perfsh.core are loaded; Tab\n"
     "                              completes, help lists the API, history in ~/.perfsh_history\n"
@@ -68,10 +68,12 @@ static const char usage[] =
     "  PERFSH_SAMPLING  breakpoint, uprobe or int3: how sampled regions count every call\n"
     "                   (default: a hardware breakpoint where one fires, else a uprobe, else\n"
     "                   an int3 stop per call)\n"
-    "  PERFSH_BACKEND   ptrace (default), uprobe or auto: how recipes and perfsh.spawn/attach\n"
-    "                   catch region hits when --backend or backend = does not say (marker:NAME\n"
-    "                   regions of a started program take the marker catcher: the program's\n"
-    "                   marker library measures them and perfsh drains its records)\n";
+    "  PERFSH_BACKEND   auto (default), uprobe or ptrace: how recipes and perfsh.spawn/attach\n"
+    "                   catch region hits when --backend or backend = does not say; auto takes\n"
+    "                   uprobe where it works (the program never stops for a hit), else ptrace\n"
+    "                   with a note saying why (marker:NAME regions of a started program\n"
+    "                   take the marker catcher: the program's marker library measures them\n"
+    "                   and perfsh drains its records)\n";
 
 /* ---- paths ---- */
 

@@ -88,7 +88,7 @@ describe("--help", function()
     for _, n in ipairs{"stat", "tail", "attribute", "ipc", "check"} do
       local out = support.sh(P .. " " .. n .. " --help"):gsub("%s+", " ")
       assert.truthy(out:find(" --backend B how hits are caught: ptrace", 1, true), n)
-      assert.truthy(out:find("default: ptrace, or $PERFSH_BACKEND", 1, true), n)
+      assert.truthy(out:find("default: auto, or $PERFSH_BACKEND", 1, true), n)
     end
   end)
 end)

@@ -89,11 +89,11 @@ end
 -- Forked children are released (their breakpoints removed) unless follow_fork is set.
 -- backend = "auto" (default: uprobe where it can work, else ptrace; t.note says why), "uprobe"
 -- (the kernel samples the counters at each entry and return: the target never stops for a hit;
--- root or CAP_PERFMON), "ptrace" (breakpoints: the target stops at each hit), or "marker" (the program's own marker library measures its markers, perfsh
--- drains the records while it runs: t:marker regions only, see t:markers). t.catcher is the
--- one used. ring_pages = N (a power of two, default 256): the
--- uprobe catcher's ring per thread (ignored where auto takes ptrace); records a full ring
--- drops are counted in t:info().lost.
+-- root or CAP_PERFMON), "ptrace" (breakpoints: the target stops at each hit), or "marker"
+-- (the program's own marker library measures its markers, perfsh drains the records while it
+-- runs: t:marker regions only, see t:markers). t.catcher is the one used. ring_pages = N (a
+-- power of two, default 256): the uprobe catcher's ring per thread (ignored where auto takes
+-- ptrace); records a full ring drops are counted in t:info().lost.
 function tracee.spawn(spec)
   if type(spec) ~= "table" or type(spec[1]) ~= "string" then
     fail("bad argument #1 to 'spawn' (table {command, args..., events = {...}} expected)", 2)
