@@ -112,9 +112,11 @@ local rows = {
     "^perfsh stat: cannot run '.*text': it is not an ELF program; give a compiled program$"},
   {"-p with no number", "stat -r region -p abc", 2, "^perfsh stat: %-p needs a process id, not 'abc'$"},
   {"-p of no process", "stat -r region -p 999999999", 2, "^perfsh stat: attach 999999999: no such process"},
-  -- an unprivileged user (perf_event_paranoid 2): its own program is measured
-  {"an unprivileged user", "stat -r region -e task-clock %T", 0, nil, "region region %(func, 1 hit%)",
-    nobody = true},
+  -- an unprivileged user (perf_event_paranoid 2): its own program is measured, and the default
+  -- catcher (auto) says in one line why it takes ptrace
+  {"an unprivileged user", "stat --backend auto -r region -e task-clock %T", 0,
+    "^perfsh stat: note: backend auto: ptrace, as the uprobe catcher cannot work here %(.+%)$",
+    "caught by ptrace.*\nregion region %(func, 1 hit%)", nobody = true},
   -- crashes, kills and execs inside a region: the report is kept, the status passed on
   {"a crash inside a region", "stat -r region -e task-clock %T crash", 139,
     "^perfsh stat: .*badinput crash killed by SIGSEGV in region region$",

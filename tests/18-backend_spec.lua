@@ -77,10 +77,20 @@ describe("--backend", function()
     assert.truthy(t.note:find(ev .. " cannot be read at a uprobe", 1, true), t.note)
   end)
 
-  it("ptrace is the default and says so", function()
+  it("auto is the default: uprobe where it works, else ptrace with a one-line note saying why", function()
     local out, err, rc = support.sh("env -u PERFSH_BACKEND " .. P .. " stat -r sum -e task-clock examples/sum")
     assert.are.equal(0, rc, err)
-    assert.truthy(out:find("caught by ptrace; %d+ stops"), out)
+    local ok, why = core.uprobe_available()
+    if ok then
+      assert.truthy(out:find("caught by uprobe; 1 stop\n", 1, true), out)
+      assert.are.equal("", err)
+    else
+      assert.truthy(out:find("caught by ptrace; %d+ stops"), out)
+      assert.are.equal(("perfsh stat: note: backend auto: ptrace, as the uprobe catcher cannot work here (%s)\n")
+        :format(why), err)
+    end
+    assert.are.equal("auto", (support.sh("env -u PERFSH_BACKEND " .. P .. [[ -e 'io.write(require("perfsh.defaults")]]
+      .. [[.backend())']])))
     out, err, rc = support.sh("PERFSH_BACKEND=bpf " .. P .. " stat -r sum -e task-clock examples/sum")
     assert.are.same({2, "", "perfsh stat: PERFSH_BACKEND=bpf; give auto, uprobe or ptrace\n"}, {rc, out, err})
   end)
@@ -363,7 +373,7 @@ describe("perfsh killed by SIGKILL during an attach", function()
       return pid
     end, 5)
     assert.truthy(target, "the target never started")
-    p = io.popen(("%s stat -p %s -r work --seconds 60 >%s/perfsh.out 2>%s/perfsh.err & echo $!"):format(P, target,
+    p = io.popen(("env -u PERFSH_BACKEND %s stat -p %s -r work --seconds 60 >%s/perfsh.out 2>%s/perfsh.err & echo $!"):format(P, target,
       dir, dir))
     local ppid = p:read("l")
     p:close()
