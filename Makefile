@@ -9,7 +9,7 @@ PKGS    := lua5.4 libelf libdw libedit
 DEBS := build-essential pkg-config lua5.4 liblua5.4-dev libpfm4-dev libelf-dev \
         libdw-dev libedit-dev libiberty-dev liblapacke-dev zlib1g-dev lua-busted lua-dkjson lua-check lua-argparse luarocks g++ valgrind \
         procps binutils clang libclang-rt-dev libzydis-dev \
-        systemtap-sdt-dev tmux groff-base libpapi-dev
+        systemtap-sdt-dev tmux groff-base libpapi-dev rustc
 
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS  ?= -O2 -g
@@ -52,6 +52,11 @@ REPLAYS    := $(FUZZ_NAMES:%=$(B)/tests/fuzz/replay_%)
 
 EXAMPLES := $(patsubst %.c,%,$(filter %.c,$(EX_SRC))) $(patsubst %.cpp,%,$(filter %.cpp,$(EX_SRC))) \
             examples/sum-nopie examples/sum-stripped examples/marker_loop-off
+# The Rust examples are built where rustc is (make deps installs Debian's).
+RUSTC    ?= $(shell command -v rustc 2>/dev/null)
+ifneq ($(RUSTC),)
+EXAMPLES += $(patsubst %.rs,%,$(wildcard examples/*.rs))
+endif
 BENCHES  := $(patsubst %.c,%,$(BENCH_SRC))
 
 ifeq ($(SAN),1)
@@ -188,6 +193,8 @@ examples/%: examples/%.c
 	$(CC) -O2 -g -o $@ $< -lpthread
 examples/%: examples/%.cpp
 	g++ -O2 -g -o $@ $<
+examples/%: examples/%.rs
+	$(RUSTC) -O -g -o $@ $<
 
 bench/hit_target: bench/hit_target.c
 	$(CC) -O2 -g -fcf-protection=full -o $@ $<

@@ -393,3 +393,28 @@ describe("perfsh killed by SIGKILL during an attach", function()
     assert.falsy(err:find("backend auto: ptrace", 1, true), err)
   end)
 end)
+
+describe("a Rust program (examples/grocery_rs: a method called from scoped threads)", function()
+  local exe = "examples/grocery_rs"
+  local function hits(out)
+    return tonumber(out:match("region update_product %(func, (%d+) hits?[,)]"))
+  end
+
+  it("gives the default catcher the same hits as ptrace: every call of Product::update_product", function()
+    if not io.open(exe) then
+      pending("examples/grocery_rs is not built: rustc is not installed (make deps installs it)")
+      return
+    end
+    -- 300 products, 4 rounds, 3 threads: 1,200 calls
+    local cmd = " stat -r update_product -e task-clock " .. exe .. " 300 4 3"
+    local out, err, rc = support.sh("env -u PERFSH_BACKEND " .. P .. cmd)
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("updates = 1200\n", 1, true), out)
+    assert.are.equal(1200, hits(out), out)
+    local pout, perr, prc = support.sh(P .. " stat --backend ptrace -r update_product -e task-clock " .. exe
+      .. " 300 4 3")
+    assert.are.equal(0, prc, perr)
+    assert.truthy(pout:find("caught by ptrace", 1, true), pout)
+    assert.are.equal(1200, hits(pout), pout)
+  end)
+end)
