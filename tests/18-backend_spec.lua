@@ -373,8 +373,8 @@ describe("perfsh killed by SIGKILL during an attach", function()
       return pid
     end, 5)
     assert.truthy(target, "the target never started")
-    p = io.popen(("env -u PERFSH_BACKEND %s stat -p %s -r work --seconds 60 >%s/perfsh.out 2>%s/perfsh.err & echo $!"):format(P, target,
-      dir, dir))
+    p = io.popen(("env -u PERFSH_BACKEND %s stat -p %s -r work --seconds 60 >%s/perfsh.out 2>%s/perfsh.err & echo $!")
+      :format(P, target, dir, dir))
     local ppid = p:read("l")
     p:close()
     -- the probes are in and firing once the kernel has mapped the target's out-of-line page
