@@ -273,6 +273,20 @@ describe("sampling with the uprobe catcher", function()
     assert.is_true(t:info().stops <= 7, tostring(t:info().stops)) -- per new thread, none per hit
   end)
 
+  it("is what --backend auto takes for sampling, in perfsh stat and perfsh tail", function()
+    if not need_uprobes(pending) then return end
+    local out, err, rc = support.sh(P .. " stat --backend auto --ring-pages 4096 --sample 0.01 -r spin "
+      .. "-e task-clock examples/loop 1 20000")
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("caught by uprobe", 1, true), out)
+    assert.falsy(err:find("ptrace", 1, true), err)
+    assert.truthy(out:find("sampled: %d+ of 20000 calls recorded"), out)
+    local _, err2, rc2 = support.sh(P .. " tail --backend auto --every 10 -r spin -e task-clock examples/loop 1 20000")
+    assert.are.equal(0, rc2, err2)
+    assert.falsy(err2:find("ptrace", 1, true), err2)
+    assert.truthy(err2:find("perfsh tail: spin: 2000 hits sampled of 20000", 1, true), err2)
+  end)
+
   it("perfsh stat --every prints and saves the same fields as under ptrace", function()
     if not need_uprobes(pending) then return end
     local fields = {}
