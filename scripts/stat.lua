@@ -106,9 +106,9 @@ local function main(opts, cmd)
   if opts.save then cli.output("stat", "--save", opts.save):abort() end
   local trace = cli.output("stat", "--trace", opts.trace, true)
   local out = output(opts.output)
-  -- what only the ptrace catcher does: sampling, several groups; what only the uprobe
-  -- catcher does: SDT regions (so they take it unless --backend ptrace says otherwise)
-  local need = (#groups > 0 and "several counter groups") or ((sample or opts.every) and "sampling") or nil
+  -- what only the ptrace catcher does: several groups; what only the uprobe catcher does: SDT
+  -- regions (so they take it unless --backend ptrace says otherwise). Sampling works under both.
+  local need = (#groups > 0 and "several counter groups") or nil
   local backend = cli.regions_backend("stat", opts.backend, opts.regions, need, opts.pid ~= nil)
 
   local ring_pages = opts.ring_pages

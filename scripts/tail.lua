@@ -39,8 +39,8 @@ local function main(opts, cmd)
   local events = opts.events and cli.events("tail", opts.events) or perfsh.default_events("tail")
   cli.check_events("tail", events)
   local rspec = cli.region_spec(opts.region, "tail")
-  local backend = cli.regions_backend("tail", opts.backend, {opts.region}, ((opts.sample or opts.every)
-    and "sampling") or (rspec.range and "region " .. opts.region) or nil, opts.pid ~= nil)
+  local backend = cli.regions_backend("tail", opts.backend, {opts.region}, rspec.range and "region " .. opts.region
+    or nil, opts.pid ~= nil)
   local t = cli.start("tail", cmd, opts.pid, {events = events, backend = backend}, {opts.region})
   if t.note then io.stderr:write("perfsh tail: note: ", t.note, "\n") end
   if opts.sample then rspec.sample = {p = opts.sample} end

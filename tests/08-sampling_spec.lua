@@ -1,6 +1,7 @@
 -- Sampled regions: every entry is counted (by a hardware breakpoint, a uprobe or int3 stops),
--- only the sampled ones are recorded. PERFSH_SAMPLING forces the mechanism: tests/run.sh runs
--- this file once more with each of uprobe and int3.
+-- only the sampled ones are recorded. PERFSH_SAMPLING forces the ptrace catcher's mechanism:
+-- tests/run.sh runs this file once more with each of uprobe and int3 (under ptrace), and once
+-- with PERFSH_BACKEND=uprobe (the uprobe catcher's records, decimated per call).
 local perfsh = require "perfsh"
 local support = dofile("tests/support.lua")
 
@@ -65,8 +66,13 @@ describe("region sampling", function()
     if not r then return end
     t:run()
     local st = r:stats()
-    assert.are.equal(20000, st.entries)
-    assert.is_true(st.hits > 0 and st.hits < st.entries / 2, ("%d of %d"):format(st.hits, st.entries))
+    if t.catcher == "uprobe" then -- its probes are switched off between windows: entries in them only
+      assert.is_true(st.entries < 20000 / 2, tostring(st.entries))
+      assert.is_true(st.hits > 0 and st.hits <= st.entries, ("%d of %d"):format(st.hits, st.entries))
+    else
+      assert.are.equal(20000, st.entries)
+      assert.is_true(st.hits > 0 and st.hits < st.entries / 2, ("%d of %d"):format(st.hits, st.entries))
+    end
   end)
 
   it("estimates totals from the sampled hits", function()
@@ -178,8 +184,9 @@ describe("region sampling", function()
   end)
 
   it("refuses an unknown PERFSH_SAMPLING in one line", function()
+    -- how the ptrace catcher counts entries: the uprobe catcher's probes count them
     local _, err, code = support.sh("PERFSH_SAMPLING=debugregs " .. support.perfsh ..
-      " stat --sample 0.5 -r spin examples/loop 1 10")
+      " stat --backend ptrace --sample 0.5 -r spin examples/loop 1 10")
     assert.are_not.equal(0, code)
     assert.truthy(err:find("PERFSH_SAMPLING is 'debugregs': set it to breakpoint, uprobe or int3, or unset it",
       1, true), err)

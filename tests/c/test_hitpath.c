@@ -329,3 +329,38 @@ TEST(hitpath_probability_gaps)
 	CHECK(n > 9000 && n < 11000); /* 10000 expected, sd 87 */
 	fixture_free(f);
 }
+
+/* With returns that carry no handle (uretprobes, return-site probes), a sampled entry ends at its
+   own return: the unsampled calls nested in it and around it await theirs too, and end nothing.
+   Every 2nd entry of an every-level region: of 4 nested calls, the 2nd and the 4th. */
+TEST(hitpath_sampled_entry_ends_at_its_own_return_without_handles)
+{
+	struct fixture *f = fixture_new(0, NULL);
+	struct ps_error err;
+	struct ps_hit ret = {.tid = 9, .region = EVERY, .kind = PS_HIT_RETURN, .handle = PS_HIT_INNERMOST};
+
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	ps_hitpath_returns(f->hp, 64);
+	CHECK_EQ_INT(ps_hitpath_sample(f->hp, EVERY, 2, 0, 0, &err), 0);
+	for (uint64_t t = 10; t < 14; t++)
+		hit(f, 9, EVERY, PS_HIT_ENTRY, 0, t);
+	for (uint64_t t = 14; t < 18; t++) {
+		ret.t = t;
+		ret.cpu = (int)t % 4;
+		f->r.time_enabled = t;
+		f->r.time_running = t - 1;
+		f->r.val[0] = t * 10;
+		f->r.val[1] = t * 100;
+		ret.r = &f->r;
+		CHECK_EQ_INT(ps_hitpath_hit(f->hp, &ret), 0);
+	}
+	static const struct want w[] = {
+	    {EVERY, 9, 0, 13, 14, 14 % 4, PS_SNAP_SAMPLED | PS_SNAP_NESTED, 1},
+	    {EVERY, 9, 1, 11, 16, 16 % 4, PS_SNAP_SAMPLED, 0},
+	};
+	check_records(ctest_self, f, w, 2);
+	CHECK_EQ_INT(ps_hitpath_open_calls(f->hp, EVERY), 0);
+	fixture_free(f);
+}

@@ -10,12 +10,18 @@
  * group of their own, so that its start and end read the same counters; a single SDT probe is
  * a point event: each hit is one record whose start and end are the values there.
  *
- * Sampling: time windows only, by switching every probe and counter on and off at the window's
+ * Sampling every Nth call or with a probability: the kernel writes a record at every probe (the
+ * probe's trap is the floor, and the program never stops) and the hit path decimates them per
+ * call (ps_hitpath_sample()): every entry is counted and draws, a chosen one opens a
+ * measurement (flagged sampled) and its return follows that choice (an entry nested in it,
+ * a recursion, draws on its own, as under ptrace); an unsampled entry and its return are
+ * dropped as they are decoded.
+ * Time windows: by switching every probe and counter on and off at the window's
  * edges (PERF_EVENT_IOC_ENABLE/DISABLE on the groups, never per hit), so one window covers
  * every region; what is open when a window closes ends there, cut short (its return may
  * never come), and a return whose entry came while closed is ignored. Entries are counted in
- * the windows only. Every-Nth and probability sampling, regions in libraries not mapped yet
- * and several counter groups need the ptrace catcher, and are refused with a line saying so. Inlined copies of a
+ * the windows only. Regions in libraries not mapped yet and several counter groups need the
+ * ptrace catcher, and are refused with a line saying so. Inlined copies of a
  * function are not caught (they have no entry to probe).
  *
  * Losses: where a thread's ring was full, what it had open ends there (flagged as cut short,
@@ -319,16 +325,30 @@ static int up_fast_sites(const struct ps_catch *c, int *nsites)
 	return of_const(c)->nop5;
 }
 
+/* Every-Nth and probability sampling: the kernel writes a record at every probe (its trap is the
+   floor) and the hit path decimates them per call: each entry draws (counted, as every entry is),
+   and its return, awaited at the handle the draw gave, follows that choice. The draws are seeded
+   as the ptrace catcher's are. */
+static int sample_calls(struct ps_upcatch *u, int id, const struct ps_sample *how, struct ps_error *err)
+{
+	struct ps_region_info *ri = &u->env->reg[id];
+
+	ps_hitpath_seed(u->env->hp, (uint64_t)getpid() * 0x2545F4914F6CDD1DULL ^ (uint64_t)ri->addr);
+	if (ps_hitpath_sample(u->env->hp, id, how->every, how->p, 0, err))
+		return -1;
+	ri->sample_every = how->every;
+	ri->sample_p = how->p;
+	ri->counter = PS_COUNT_UPROBE;
+	return 0;
+}
+
 static int up_sample(struct ps_catch *c, int id, const struct ps_sample *how, struct ps_error *err)
 {
 	struct ps_upcatch *u = of(c);
 	const char *name = u->env->reg[id].name;
 
 	if (!how->period_ms)
-		return ps_error_set(err, PS_ENEEDS_PTRACE,
-				    "region '%s': the uprobe catcher samples in time windows only; every-Nth and "
-				    "probability sampling need the ptrace catcher (--backend ptrace)",
-				    name);
+		return sample_calls(u, id, how, err);
 	if (u->period_ms && (u->window_ms != how->window_ms || u->period_ms != how->period_ms))
 		return ps_error_set(err, PS_EUSAGE,
 				    "region '%s': the uprobe catcher has one sampling window for every region; give "
@@ -338,6 +358,7 @@ static int up_sample(struct ps_catch *c, int id, const struct ps_sample *how, st
 		return -1;
 	u->env->reg[id].window_ms = how->window_ms;
 	u->env->reg[id].period_ms = how->period_ms;
+	u->env->reg[id].counter = PS_COUNT_UPROBE;
 	u->window_ms = how->window_ms;
 	u->period_ms = how->period_ms;
 	return 0;
