@@ -209,7 +209,7 @@ describe("--ring-pages", function()
   end)
 
   it("is refused for the ptrace catcher, and must be a power of two", function()
-    local _, err, rc = support.sh("env -u PERFSH_BACKEND " .. P .. " stat --ring-pages 1 -r sum examples/sum")
+    local _, err, rc = support.sh(P .. " stat --backend ptrace --ring-pages 1 -r sum examples/sum")
     assert.are_not.equal(0, rc)
     assert.are.equal("perfsh stat: a ring size is for the uprobe catcher (backend uprobe)\n", err)
     _, err, rc = support.sh(P .. " stat --backend uprobe --ring-pages 3 -r sum examples/sum")
