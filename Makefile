@@ -199,6 +199,16 @@ examples/%: examples/%.rs
 bench/hit_target: bench/hit_target.c
 	$(CC) -O2 -g -fcf-protection=full -o $@ $<
 
+# bench/default_path's C++ and Rust targets, built as a user would (-O2 / -O, -g, PIE). Rust is
+# built where a rustc is found (on PATH, else ~/.cargo/bin); without one bench/default_path says
+# so and skips its rows.
+RUSTC ?= $(firstword $(shell command -v rustc 2>/dev/null) $(wildcard $(HOME)/.cargo/bin/rustc))
+BENCH_TARGETS := bench/hit_target bench/hit_cxx $(if $(RUSTC),bench/hit_rs)
+bench/hit_cxx: bench/hit_cxx.cpp
+	g++ -O2 -g -fcf-protection=none -o $@ $<
+bench/hit_rs: bench/hit_rs.rs
+	$(RUSTC) -O -g -o $@ $<
+
 # bench/marker also measures PAPI's read (libpapi-dev); nothing else links PAPI.
 bench/marker: bench/marker.c $(MARKER_A) $(CORE_OBJ)
 	$(CC) $(CFLAGS) -Imarker/include $(CORE_INC) -o $@ $< $(LDFLAGS) $(MARKER_A) $(CORE_OBJ) $(CORE_LIBS) -lpapi
@@ -209,7 +219,7 @@ bench/%: bench/%.c $(wildcard bench/*.h) $(CORE_OBJ)
 check: all $(B)/tests/c/run $(REPLAYS)
 	@PERFSH=$(B)/perfsh B=$(B) sh tests/run.sh
 
-bench: all $(BENCHES) bench/hit_target
+bench: all $(BENCHES) $(BENCH_TARGETS)
 	@for b in $(BENCHES); do echo "== $$b"; ./$$b || exit 1; done
 
 deps:
@@ -248,6 +258,6 @@ lint:
 	@command -v luacheck >/dev/null && luacheck lua scripts tests || echo "luacheck not installed; skipped"
 
 clean:
-	rm -rf build build-san build-fuzz perfsh $(EXAMPLES) $(BENCHES) bench/hit_target
+	rm -rf build build-san build-fuzz perfsh $(EXAMPLES) $(BENCHES) bench/hit_target bench/hit_cxx bench/hit_rs
 
 -include $(shell find $(B) $(FB) -name '*.d' 2>/dev/null)

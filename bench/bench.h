@@ -1,9 +1,10 @@
-/* bench/bench.h - what the benchmarks share: medians of repeated runs. */
+/* bench/bench.h - what the benchmarks share: medians of repeated runs, CPU times. */
 #ifndef PS_BENCH_H
 #define PS_BENCH_H
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 
 static inline int bench_cmp_u64(const void *a, const void *b)
 {
@@ -16,6 +17,13 @@ static inline uint64_t median(uint64_t *v, int n)
 {
 	qsort(v, (size_t)n, sizeof *v, bench_cmp_u64);
 	return v[n / 2];
+}
+
+/* The CPU time (user + system) in @ru, in nanoseconds. */
+static inline uint64_t bench_cpu_ns(const struct rusage *ru)
+{
+	return (uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000000u +
+	       (uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) * 1000u;
 }
 
 #endif

@@ -37,7 +37,7 @@ static uint64_t run_plain(const char *mode)
 {
 	uint64_t t0 = ps_now_ns();
 	int go, st;
-	pid_t pid = spawn_held(mode, &go);
+	pid_t pid = spawn_held(NULL, mode, &go);
 
 	release(go);
 	waitpid(pid, &st, 0);
@@ -59,7 +59,7 @@ static uint64_t run_layer(const struct fn *f, const struct ps_event *ev, uint64_
 	struct ps_uprobe *u;
 	struct ps_error err;
 	int go, st = 0;
-	pid_t pid = spawn_held(f->mode, &go);
+	pid_t pid = spawn_held(f->prog, f->mode, &go);
 
 	if (ps_uprobe_open(&u, pid, &o, &err)) {
 		fprintf(stderr, "uprobe_floor: %s\n", err.msg);

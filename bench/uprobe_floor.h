@@ -2,7 +2,8 @@
  * raw perf_event_open + mmap and no perfsh code (a task-clock leader, a uprobe and a
  * uretprobe as members with sample_period 1 sampling the group into one ring, the
  * uretprobe's output redirected there, the ring drained while the target runs). Shared by
- * bench/uprobe_floor.c and bench/hit_table.c; static functions, one copy per benchmark.
+ * bench/uprobe_floor.c, bench/hit_table.c and bench/default_path.c; static functions, one copy
+ * per benchmark.
  */
 #ifndef PS_BENCH_UPROBE_FLOOR_H
 #define PS_BENCH_UPROBE_FLOOR_H
@@ -10,6 +11,7 @@
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,10 +19,12 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "machine.h"
 #include "run.h"
 #include "uprobe.h"
@@ -29,13 +33,15 @@
 #define PAGES 2048 /* 8 MiB: every record of a run fits even if the reader never runs */
 
 struct fn {
+	const char *prog; /* the target (NULL: UF_TARGET), run as PROG N MODE */
 	const char *mode, *sym;
 	char path[4096];
 	uint64_t off;
 	int nop5;
 };
 
-static char nbuf[32]; /* the target's call count, argv[1] */
+static char nbuf[32];	      /* the target's call count, argv[1] */
+static uint64_t floor_cpu_ns; /* the last run_floor()'s CPU time: the target's and its reader's */
 
 static void die(const char *what)
 {
@@ -43,8 +49,8 @@ static void die(const char *what)
 	exit(1);
 }
 
-/* Fork the target held on a pipe before its exec; *@go releases it. */
-static pid_t spawn_held(const char *mode, int *go)
+/* Fork @prog (NULL: UF_TARGET) held on a pipe before its exec; *@go releases it. */
+static pid_t spawn_held(const char *prog, const char *mode, int *go)
 {
 	int p[2];
 	pid_t pid;
@@ -53,11 +59,11 @@ static pid_t spawn_held(const char *mode, int *go)
 		die("pipe");
 	pid = fork();
 	if (pid == 0) {
-		char b, *argv[] = {UF_TARGET, nbuf, (char *)mode, NULL};
+		char b, *argv[] = {(char *)(prog ? prog : UF_TARGET), nbuf, (char *)mode, NULL};
 		close(p[1]);
 		if (read(p[0], &b, 1) != 1)
 			_exit(126);
-		execv(UF_TARGET, argv);
+		execv(argv[0], argv);
 		_exit(127);
 	}
 	close(p[0]);
@@ -108,11 +114,35 @@ static void floor_drain(struct perf_event_mmap_page *mp, uint64_t *samples, uint
 	__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
 }
 
+static void *close_fd(void *fd)
+{
+	close(*(int *)fd);
+	return NULL;
+}
+
+/* Close the leader @fds[0] and its two probes. Closing a uprobe event waits for RCU grace
+   periods (tens of ms, hundreds under load): the probes are closed side by side, so the
+   waits overlap (a run's tear-down cancels in N - N/10; this only makes it shorter). */
+static void close_probes(int *fds)
+{
+	pthread_t t;
+	int th = pthread_create(&t, NULL, close_fd, &fds[2]) == 0;
+
+	if (!th)
+		close(fds[2]);
+	close(fds[1]);
+	if (th)
+		pthread_join(t, NULL);
+	close(fds[0]);
+}
+
 static uint64_t run_floor(const struct fn *f, uint64_t n)
 {
 	uint64_t t0 = ps_now_ns(), samples = 0, lost = 0;
 	int go, st = 0, fds[3];
-	pid_t pid = spawn_held(f->mode, &go);
+	struct rusage self0, self, child;
+	getrusage(RUSAGE_SELF, &self0);
+	pid_t pid = spawn_held(f->prog, f->mode, &go);
 	struct perf_event_attr a;
 	size_t len = (size_t)(PAGES + 1) * (size_t)sysconf(_SC_PAGESIZE);
 
@@ -140,15 +170,16 @@ static uint64_t run_floor(const struct fn *f, uint64_t n)
 	if (ioctl(fds[2], PERF_EVENT_IOC_SET_OUTPUT, fds[1]) < 0)
 		die("PERF_EVENT_IOC_SET_OUTPUT");
 	release(go);
-	while (waitpid(pid, &st, WNOHANG) == 0) {
+	while (wait4(pid, &st, WNOHANG, &child) == 0) {
 		struct pollfd p = {fds[1], POLLIN, 0};
 		poll(&p, 1, 50);
 		floor_drain(mp, &samples, &lost);
 	}
 	floor_drain(mp, &samples, &lost);
 	munmap(mp, len);
-	for (int i = 2; i >= 0; i--)
-		close(fds[i]);
+	close_probes(fds);
+	getrusage(RUSAGE_SELF, &self);
+	floor_cpu_ns = bench_cpu_ns(&child) + bench_cpu_ns(&self) - bench_cpu_ns(&self0);
 	if (samples != 2 * n || lost) /* the reader fell behind a full ring: said, not fatal */
 		fprintf(stderr, "uprobe floor: saw %llu records (%llu lost), expected %llu\n",
 			(unsigned long long)samples, (unsigned long long)lost, (unsigned long long)(2 * n));

@@ -1,0 +1,372 @@
+/* bench/default_path.c - what a hit costs on perfsh's default path, against the uprobe floor.
+ *
+ *   default_path [N]
+ *
+ * The default path is perfsh as a user types it, with no --backend (and $PERFSH_BACKEND unset):
+ *   ./perfsh stat -r FUNC -e task-clock PROG N MODE
+ * run as a separate process, so whatever catcher `auto` takes is what is measured. Its floor
+ * is bench/uprobe_floor.h: a minimal raw perf_event_open uprobe tracer (a task-clock leader, a
+ * uprobe and a uretprobe sampling the group into one ring) on the same function. Six functions,
+ * an ordinary entry and a 5-byte-NOP entry (0f 1f 44 00 00, checked in the file) in each of
+ *   C     bench/hit_target  hit_movslq, hit_nop5                 (cc, assembly entries)
+ *   C++   bench/hit_cxx     hits::plain(int), hits::nop5(int)    (g++, mangled, in a namespace)
+ *   Rust  bench/hit_rs      hit_rs::hits::plain, hit_rs::hits::nop5 (rustc, mangled paths)
+ * The Rust rows are skipped, saying why, where no rustc built bench/hit_rs.
+ *
+ * The cost of a hit is (time of a run of N calls - time of a run of N/10) / (9N/10): start-up,
+ * probe registration, ring set-up and tear-down cancel. It is taken twice: on the wall clock,
+ * and on the CPU (the tracer's and the target's, from wait4() and getrusage()), which a loaded
+ * machine disturbs far less. The floor makes N = 5,000 calls on an ordinary entry (or the
+ * argument), NOP_TIMES more on a NOP entry (a hit costs far less there); the default path as
+ * many, or PTRACE_DIV fewer where it took ptrace (a first run of PILOT calls says which). The
+ * floor's runs and the default path's are interleaved (the order alternates) REPS times; a cost
+ * is the median over them, a ratio the median of the ratios of runs side by side (which saw the
+ * same load). Prints, per function, the catcher the default path took ("caught by", and auto's
+ * note when it took ptrace), both costs, and default / floor against its goal (<= 1.3) with
+ * "goal met", "goal missed" or "too noisy to judge", then a summary; a missed goal is reported,
+ * never a failure. Without the uprobe PMU (not root) the floor is skipped, saying why, and the
+ * default path's cost is printed alone. Exits 1 only when a run of perfsh fails (its output is
+ * shown).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "symbols.h"
+#include "uprobe_floor.h"
+
+#define REPS 3
+#define NOP_TIMES 4  /* a NOP entry makes this many times more calls */
+#define PTRACE_DIV 4 /* a row caught by ptrace makes this many times fewer */
+#define PILOT 1000   /* the first run's calls: which catcher, and a warm cache */
+#define GOAL 1.3
+
+struct row {
+	const char *lang, *prog, *func, *mode;
+	int nop5;
+};
+
+static const struct row rows[] = {
+    {"C", "bench/hit_target", "hit_movslq", "movslq", 0},
+    {"C", "bench/hit_target", "hit_nop5", "nop5", 1},
+    {"C++", "bench/hit_cxx", "hits::plain(int)", "plain", 0},
+    {"C++", "bench/hit_cxx", "hits::nop5(int)", "nop5", 1},
+    {"Rust", "bench/hit_rs", "hit_rs::hits::plain", "plain", 0},
+    {"Rust", "bench/hit_rs", "hit_rs::hits::nop5", "nop5", 1},
+};
+
+/* What one run of the default path printed. */
+struct out {
+	uint64_t hits;
+	char caught[256], note[512], lost[256];
+};
+
+static const char *perfsh_path(void)
+{
+	const char *p = getenv("PERFSH");
+	return p && *p ? p : "./perfsh";
+}
+
+/* Copy @s up to @stop (or the line's end) into @d. */
+static void copy_until(char *d, size_t n, const char *s, const char *stop)
+{
+	size_t k = strcspn(s, stop);
+	if (k >= n)
+		k = n - 1;
+	memcpy(d, s, k);
+	d[k] = 0;
+}
+
+/* Read back the lines of a run's output that say how its hits were caught and how many. */
+static void parse_out(FILE *f, struct out *o)
+{
+	char line[4096];
+	const char *p;
+
+	memset(o, 0, sizeof *o);
+	rewind(f);
+	while (fgets(line, sizeof line, f)) {
+		if ((p = strstr(line, "; caught by ")))
+			copy_until(o->caught, sizeof o->caught, p + 12, ";\n");
+		if ((p = strstr(line, "backend auto:")))
+			copy_until(o->note, sizeof o->note, p, "\n");
+		if ((p = strstr(line, "(func, ")))
+			o->hits = strtoull(p + 7, NULL, 10);
+		if (strstr(line, " lost") && !o->lost[0])
+			copy_until(o->lost, sizeof o->lost, line, "\n");
+	}
+}
+
+/* Show a failed run's output and end the benchmark. */
+static void fail_run(FILE *f, const char *what, int st)
+{
+	char line[4096];
+
+	fprintf(stderr, "default_path: %s failed (status %d); it printed:\n", what, st);
+	rewind(f);
+	while (fgets(line, sizeof line, f))
+		fputs(line, stderr);
+	exit(1);
+}
+
+/* One run of the default path on @rw with @n calls; returns its wall time, fills @o and *@cpu
+   (perfsh's CPU time and its target's, which it reaped). */
+static uint64_t run_default(const struct row *rw, uint64_t n, struct out *o, uint64_t *cpu)
+{
+	char cnt[32], *argv[] = {(char *)perfsh_path(), "stat",		  "-r", (char *)rw->func, "-e",
+				 "task-clock",		(char *)rw->prog, cnt,	(char *)rw->mode, NULL};
+	FILE *f = tmpfile();
+	struct rusage ru;
+	int st = 0;
+
+	if (!f)
+		die("tmpfile");
+	snprintf(cnt, sizeof cnt, "%llu", (unsigned long long)n);
+	uint64_t t0 = ps_now_ns();
+	pid_t pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0) {
+		dup2(fileno(f), 1);
+		dup2(fileno(f), 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	while (wait4(pid, &st, 0, &ru) < 0 && errno == EINTR)
+		;
+	uint64_t t = ps_now_ns() - t0;
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		fail_run(f, rw->func, st);
+	*cpu = bench_cpu_ns(&ru);
+	parse_out(f, o);
+	fclose(f);
+	if (o->hits != n || o->lost[0]) /* said, not fatal */
+		fprintf(stderr, "default_path: %s: perfsh recorded %llu hits of %llu%s%s\n", rw->func,
+			(unsigned long long)o->hits, (unsigned long long)n, o->lost[0] ? ": " : "", o->lost);
+	return t;
+}
+
+/* The floor's view of @rw: the function's file offset; 0, or -1 after saying why. */
+static int resolve(const struct row *rw, struct fn *f)
+{
+	struct ps_symtab *st;
+	const struct ps_sym *sym;
+	struct ps_error err;
+
+	memset(f, 0, sizeof *f);
+	f->prog = rw->prog;
+	f->mode = rw->mode;
+	f->sym = rw->func;
+	f->nop5 = rw->nop5;
+	if (!realpath(rw->prog, f->path) || ps_sym_open(&st, rw->prog, &err))
+		return printf("  %s: cannot read %s: %s\n", rw->func, rw->prog, strerror(errno)), -1;
+	int rc = ps_sym_lookup(st, rw->func, &sym, &err) || ps_uprobe_file_offset(f->path, sym->addr, &f->off, &err);
+	ps_sym_close(st);
+	if (rc)
+		printf("  %s: %s\n", rw->func, err.msg);
+	return rc ? -1 : 0;
+}
+
+/* Whether the function's first bytes in the file are the 5-byte NOP; says so when not. */
+static int nop5_checked(const struct fn *f)
+{
+	static const unsigned char nop[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
+	unsigned char b[5] = {0};
+	int fd = open(f->path, O_RDONLY | O_CLOEXEC);
+	ssize_t k = fd < 0 ? -1 : pread(fd, b, sizeof b, (off_t)f->off);
+
+	if (fd >= 0)
+		close(fd);
+	if (k == (ssize_t)sizeof b && !memcmp(b, nop, sizeof nop))
+		return 1;
+	printf("  note: %s does not start with 0f 1f 44 00 00 (it starts %02x %02x %02x %02x %02x): "
+	       "this row measures an ordinary entry\n",
+	       f->sym, b[0], b[1], b[2], b[3], b[4]);
+	return 0;
+}
+
+/* A cost per hit in microseconds, of each run: [floor or default][wall or CPU][rep]. */
+enum { FLOOR, DFLT };
+enum { WALL, CPU };
+typedef double costs[2][2][REPS];
+
+/* One pair of runs, with @n and @n0 calls, of the floor or the default path: the cost per hit
+   of the calls between, on the wall clock and on the CPU. */
+static void pair(const struct row *rw, const struct fn *f, int kind, uint64_t n, uint64_t n0, costs c, int r)
+{
+	uint64_t t[2], cpu[2], k[2] = {n, n0};
+	struct out o;
+
+	for (int i = 0; i < 2; i++)
+		if (kind == FLOOR) {
+			snprintf(nbuf, sizeof nbuf, "%llu", (unsigned long long)k[i]);
+			t[i] = run_floor(f, k[i]);
+			cpu[i] = floor_cpu_ns;
+		} else
+			t[i] = run_default(rw, k[i], &o, &cpu[i]);
+	c[kind][WALL][r] = ((double)t[0] - (double)t[1]) / (double)(n - n0) / 1000.0;
+	c[kind][CPU][r] = ((double)cpu[0] - (double)cpu[1]) / (double)(n - n0) / 1000.0;
+}
+
+/* The median of @a (microseconds), or of @a[r] / @b[r]. */
+static double median_of(const double *a, const double *b)
+{
+	uint64_t q[REPS];
+	for (int r = 0; r < REPS; r++) {
+		double v = b ? a[r] / (b[r] > 0 ? b[r] : 1e-9) : a[r];
+		q[r] = (uint64_t)(v > 0 ? v * 1e6 : 0);
+	}
+	return (double)median(q, REPS) / 1e6;
+}
+
+/* What a row found: the catcher, and on the wall clock and on the CPU the ratio default path /
+   floor (< 0: none) and whether its runs were too noisy to judge it by. */
+struct result {
+	char caught[256];
+	double ratio[2];
+	int noisy[2], nop;
+};
+
+/* Whether the runs side by side are too noisy to judge the goal by: a cost at or below zero (the
+   noise exceeded what the calls cost), or ratios on both sides of the goal, over 1.5x apart.
+   Sets *@lo, *@hi to the least and greatest ratio. */
+static int too_noisy(const double *a, const double *b, double *lo, double *hi)
+{
+	int bad = 0;
+
+	*lo = 1e300, *hi = 0;
+	for (int r = 0; r < REPS; r++) {
+		double q = b[r] > 0 ? a[r] / b[r] : 0;
+		bad |= a[r] <= 0 || b[r] <= 0;
+		*lo = q < *lo ? q : *lo;
+		*hi = q > *hi ? q : *hi;
+	}
+	return bad || (*lo <= GOAL && *hi > GOAL && *hi > 1.5 * *lo);
+}
+
+static const char *verdict(double r, int noisy)
+{
+	return noisy ? "too noisy to judge" : r <= GOAL ? "goal met" : "goal missed";
+}
+
+/* One row: which catcher the default path takes, its cost per hit, the floor's, the ratios. The
+   floor makes @n calls (NOP_TIMES more on a NOP entry), the default path as many unless it took
+   ptrace (PTRACE_DIV fewer). */
+static void bench_row(const struct row *rw, uint64_t n, int up, struct result *res)
+{
+	struct fn f;
+	struct out o;
+	costs c;
+	uint64_t cpu;
+
+	if (resolve(rw, &f))
+		return;
+	res->nop = rw->nop5 && nop5_checked(&f);
+	run_default(rw, PILOT, &o, &cpu);
+	snprintf(res->caught, sizeof res->caught, "%s", o.caught[0] ? o.caught : "? (no \"caught by\" line)");
+	uint64_t fn_n = res->nop ? n * NOP_TIMES : n, dn = strncmp(o.caught, "ptrace", 6) ? fn_n : n / PTRACE_DIV;
+	printf("  %s, %s entry: caught by %s\n", rw->func, res->nop ? "5-byte-NOP" : "ordinary", res->caught);
+	if (o.note[0])
+		printf("    auto's note: %s\n", o.note);
+	for (int r = 0; r < REPS; r++) /* interleaved, the order alternating */
+		for (int k = 0; k < 2; k++)
+			if ((k + r) % 2 == DFLT)
+				pair(rw, &f, DFLT, dn, dn / 10, c, r);
+			else if (up)
+				pair(rw, &f, FLOOR, fn_n, fn_n / 10, c, r);
+	printf("    %-34s %8s %8s\n", "us per hit", "wall", "on CPU");
+	if (up)
+		printf("    %-34s %8.2f %8.2f\n", res->nop ? "uprobe floor, NOP entry" : "uprobe floor",
+		       median_of(c[FLOOR][WALL], NULL), median_of(c[FLOOR][CPU], NULL));
+	printf("    %-34s %8.2f %8.2f\n", "perfsh, no --backend", median_of(c[DFLT][WALL], NULL),
+	       median_of(c[DFLT][CPU], NULL));
+	printf("    (calls: perfsh %llu vs %llu", (unsigned long long)dn, (unsigned long long)dn / 10);
+	if (!up)
+		return (void)printf(")\n");
+	printf(", floor %llu vs %llu)\n", (unsigned long long)fn_n, (unsigned long long)fn_n / 10);
+	double lo[2], hi[2];
+	for (int m = WALL; m <= CPU; m++) {
+		res->ratio[m] = median_of(c[DFLT][m], c[FLOOR][m]);
+		res->noisy[m] = too_noisy(c[DFLT][m], c[FLOOR][m], &lo[m], &hi[m]);
+	}
+	printf("    %-34s %8.2f %8.2f   goal <= %g: wall %s, on CPU %s\n", "default path / floor", res->ratio[WALL],
+	       res->ratio[CPU], GOAL, verdict(res->ratio[WALL], res->noisy[WALL]),
+	       verdict(res->ratio[CPU], res->noisy[CPU]));
+	printf("    %-34s %3.2f-%-4.2f %3.2f-%.2f\n", "  runs side by side", lo[WALL], hi[WALL], lo[CPU], hi[CPU]);
+}
+
+/* The load on the machine, which the wall-clock figures suffer from and the CPU times much less. */
+static void say_load(void)
+{
+	double l1 = 0;
+	FILE *f = fopen("/proc/loadavg", "r");
+
+	if (f && fscanf(f, "%lf", &l1) == 1)
+		printf("default_path: load average %.1f on %ld CPUs%s\n", l1, sysconf(_SC_NPROCESSORS_ONLN),
+		       l1 > (double)sysconf(_SC_NPROCESSORS_ONLN) ? ": the wall-clock figures are noisy" : "");
+	if (f)
+		fclose(f);
+}
+
+static void summary(const struct result *res, size_t nrow, uint64_t t0)
+{
+	printf("\ndefault path / floor, goal <= %g:\n", GOAL);
+	for (size_t i = 0; i < nrow; i++) {
+		printf("  %-5s %-11s", rows[i].lang, rows[i].nop5 ? "5-byte NOP" : "ordinary");
+		if (res[i].ratio[WALL] < 0)
+			printf(" skipped\n");
+		else
+			printf(" wall %5.2f %-18s on CPU %5.2f %-18s caught by %.*s\n", res[i].ratio[WALL],
+			       verdict(res[i].ratio[WALL], res[i].noisy[WALL]), res[i].ratio[CPU],
+			       verdict(res[i].ratio[CPU], res[i].noisy[CPU]), (int)strcspn(res[i].caught, " "),
+			       res[i].caught);
+	}
+	printf("default_path: %.0f s\n", (double)(ps_now_ns() - t0) / 1e9);
+}
+
+int main(int argc, char **argv)
+{
+	enum { NROW = sizeof rows / sizeof rows[0] };
+	uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 0) : 5000, t0 = ps_now_ns();
+	struct result res[NROW];
+	char why[256];
+	int up = ps_uprobe_available(why, sizeof why);
+	const char *env = getenv("PERFSH_BACKEND");
+
+	if (n < 100)
+		return fprintf(stderr, "default_path: N must be at least 100\n"), 1;
+	if (env && *env)
+		printf("default_path: PERFSH_BACKEND=%s unset: the default path is measured\n", env);
+	unsetenv("PERFSH_BACKEND");
+	printf("default_path: us per hit of `%s stat -r FUNC -e task-clock PROG N` (no --backend) and of the\n"
+	       "uprobe floor (raw perf_event_open uprobe + uretprobe, bench/uprobe_floor.h): (N calls - N/10) / "
+	       "(9N/10),\non the wall clock and on the CPU (the tracer's and the target's), medians of %d "
+	       "interleaved runs\n",
+	       perfsh_path(), REPS);
+	say_load();
+	if (!up)
+		printf("default_path: uprobe floor skipped: %s\n", why);
+	for (size_t i = 0; i < NROW; i++) {
+		const struct row *rw = &rows[i];
+		res[i] = (struct result){.ratio = {-1, -1}};
+		if (i == 0 || strcmp(rw->lang, rows[i - 1].lang))
+			printf("\n%s (%s)\n", rw->lang, rw->prog);
+		if (access(rw->prog, X_OK)) {
+			if (i > 0 && !strcmp(rw->prog, rows[i - 1].prog))
+				continue;
+			printf("  skipped: %s is not built (%s)\n", rw->prog,
+			       strcmp(rw->lang, "Rust") ? "run make bench"
+							: "no rustc: make bench looks on PATH and in ~/.cargo/bin");
+			continue;
+		}
+		bench_row(rw, n, up, &res[i]);
+	}
+	summary(res, NROW, t0);
+	return 0;
+}
