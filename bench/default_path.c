@@ -18,7 +18,7 @@
  * and on the CPU (the tracer's and the target's, from wait4() and getrusage()), which a loaded
  * machine disturbs far less. The floor makes N = 5,000 calls on an ordinary entry (or the
  * argument), NOP_TIMES more on a NOP entry (a hit costs far less there); the default path as
- * many, or PTRACE_DIV fewer where it took ptrace (a first run of PILOT calls says which). The
+ * many, or PTRACE_DIV fewer where it took ptrace (its first run, of N/10 calls, says which). The
  * floor's runs and the default path's are interleaved (the order alternates) REPS times; a cost
  * is the median over them, a ratio the median of the ratios of runs side by side (which saw the
  * same load). Prints, per function, the catcher the default path took ("caught by", and auto's
@@ -42,9 +42,8 @@
 #include "uprobe_floor.h"
 
 #define REPS 3
-#define NOP_TIMES 4  /* a NOP entry makes this many times more calls */
+#define NOP_TIMES 8  /* a NOP entry makes this many times more calls */
 #define PTRACE_DIV 4 /* a row caught by ptrace makes this many times fewer */
-#define PILOT 1000   /* the first run's calls: which catcher, and a warm cache */
 #define GOAL 1.3
 
 struct row {
@@ -97,7 +96,9 @@ static void parse_out(FILE *f, struct out *o)
 		if ((p = strstr(line, "backend auto:")))
 			copy_until(o->note, sizeof o->note, p, "\n");
 		if ((p = strstr(line, "(func, ")))
-			o->hits = strtoull(p + 7, NULL, 10);
+			for (p += 7, o->hits = 0; (*p >= '0' && *p <= '9') || *p == ','; p++) /* 1,000 or 1000 */
+				if (*p != ',')
+					o->hits = o->hits * 10 + (uint64_t)(*p - '0');
 		if (strstr(line, " lost") && !o->lost[0])
 			copy_until(o->lost, sizeof o->lost, line, "\n");
 	}
@@ -196,9 +197,16 @@ enum { FLOOR, DFLT };
 enum { WALL, CPU };
 typedef double costs[2][2][REPS];
 
-/* One pair of runs, with @n and @n0 calls, of the floor or the default path: the cost per hit
-   of the calls between, on the wall clock and on the CPU. */
-static void pair(const struct row *rw, const struct fn *f, int kind, uint64_t n, uint64_t n0, costs c, int r)
+/* A run already made: its wall and CPU time. */
+struct sample {
+	uint64_t t, cpu;
+};
+
+/* One pair of runs, with @n and @n0 calls, of the floor or the default path (its run with @n0
+   calls is @done where that was made already): the cost per hit of the calls between, on the
+   wall clock and on the CPU. */
+static void pair(const struct row *rw, const struct fn *f, int kind, uint64_t n, uint64_t n0, const struct sample *done,
+		 costs c, int r)
 {
 	uint64_t t[2], cpu[2], k[2] = {n, n0};
 	struct out o;
@@ -208,6 +216,9 @@ static void pair(const struct row *rw, const struct fn *f, int kind, uint64_t n,
 			snprintf(nbuf, sizeof nbuf, "%llu", (unsigned long long)k[i]);
 			t[i] = run_floor(f, k[i]);
 			cpu[i] = floor_cpu_ns;
+		} else if (i == 1 && done) {
+			t[i] = done->t;
+			cpu[i] = done->cpu;
 		} else
 			t[i] = run_default(rw, k[i], &o, &cpu[i]);
 	c[kind][WALL][r] = ((double)t[0] - (double)t[1]) / (double)(n - n0) / 1000.0;
@@ -263,23 +274,27 @@ static void bench_row(const struct row *rw, uint64_t n, int up, struct result *r
 	struct fn f;
 	struct out o;
 	costs c;
-	uint64_t cpu;
 
 	if (resolve(rw, &f))
 		return;
 	res->nop = rw->nop5 && nop5_checked(&f);
-	run_default(rw, PILOT, &o, &cpu);
+	uint64_t fn_n = res->nop ? n * NOP_TIMES : n;
+	struct sample first; /* the first run says which catcher auto takes */
+	first.t = run_default(rw, fn_n / 10, &o, &first.cpu);
+	int ptrace = !strncmp(o.caught, "ptrace", 6);
+	uint64_t dn = ptrace ? n / PTRACE_DIV : fn_n;
 	snprintf(res->caught, sizeof res->caught, "%s", o.caught[0] ? o.caught : "? (no \"caught by\" line)");
-	uint64_t fn_n = res->nop ? n * NOP_TIMES : n, dn = strncmp(o.caught, "ptrace", 6) ? fn_n : n / PTRACE_DIV;
 	printf("  %s, %s entry: caught by %s\n", rw->func, res->nop ? "5-byte-NOP" : "ordinary", res->caught);
 	if (o.note[0])
 		printf("    auto's note: %s\n", o.note);
+	else if (ptrace)
+		printf("    auto took ptrace and printed no note (no \"backend auto:\" line) saying why\n");
 	for (int r = 0; r < REPS; r++) /* interleaved, the order alternating */
 		for (int k = 0; k < 2; k++)
 			if ((k + r) % 2 == DFLT)
-				pair(rw, &f, DFLT, dn, dn / 10, c, r);
+				pair(rw, &f, DFLT, dn, dn / 10, r == 0 && !ptrace ? &first : NULL, c, r);
 			else if (up)
-				pair(rw, &f, FLOOR, fn_n, fn_n / 10, c, r);
+				pair(rw, &f, FLOOR, fn_n, fn_n / 10, NULL, c, r);
 	printf("    %-34s %8s %8s\n", "us per hit", "wall", "on CPU");
 	if (up)
 		printf("    %-34s %8.2f %8.2f\n", res->nop ? "uprobe floor, NOP entry" : "uprobe floor",
