@@ -28,7 +28,7 @@ pub mod hits {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let n: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(10000);
-    let nop = args.get(2).is_some_and(|m| m == "nop5");
+    let nop = args.get(2).map_or(false, |m| m == "nop5");
     let mut s = 0i64;
     for i in 0..n {
         let x = std::hint::black_box(i as i32);
