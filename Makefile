@@ -200,9 +200,8 @@ bench/hit_target: bench/hit_target.c
 	$(CC) -O2 -g -fcf-protection=full -o $@ $<
 
 # bench/default_path's C++ and Rust targets, built as a user would (-O2 / -O, -g, PIE). Rust is
-# built where a rustc is found (on PATH, else ~/.cargo/bin); without one, or where it fails,
+# built where make finds rustc (RUSTC, as for the examples); without one, or where it fails,
 # bench/default_path says the program is not built and skips its rows.
-RUSTC ?= $(firstword $(shell command -v rustc 2>/dev/null) $(wildcard $(HOME)/.cargo/bin/rustc))
 BENCH_TARGETS := bench/hit_target bench/hit_cxx $(if $(RUSTC),bench/hit_rs)
 bench/hit_cxx: bench/hit_cxx.cpp
 	g++ -O2 -g -fcf-protection=none -o $@ $<

@@ -377,7 +377,7 @@ int main(int argc, char **argv)
 				continue;
 			printf("  skipped: %s is not built (%s)\n", rw->prog,
 			       strcmp(rw->lang, "Rust") ? "run make bench"
-							: "no rustc: make bench looks on PATH and in ~/.cargo/bin");
+							: "no rustc: make bench takes RUSTC, else the rustc on PATH");
 			continue;
 		}
 		bench_row(rw, n, up, &res[i]);

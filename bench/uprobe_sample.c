@@ -72,8 +72,7 @@ static uint64_t children_cpu_ns(void)
 	struct rusage ru;
 
 	getrusage(RUSAGE_CHILDREN, &ru);
-	return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000u +
-	       ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000u;
+	return bench_cpu_ns(&ru);
 }
 
 /* One run of @n calls, the floor's or the sampled session's: its wall time, and the target's CPU
