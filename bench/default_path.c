@@ -14,19 +14,21 @@
  * The Rust rows are skipped, saying why, where no rustc built bench/hit_rs.
  *
  * The cost of a hit is (time of a run of N calls - time of a run of N/10) / (9N/10): start-up,
- * probe registration, ring set-up and tear-down cancel. It is taken twice: on the wall clock,
- * and on the CPU (the tracer's and the target's, from wait4() and getrusage()), which a loaded
- * machine disturbs far less. The floor makes N = 5,000 calls on an ordinary entry (or the
- * argument), NOP_TIMES more on a NOP entry (a hit costs far less there); the default path as
- * many, or PTRACE_DIV fewer where it took ptrace (its first run, of N/10 calls, says which). The
- * floor's runs and the default path's are interleaved (the order alternates) REPS times; a cost
- * is the median over them, a ratio the median of the ratios of runs side by side (which saw the
- * same load). Prints, per function, the catcher the default path took ("caught by", and auto's
- * note when it took ptrace), both costs, and default / floor against its goal (<= 1.3) with
- * "goal met", "goal missed" or "too noisy to judge", then a summary; a missed goal is reported,
- * never a failure. Without the uprobe PMU (not root) the floor is skipped, saying why, and the
- * default path's cost is printed alone. Exits 1 only when a run of perfsh fails (its output is
- * shown).
+ * probe registration, ring set-up and tear-down cancel. It is taken three ways: on the wall
+ * clock; on the CPU, the tracer's and the target's (wait4(), getrusage()); and on the target's
+ * CPU alone (what a hit costs the program: the kernel's handling of its probes is in it), which
+ * the targets write at their end into the file $BENCH_TARGET_CPU names. A loaded machine
+ * disturbs the CPU times far less than the wall clock. The floor makes N = 5,000 calls on an
+ * ordinary entry (or the argument), NOP_TIMES more on a NOP entry (a hit costs far less there);
+ * the default path as many, or PTRACE_DIV fewer where it took ptrace (its first run, of N/10
+ * calls, says which). The floor's runs and the default path's are interleaved (the order
+ * alternates) REPS times; a cost is the median over them, a ratio the median of the ratios of
+ * runs side by side (which saw the same load). Prints, per function, the catcher the default
+ * path took ("caught by", and auto's note when it took ptrace), both costs, and default / floor
+ * by each measure against its goal (<= 1.3) with "goal met", "goal missed" or "too noisy to
+ * judge", then a summary; a missed goal is reported, never a failure. Without the uprobe PMU
+ * (not root) the floor is skipped, saying why, and the default path's cost is printed alone.
+ * Exits 1 only when a run of perfsh fails (its output is shown).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -192,37 +194,66 @@ static int nop5_checked(const struct fn *f)
 	return 0;
 }
 
-/* A cost per hit in microseconds, of each run: [floor or default][wall or CPU][rep]. */
+/* A cost per hit in microseconds, of each run: [floor or default][measure][rep]. The measures:
+   the wall clock; the CPU time of the tracer and the target; the target's alone. */
 enum { FLOOR, DFLT };
-enum { WALL, CPU };
-typedef double costs[2][2][REPS];
+enum { WALL, CPU, PROG, NMEASURE };
+static const char *const measure_name[NMEASURE] = {"wall", "on CPU", "program"};
+typedef double costs[2][NMEASURE][REPS];
 
-/* A run already made: its wall and CPU time. */
+/* A run: its wall time, its CPU time, the target's (0: it said none). */
 struct sample {
-	uint64_t t, cpu;
+	uint64_t ns[NMEASURE];
 };
 
+static char cpu_file[64]; /* $BENCH_TARGET_CPU: the targets write their CPU time there */
+
+/* The CPU time the run's target wrote into cpu_file, in ns (0: none); the file is removed. */
+static uint64_t target_cpu(void)
+{
+	unsigned long long ns = 0;
+	FILE *f = fopen(cpu_file, "r");
+
+	if (f) {
+		if (fscanf(f, "%llu", &ns) != 1)
+			ns = 0;
+		fclose(f);
+		unlink(cpu_file);
+	}
+	return ns;
+}
+
+/* One run of the floor or the default path on @rw with @n calls; @o (default path) gets what
+   perfsh printed. */
+static void run_one(const struct row *rw, const struct fn *f, int kind, uint64_t n, struct out *o, struct sample *s)
+{
+	unlink(cpu_file);
+	if (kind == FLOOR) {
+		snprintf(nbuf, sizeof nbuf, "%llu", (unsigned long long)n);
+		s->ns[WALL] = run_floor(f, n);
+		s->ns[CPU] = floor_cpu_ns;
+	} else
+		s->ns[WALL] = run_default(rw, n, o, &s->ns[CPU]);
+	s->ns[PROG] = target_cpu();
+}
+
 /* One pair of runs, with @n and @n0 calls, of the floor or the default path (its run with @n0
-   calls is @done where that was made already): the cost per hit of the calls between, on the
-   wall clock and on the CPU. */
+   calls is @done where that was made already): the cost per hit of the calls between. */
 static void pair(const struct row *rw, const struct fn *f, int kind, uint64_t n, uint64_t n0, const struct sample *done,
 		 costs c, int r)
 {
-	uint64_t t[2], cpu[2], k[2] = {n, n0};
+	struct sample s[2];
 	struct out o;
 
-	for (int i = 0; i < 2; i++)
-		if (kind == FLOOR) {
-			snprintf(nbuf, sizeof nbuf, "%llu", (unsigned long long)k[i]);
-			t[i] = run_floor(f, k[i]);
-			cpu[i] = floor_cpu_ns;
-		} else if (i == 1 && done) {
-			t[i] = done->t;
-			cpu[i] = done->cpu;
-		} else
-			t[i] = run_default(rw, k[i], &o, &cpu[i]);
-	c[kind][WALL][r] = ((double)t[0] - (double)t[1]) / (double)(n - n0) / 1000.0;
-	c[kind][CPU][r] = ((double)cpu[0] - (double)cpu[1]) / (double)(n - n0) / 1000.0;
+	run_one(rw, f, kind, n, &o, &s[0]);
+	if (done)
+		s[1] = *done;
+	else
+		run_one(rw, f, kind, n0, &o, &s[1]);
+	for (int m = 0; m < NMEASURE; m++)
+		c[kind][m][r] = s[0].ns[m] && s[1].ns[m]
+				    ? ((double)s[0].ns[m] - (double)s[1].ns[m]) / (double)(n - n0) / 1000.0
+				    : -1;
 }
 
 /* The median of @a (microseconds), or of @a[r] / @b[r]. */
@@ -236,12 +267,12 @@ static double median_of(const double *a, const double *b)
 	return (double)median(q, REPS) / 1e6;
 }
 
-/* What a row found: the catcher, and on the wall clock and on the CPU the ratio default path /
-   floor (< 0: none) and whether its runs were too noisy to judge it by. */
+/* What a row found: the catcher, and by each measure the ratio default path / floor (< 0:
+   none) and whether its runs were too noisy to judge it by. */
 struct result {
 	char caught[256];
-	double ratio[2];
-	int noisy[2], nop;
+	double ratio[NMEASURE];
+	int noisy[NMEASURE], nop;
 };
 
 /* Whether the runs side by side are too noisy to judge the goal by: a cost at or below zero (the
@@ -266,6 +297,35 @@ static const char *verdict(double r, int noisy)
 	return noisy ? "too noisy to judge" : r <= GOAL ? "goal met" : "goal missed";
 }
 
+/* The row's costs, ratios and verdicts, by each measure. */
+static void print_row(const costs c, int up, int nop, struct result *res)
+{
+	double lo[NMEASURE], hi[NMEASURE];
+
+	printf("    %-28s %8s %8s %8s\n", "us per hit", measure_name[WALL], measure_name[CPU], measure_name[PROG]);
+	for (int k = up ? FLOOR : DFLT; k <= DFLT; k++)
+		printf("    %-28s %8.2f %8.2f %8.2f\n",
+		       k == DFLT ? "perfsh, no --backend"
+		       : nop	 ? "uprobe floor, NOP entry"
+				 : "uprobe floor",
+		       median_of(c[k][WALL], NULL), median_of(c[k][CPU], NULL), median_of(c[k][PROG], NULL));
+	if (!up)
+		return;
+	for (int m = 0; m < NMEASURE; m++) {
+		res->ratio[m] = median_of(c[DFLT][m], c[FLOOR][m]);
+		res->noisy[m] = too_noisy(c[DFLT][m], c[FLOOR][m], &lo[m], &hi[m]);
+	}
+	printf("    %-28s %8.2f %8.2f %8.2f   goal <= %g\n", "default path / floor", res->ratio[WALL], res->ratio[CPU],
+	       res->ratio[PROG], GOAL);
+	printf("    %-28s", "  runs side by side");
+	for (int m = 0; m < NMEASURE; m++)
+		printf(" %4.2f-%-4.2f", lo[m], hi[m]);
+	printf("\n    %-28s", "  verdict");
+	for (int m = 0; m < NMEASURE; m++)
+		printf(" %s: %s%s", measure_name[m], verdict(res->ratio[m], res->noisy[m]),
+		       m + 1 < NMEASURE ? "," : "\n");
+}
+
 /* One row: which catcher the default path takes, its cost per hit, the floor's, the ratios. The
    floor makes @n calls (NOP_TIMES more on a NOP entry), the default path as many unless it took
    ptrace (PTRACE_DIV fewer). */
@@ -280,7 +340,7 @@ static void bench_row(const struct row *rw, uint64_t n, int up, struct result *r
 	res->nop = rw->nop5 && nop5_checked(&f);
 	uint64_t fn_n = res->nop ? n * NOP_TIMES : n;
 	struct sample first; /* the first run says which catcher auto takes */
-	first.t = run_default(rw, fn_n / 10, &o, &first.cpu);
+	run_one(rw, &f, DFLT, fn_n / 10, &o, &first);
 	int ptrace = !strncmp(o.caught, "ptrace", 6);
 	uint64_t dn = ptrace ? n / PTRACE_DIV : fn_n;
 	snprintf(res->caught, sizeof res->caught, "%s", o.caught[0] ? o.caught : "? (no \"caught by\" line)");
@@ -295,25 +355,11 @@ static void bench_row(const struct row *rw, uint64_t n, int up, struct result *r
 				pair(rw, &f, DFLT, dn, dn / 10, r == 0 && !ptrace ? &first : NULL, c, r);
 			else if (up)
 				pair(rw, &f, FLOOR, fn_n, fn_n / 10, NULL, c, r);
-	printf("    %-34s %8s %8s\n", "us per hit", "wall", "on CPU");
-	if (up)
-		printf("    %-34s %8.2f %8.2f\n", res->nop ? "uprobe floor, NOP entry" : "uprobe floor",
-		       median_of(c[FLOOR][WALL], NULL), median_of(c[FLOOR][CPU], NULL));
-	printf("    %-34s %8.2f %8.2f\n", "perfsh, no --backend", median_of(c[DFLT][WALL], NULL),
-	       median_of(c[DFLT][CPU], NULL));
 	printf("    (calls: perfsh %llu vs %llu", (unsigned long long)dn, (unsigned long long)dn / 10);
-	if (!up)
-		return (void)printf(")\n");
-	printf(", floor %llu vs %llu)\n", (unsigned long long)fn_n, (unsigned long long)fn_n / 10);
-	double lo[2], hi[2];
-	for (int m = WALL; m <= CPU; m++) {
-		res->ratio[m] = median_of(c[DFLT][m], c[FLOOR][m]);
-		res->noisy[m] = too_noisy(c[DFLT][m], c[FLOOR][m], &lo[m], &hi[m]);
-	}
-	printf("    %-34s %8.2f %8.2f   goal <= %g: wall %s, on CPU %s\n", "default path / floor", res->ratio[WALL],
-	       res->ratio[CPU], GOAL, verdict(res->ratio[WALL], res->noisy[WALL]),
-	       verdict(res->ratio[CPU], res->noisy[CPU]));
-	printf("    %-34s %3.2f-%-4.2f %3.2f-%.2f\n", "  runs side by side", lo[WALL], hi[WALL], lo[CPU], hi[CPU]);
+	if (up)
+		printf(", floor %llu vs %llu", (unsigned long long)fn_n, (unsigned long long)fn_n / 10);
+	printf(")\n");
+	print_row(c, up, res->nop, res);
 }
 
 /* The load on the machine, which the wall-clock figures suffer from and the CPU times much less. */
@@ -331,16 +377,20 @@ static void say_load(void)
 
 static void summary(const struct result *res, size_t nrow, uint64_t t0)
 {
-	printf("\ndefault path / floor, goal <= %g:\n", GOAL);
+	printf("\ndefault path / floor, goal <= %g:\n%-25s", GOAL, "");
+	for (int m = 0; m < NMEASURE; m++)
+		printf(" %-25s", measure_name[m]);
+	printf("\n");
 	for (size_t i = 0; i < nrow; i++) {
 		printf("  %-5s %-11s", rows[i].lang, rows[i].nop5 ? "5-byte NOP" : "ordinary");
-		if (res[i].ratio[WALL] < 0)
-			printf(" skipped\n");
-		else
-			printf(" wall %5.2f %-18s on CPU %5.2f %-18s caught by %.*s\n", res[i].ratio[WALL],
-			       verdict(res[i].ratio[WALL], res[i].noisy[WALL]), res[i].ratio[CPU],
-			       verdict(res[i].ratio[CPU], res[i].noisy[CPU]), (int)strcspn(res[i].caught, " "),
-			       res[i].caught);
+		if (res[i].ratio[WALL] < 0) {
+			printf("       skipped\n");
+			continue;
+		}
+		printf("      ");
+		for (int m = 0; m < NMEASURE; m++)
+			printf(" %5.2f %-19s", res[i].ratio[m], verdict(res[i].ratio[m], res[i].noisy[m]));
+		printf(" caught by %.*s\n", (int)strcspn(res[i].caught, " "), res[i].caught);
 	}
 	printf("default_path: %.0f s\n", (double)(ps_now_ns() - t0) / 1e9);
 }
@@ -359,17 +409,19 @@ int main(int argc, char **argv)
 	if (env && *env)
 		printf("default_path: PERFSH_BACKEND=%s unset: the default path is measured\n", env);
 	unsetenv("PERFSH_BACKEND");
+	snprintf(cpu_file, sizeof cpu_file, "/tmp/default_path.%d.cpu", (int)getpid());
+	setenv("BENCH_TARGET_CPU", cpu_file, 1);
 	printf("default_path: us per hit of `%s stat -r FUNC -e task-clock PROG N` (no --backend) and of the\n"
 	       "uprobe floor (raw perf_event_open uprobe + uretprobe, bench/uprobe_floor.h): (N calls - N/10) / "
-	       "(9N/10),\non the wall clock and on the CPU (the tracer's and the target's), medians of %d "
-	       "interleaved runs\n",
+	       "(9N/10),\non the wall clock, on the CPU (the tracer's and the program's) and on the program's "
+	       "CPU alone;\nmedians of %d interleaved runs\n",
 	       perfsh_path(), REPS);
 	say_load();
 	if (!up)
 		printf("default_path: uprobe floor skipped: %s\n", why);
 	for (size_t i = 0; i < NROW; i++) {
 		const struct row *rw = &rows[i];
-		res[i] = (struct result){.ratio = {-1, -1}};
+		res[i] = (struct result){.ratio = {-1, -1, -1}};
 		if (i == 0 || strcmp(rw->lang, rows[i - 1].lang))
 			printf("\n%s (%s)\n", rw->lang, rw->prog);
 		if (access(rw->prog, X_OK)) {
@@ -383,5 +435,6 @@ int main(int argc, char **argv)
 		bench_row(rw, n, up, &res[i]);
 	}
 	summary(res, NROW, t0);
+	unlink(cpu_file);
 	return 0;
 }

@@ -6,6 +6,8 @@
 //! under its mangled path; nop5 calls hit_rs::hits::nop5, whose first bytes are the 5-byte NOP
 //! 0f 1f 44 00 00: an asm! statement first in a frameless leaf (#[patchable_function_entry]
 //! is not stable, and would put single-byte NOPs there). bench/default_path checks the bytes.
+//! With $BENCH_TARGET_CPU naming a file, it writes its time on the CPU there at its end (the
+//! program's share of a hit's cost).
 
 pub mod hits {
     /// An ordinary entry.
@@ -25,6 +27,17 @@ pub mod hits {
     }
 }
 
+/// This process's time on the CPU (ns, /proc/self/schedstat) into the file $BENCH_TARGET_CPU.
+fn report_cpu() {
+    if let Ok(path) = std::env::var("BENCH_TARGET_CPU") {
+        if let Ok(stat) = std::fs::read_to_string("/proc/self/schedstat") {
+            if let Some(ns) = stat.split_whitespace().next() {
+                let _ = std::fs::write(path, format!("{}\n", ns));
+            }
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let n: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(10000);
@@ -34,5 +47,6 @@ fn main() {
         let x = std::hint::black_box(i as i32);
         s = s.wrapping_add(if nop { hits::nop5(x) } else { hits::plain(x) });
     }
+    report_cpu();
     std::process::exit((s == 42) as i32);
 }
