@@ -153,12 +153,14 @@ int ps__arm_pending(struct ps_session *s, int final)
 	return 0;
 }
 
-/* Each inlined copy of @fn becomes a range region: its entry to the end of each of its ranges. */
+/* Each inlined copy of @fn becomes a range region: from its entry to where control leaves it
+   (ps_lines_inline_ends()), the same points for every catcher. */
 static int add_inlined(struct ps_session *s, const char *fn, unsigned flags, struct ps_error *err)
 {
 	struct ps_inline inl[64];
+	uint64_t ends[PS_LINES_MAX_ARMS];
 	struct ps_lines *l = ps__lines(s, NULL);
-	int n, added = 0;
+	int n, nends, added = 0;
 	uint64_t bias = ps__main_bias(s);
 
 	if (!l)
@@ -183,9 +185,10 @@ static int add_inlined(struct ps_session *s, const char *fn, unsigned flags, str
 			ps_catch_notice(s->env, "inlined copy %s not armed: %s", name, err->msg);
 			continue;
 		}
-		for (int k = i; k < n; k++)
-			if (inl[k].copy == inl[i].copy &&
-			    ps__arm_addr(s, inl[k].hi + bias, PS_BP_ADDR, ri->id, PS_ROLE_END, err) < 0)
+		if ((nends = ps_lines_inline_ends(l, inl, n, inl[i].copy, ends, PS_LINES_MAX_ARMS, err)) < 0)
+			ps_catch_notice(s->env, "inlined copy %s: its ends not armed: %s", name, err->msg);
+		for (int k = 0; k < nends; k++)
+			if (ps__arm_addr(s, ends[k] + bias, PS_BP_ADDR, ri->id, PS_ROLE_END, err) < 0)
 				ps_catch_notice(s->env, "inlined copy %s: an end not armed: %s", name, err->msg);
 		s->env->nreg++;
 		added++;
