@@ -326,3 +326,69 @@ describe("the uprobe catcher and exceptions", function()
     end
   end)
 end)
+
+describe("inlined copies", function()
+  -- tests/fixtures/inline_both.c: step() inlined into main (A calls) and out of line (B calls,
+  -- and D levels of calls through a pointer from each call, nested inside the inlined copy)
+  local dir = os.tmpname()
+  os.remove(dir)
+  local exe = dir .. "/inline_both"
+
+  setup(function()
+    assert(os.execute("mkdir -p " .. support.q(dir)))
+    local _, err, rc = support.sh(("cc -O2 -g -o %s tests/fixtures/inline_both.c"):format(support.q(exe)))
+    assert.are.equal(0, rc, err)
+  end)
+  teardown(function() os.execute("rm -rf " .. support.q(dir)) end)
+
+  -- per region name: its kind, hits, entries and each record's hit, depth and flags; with the info
+  local function run(backend, every)
+    local t <close> = perfsh.spawn{exe, "30", "50", "2", events = {"task-clock"}, stdout = "/dev/null",
+      backend = backend}
+    t:region{func = "step", every_level = every}
+    assert.are.equal(0, t:run().code)
+    local got = {}
+    for _, r in ipairs(t.regions) do
+      local meta = t:region_meta(r.id)
+      local recs = {}
+      for h in r:hits() do
+        recs[#recs + 1] = {hit = h.hit, depth = h.depth, flags = h.flags}
+        assert.is_true(h.time_ns > 0, r.name) -- an end where the copy starts would make it 0
+      end
+      got[r.name] = {kind = meta.kind, hits = r:stats().hits, entries = meta.entries, records = recs}
+    end
+    return got, t:info()
+  end
+
+  it("the uprobe catcher catches a function's inlined copies with the same records as ptrace, never a stop a hit",
+    function()
+      if not need_uprobes(pending) then return end
+      for _, every in ipairs{false, true} do
+        local want = run("ptrace", every)
+        local got, info = run("uprobe", every)
+        assert.are.equal("range", want["step@inline#0 in main"].kind)
+        assert.are.equal(30, want["step@inline#0 in main"].hits)
+        assert.are.equal(every and 210 or 80, want.step.hits)
+        assert.are.same(want, got)
+        assert.are.equal("uprobe", info.catcher)
+        assert.is_true(info.stops <= 2, tostring(info.stops))
+      end
+    end)
+
+  it("perfsh stat --backend uprobe and auto report the copies as ptrace does", function()
+    local lines = {}
+    for _, b in ipairs{"ptrace", "uprobe", "auto"} do
+      if b == "ptrace" or need_uprobes(pending) then
+        local out, err, rc = support.sh(("%s stat --backend %s -r step -e task-clock %s 30 50 2"):format(P, b, exe))
+        assert.are.equal(0, rc, err)
+        local regions = {}
+        for r in out:gmatch("\n(region [^\n]*)") do regions[#regions + 1] = r end
+        lines[#lines + 1] = table.concat(regions, "\n")
+        if b ~= "ptrace" then assert.truthy(out:find("caught by uprobe; 1 stop\n", 1, true), out) end
+      end
+    end
+    assert.are.equal("region step (func, 80 hits, 130 nested entries)\nregion step@inline#0 in main (range, 30 hits)",
+      lines[1])
+    for i = 2, #lines do assert.are.equal(lines[1], lines[i]) end
+  end)
+end)

@@ -15,8 +15,10 @@
  * every region; what is open when a window closes ends there, cut short (its return may
  * never come), and a return whose entry came while closed is ignored. Entries are counted in
  * the windows only. Every-Nth and probability sampling, regions in libraries not mapped yet
- * and several counter groups need the ptrace catcher, and are refused with a line saying so. Inlined copies of a
- * function are not caught (they have no entry to probe).
+ * and several counter groups need the ptrace catcher, and are refused with a line saying so.
+ *
+ * Inlined copies of a function are range regions (the session arms them, core/binary/lines_inline.c):
+ * a plain uprobe at the copy's entry (START) and at each place control leaves it (END).
  *
  * Losses: where a thread's ring was full, what it had open ends there (flagged as cut short,
  * like at a thread's exit) and the returns of the calls entered before are not waited for,
@@ -469,7 +471,7 @@ static void up_free(struct ps_catch *c)
 
 const struct ps_catcher_ops ps_catch_uprobe_ops = {
     .name = "uprobe",
-    .caps = PS_CATCH_CODE | PS_CATCH_FILES | PS_CATCH_EVENTS_LATE,
+    .caps = PS_CATCH_CODE | PS_CATCH_INLINED | PS_CATCH_FILES | PS_CATCH_EVENTS_LATE,
     .start = up_start,
     .run = up_run,
     .hold = up_hold,
