@@ -329,7 +329,8 @@ end)
 
 describe("inlined copies", function()
   -- tests/fixtures/inline_both.c: step() inlined into main (A calls) and out of line (B calls,
-  -- and D levels of calls through a pointer from each call, nested inside the inlined copy)
+  -- and D levels of calls through a pointer from each call, nested inside the inlined copy);
+  -- fib(F) inlined into itself, its copies run again by the recursion in deeper frames
   local dir = os.tmpname()
   os.remove(dir)
   local exe = dir .. "/inline_both"
@@ -343,9 +344,10 @@ describe("inlined copies", function()
 
   -- per region name: its kind, hits, entries and each record's hit, depth and flags; with the info
   local function run(backend, every)
-    local t <close> = perfsh.spawn{exe, "30", "50", "2", events = {"task-clock"}, stdout = "/dev/null",
+    local t <close> = perfsh.spawn{exe, "30", "50", "2", "12", events = {"task-clock"}, stdout = "/dev/null",
       backend = backend}
     t:region{func = "step", every_level = every}
+    t:region{func = "fib", every_level = every}
     assert.are.equal(0, t:run().code)
     local got = {}
     for _, r in ipairs(t.regions) do
@@ -369,6 +371,15 @@ describe("inlined copies", function()
         assert.are.equal("range", want["step@inline#0 in main"].kind)
         assert.are.equal(30, want["step@inline#0 in main"].hits)
         assert.are.equal(every and 210 or 80, want.step.hits)
+        assert.are.equal(every and 11 or 1, want.fib.hits) -- fib(12): 11 calls out of line
+        local copies = 0
+        for name, r in pairs(want) do
+          if name:find("^fib@inline#%d+ in fib$") then
+            copies = copies + 1
+            assert.is_true(r.hits >= 1 and r.hits <= r.entries, name)
+          end
+        end
+        assert.is_true(copies >= 1, "gcc -O2 inlined fib into itself")
         assert.are.same(want, got)
         assert.are.equal("uprobe", info.catcher)
         assert.is_true(info.stops <= 2, tostring(info.stops))

@@ -205,7 +205,8 @@ static int pairs(const struct ps_hitpath *hp, const struct hthr *th, const struc
 	case PS_HIT_START:
 		return open < 0;
 	case PS_HIT_END:
-		return open >= 0;
+		return open >= 0 &&
+		       !(hp->reg[h->region].flags & PS_REGION_FRAME && h->sp && h->sp < th->slots[open].sp);
 	default:
 		return 0;
 	}
@@ -255,6 +256,7 @@ static int open_hit(struct ps_hitpath *hp, const struct ps_hit *h)
 	sl->depth = th->depth[h->region];
 	sl->t = ps_holds_map(&hp->holds, h->t);
 	sl->cpu = (int16_t)h->cpu;
+	sl->sp = h->sp;
 	sl->r = *h->r;
 	if (h->args)
 		memcpy(sl->args, h->args, sizeof sl->args);

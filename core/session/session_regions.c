@@ -177,7 +177,7 @@ static int add_inlined(struct ps_session *s, const char *fn, unsigned flags, str
 		char name[256];
 		snprintf(name, sizeof name, "%s@inline#%d%s%s", fn, inl[i].copy, inl[i].caller ? " in " : "",
 			 inl[i].caller ? inl[i].caller : "");
-		struct ps_region_info *ri = ps__new_region(s, PS_REGION_RANGE, name, "", flags, err);
+		struct ps_region_info *ri = ps__new_region(s, PS_REGION_RANGE, name, "", flags | PS_REGION_FRAME, err);
 		if (!ri)
 			return -1;
 		ri->addr = inl[i].entry + bias;

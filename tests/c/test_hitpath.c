@@ -16,6 +16,7 @@ struct fixture {
 	struct ps_hitpath *hp;
 	struct ps_reading r;
 	uint64_t args[PS_MAX_ARGS];
+	uint64_t sp; /* the stack pointer of the hits hit() makes */
 };
 
 static struct fixture *fixture_new(unsigned nargs, const char *spill)
@@ -55,7 +56,8 @@ static void fixture_free(struct fixture *f)
 /* A hit at time @t whose counters read t*10 and t*100 (enabled t, running t-1). */
 static int hit(struct fixture *f, pid_t tid, int region, enum ps_hit_kind kind, int handle, uint64_t t)
 {
-	struct ps_hit h = {.tid = tid, .region = region, .kind = kind, .handle = handle, .t = t, .cpu = (int)t % 4};
+	struct ps_hit h = {
+	    .tid = tid, .region = region, .kind = kind, .handle = handle, .t = t, .cpu = (int)t % 4, .sp = f->sp};
 
 	f->r.n = 2;
 	f->r.time_enabled = t;
@@ -216,6 +218,39 @@ TEST(hitpath_ends_without_a_start)
 	CHECK_EQ_INT(hit(f, 2, RANGE, PS_HIT_END, 0, 64), 0);
 	check_records(ctest_self, f, NULL, 0);
 	CHECK_EQ_INT(ps_hitpath_dropped(f->hp), 0);
+	fixture_free(f);
+}
+
+TEST(hitpath_inlined_copy_end_deeper_in_the_stack_ends_nothing)
+{
+	struct fixture *f = fixture_new(0, NULL);
+	struct ps_hit probe = {.tid = 5, .region = RANGE, .kind = PS_HIT_END, .sp = 900};
+
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	f->reg[RANGE].flags = PS_REGION_FRAME; /* an inlined copy: it runs in its caller's frame */
+	f->sp = 1000;
+	hit(f, 5, RANGE, PS_HIT_START, 0, 70);
+	f->sp = 900; /* a recursion runs the copy again, one frame deeper */
+	hit(f, 5, RANGE, PS_HIT_START, 0, 71);
+	CHECK_EQ_INT(ps_hitpath_measures(f->hp, &probe), 0);
+	hit(f, 5, RANGE, PS_HIT_END, 0, 72); /* the inner copy's end: not the open hit's */
+	f->sp = 1000;
+	hit(f, 5, RANGE, PS_HIT_END, 0, 73);
+	hit(f, 5, RANGE, PS_HIT_START, 0, 74);
+	f->sp = 0; /* not known: pairs as any range's end */
+	hit(f, 5, RANGE, PS_HIT_END, 0, 75);
+	f->sp = 1000;
+	hit(f, 5, RANGE, PS_HIT_START, 0, 76);
+	f->sp = 1100; /* shallower: the frame of the open hit returned */
+	hit(f, 5, RANGE, PS_HIT_END, 0, 77);
+	static const struct want w[] = {
+	    {RANGE, 5, 0, 70, 73, 73 % 4, 0, 0},
+	    {RANGE, 5, 1, 74, 75, 75 % 4, 0, 0},
+	    {RANGE, 5, 2, 76, 77, 77 % 4, 0, 0},
+	};
+	check_records(ctest_self, f, w, 3);
 	fixture_free(f);
 }
 

@@ -238,6 +238,7 @@ static int on_hit(void *ud, pid_t tid, int bp, const struct user_regs_struct *re
 		rh.cpu = h.cpu;
 		rh.r = h.r;
 		rh.args = h.args;
+		rh.sp = regs->rsp;
 		if (kind == PS_ROLE_END) {
 			ps_hitpath_hit(p->env->hp, &rh);
 			ends_sleep(p, bp);

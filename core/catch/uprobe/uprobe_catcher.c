@@ -56,6 +56,7 @@ struct ps_upcatch {
 	int probed;		       /* the sites were handed to the catcher */
 	uint32_t window_ms, period_ms; /* sampling windows: probes on for window_ms of each period_ms */
 	unsigned ring_pages;	       /* per thread; 0: 256 */
+	uint64_t regs_mask;	       /* the registers each probe takes: arguments, the stack pointer */
 };
 
 static struct ps_upcatch *of(struct ps_catch *c)
@@ -68,13 +69,22 @@ static const struct ps_upcatch *of_const(const struct ps_catch *c)
 	return (const struct ps_upcatch *)c;
 }
 
-/* PS_UPROBE_REGS_ARGS gives CX, DX, SI, DI, R8, R9; records want rdi, rsi, rdx, rcx, r8, r9. */
-static void take_args(uint64_t args[PS_MAX_ARGS], const struct ps_uprobe_hit *h)
+/* Register @bit (asm/perf_regs.h) of hit @h, whose registers are those of @mask, lowest bit
+   first; 0 if it has none. */
+static uint64_t reg_at(const struct ps_uprobe_hit *h, uint64_t mask, int bit)
 {
-	static const int from[PS_MAX_ARGS] = {3, 2, 1, 0, 4, 5};
+	int i = __builtin_popcountll(mask & ((1ull << bit) - 1));
+
+	return (mask >> bit & 1) && i < h->nregs ? h->regs[i] : 0;
+}
+
+/* Records want rdi, rsi, rdx, rcx, r8, r9 (bits DI, SI, DX, CX, R8, R9). */
+static void take_args(uint64_t args[PS_MAX_ARGS], const struct ps_uprobe_hit *h, uint64_t mask)
+{
+	static const int bit[PS_MAX_ARGS] = {5, 4, 3, 2, 16, 17};
 
 	for (int i = 0; i < PS_MAX_ARGS; i++)
-		args[i] = from[i] < h->nregs ? h->regs[from[i]] : 0;
+		args[i] = reg_at(h, mask, bit[i]);
 }
 
 /* A START, END or POINT hit of a plain uprobe site. */
@@ -106,10 +116,11 @@ static void on_hit(void *ctx, const struct ps_uprobe_hit *uh)
 	h.region = u->site_region[uh->site];
 	memcpy(r.val, uh->val, (size_t)uh->nval * sizeof uh->val[0]);
 	if (u->site_kind[uh->site] != PS_UPOINT_ENTRY) {
+		h.sp = reg_at(uh, u->regs_mask, PS_UPROBE_REG_SP);
 		point_hit(u, &h, u->site_kind[uh->site]);
 	} else if (uh->kind == PS_UPROBE_ENTRY) {
 		if (u->env->nargs) {
-			take_args(args, uh);
+			take_args(args, uh, u->regs_mask);
 			h.args = args;
 		}
 		h.kind = PS_HIT_ENTRY;
@@ -376,6 +387,17 @@ static int run_windows(struct ps_upcatch *u, struct ps_error *err)
 	return rc;
 }
 
+/* The registers the probes take: the arguments, if asked for; the stack pointer where an
+   inlined copy's end must tell its frame from a recursion's (PS_REGION_FRAME). */
+static uint64_t regs_wanted(struct ps_upcatch *u)
+{
+	u->regs_mask = u->env->nargs ? PS_UPROBE_REGS_ARGS : 0;
+	for (int i = 0; i < u->env->nreg; i++)
+		if (u->env->reg[i].flags & PS_REGION_FRAME)
+			u->regs_mask |= 1ull << PS_UPROBE_REG_SP;
+	return u->regs_mask;
+}
+
 static int up_run(struct ps_catch *c, struct ps_error *err)
 {
 	struct ps_upcatch *u = of(c);
@@ -384,7 +406,7 @@ static int up_run(struct ps_catch *c, struct ps_error *err)
 				   .sites = u->sites,
 				   .nsites = u->nsites,
 				   .ring_pages = u->ring_pages ? u->ring_pages : 256,
-				   .regs_mask = u->env->nargs ? PS_UPROBE_REGS_ARGS : 0,
+				   .regs_mask = regs_wanted(u),
 				   .enabled = !u->period_ms};
 
 	if (!u->probed) {
