@@ -185,7 +185,8 @@ static int add_inlined(struct ps_session *s, const char *fn, unsigned flags, str
 			ps_catch_notice(s->env, "inlined copy %s not armed: %s", name, err->msg);
 			continue;
 		}
-		if ((nends = ps_lines_inline_ends(l, inl, n, inl[i].copy, ends, PS_LINES_MAX_ARMS, err)) < 0)
+		/* with its entry, at most PS_LINES_MAX_ARMS points, as a line range */
+		if ((nends = ps_lines_inline_ends(l, inl, n, inl[i].copy, ends, PS_LINES_MAX_ARMS - 1, err)) < 0)
 			ps_catch_notice(s->env, "inlined copy %s: its ends not armed: %s", name, err->msg);
 		for (int k = 0; k < nends; k++)
 			if (ps__arm_addr(s, ends[k] + bias, PS_BP_ADDR, ri->id, PS_ROLE_END, err) < 0)
