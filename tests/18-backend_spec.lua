@@ -330,7 +330,8 @@ end)
 describe("inlined copies", function()
   -- tests/fixtures/inline_both.c: step() inlined into main (A calls) and out of line (B calls,
   -- and D levels of calls through a pointer from each call, nested inside the inlined copy);
-  -- fib(F) inlined into itself, its copies run again by the recursion in deeper frames
+  -- fib(F) inlined into itself, its copies run again by the recursion in deeper frames; leap()
+  -- inlined into jumper() N times, every Jth call left by a longjmp
   local dir = os.tmpname()
   os.remove(dir)
   local exe = dir .. "/inline_both"
@@ -344,17 +345,18 @@ describe("inlined copies", function()
 
   -- per region name: its kind, hits, entries and each record's hit, depth and flags; with the info
   local function run(backend, every)
-    local t <close> = perfsh.spawn{exe, "30", "50", "2", "12", events = {"task-clock"}, stdout = "/dev/null",
-      backend = backend}
+    local t <close> = perfsh.spawn{exe, "30", "50", "2", "12", "30", "3", events = {"task-clock"},
+      stdout = "/dev/null", backend = backend}
     t:region{func = "step", every_level = every}
     t:region{func = "fib", every_level = every}
+    t:region{func = "leap", every_level = every}
     assert.are.equal(0, t:run().code)
     local got = {}
     for _, r in ipairs(t.regions) do
       local meta = t:region_meta(r.id)
       local recs = {}
       for h in r:hits() do
-        recs[#recs + 1] = {hit = h.hit, depth = h.depth, flags = h.flags}
+        recs[#recs + 1] = {hit = h.hit, depth = h.depth, flags = h.flags, unwound = h.unwound}
         assert.is_true(h.time_ns > 0, r.name) -- an end where the copy starts would make it 0
       end
       got[r.name] = {kind = meta.kind, hits = r:stats().hits, entries = meta.entries, records = recs}
@@ -380,6 +382,12 @@ describe("inlined copies", function()
           end
         end
         assert.is_true(copies >= 1, "gcc -O2 inlined fib into itself")
+        -- calls 0, 3, ..., 27 left by a longjmp: each ends unwound where the next one starts
+        local leap, unwound = want["leap@inline#0 in jumper"], 0
+        for _, rec in ipairs(leap.records) do
+          if rec.unwound then unwound = unwound + 1 end
+        end
+        assert.are.same({30, 10}, {#leap.records, unwound})
         assert.are.same(want, got)
         assert.are.equal("uprobe", info.catcher)
         assert.is_true(info.stops <= 2, tostring(info.stops))

@@ -30,6 +30,34 @@ int ps__graph_subprogram(Dwarf *dw, uint64_t addr, Dwarf_Die *sp)
 	return found;
 }
 
+/* The concrete subprogram under @die (through namespaces and classes) whose code holds @addr. */
+static int holder_under(Dwarf_Die *die, uint64_t addr, Dwarf_Die *sp)
+{
+	Dwarf_Die child;
+
+	if (dwarf_child(die, &child) != 0)
+		return 0;
+	do {
+		int tag = dwarf_tag(&child);
+		if (tag == DW_TAG_subprogram && dwarf_haspc(&child, addr) == 1) {
+			*sp = child;
+			return 1;
+		}
+		if ((tag == DW_TAG_namespace || tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
+		     tag == DW_TAG_union_type) &&
+		    holder_under(&child, addr, sp))
+			return 1;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return 0;
+}
+
+int ps__graph_holder(Dwarf *dw, uint64_t addr, Dwarf_Die *sp)
+{
+	Dwarf_Die cu;
+
+	return dwarf_addrdie(dw, addr, &cu) && holder_under(&cu, addr, sp);
+}
+
 void ps__graph_fn_of(Dwarf_Die *sp, struct fn *f)
 {
 	Dwarf_Addr base, lo, hi, entry;

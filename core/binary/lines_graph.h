@@ -55,8 +55,13 @@ struct fn {
 			     as control leaves a function of the range */
 };
 
-/* The subprogram whose code holds link-time address @addr into @sp: 1, or 0 if none. */
+/* The innermost subprogram of the scopes at link-time address @addr into @sp: 1, or 0 if none.
+   In inlined code that is the inlined function's abstract definition (it has no code). */
 int ps__graph_subprogram(Dwarf *dw, uint64_t addr, Dwarf_Die *sp);
+
+/* The concrete subprogram whose code holds link-time address @addr (inlined code included)
+   into @sp: 1, or 0 if none. */
+int ps__graph_holder(Dwarf *dw, uint64_t addr, Dwarf_Die *sp);
 
 /* @f emptied, then the ranges, entry and name of subprogram @sp (at most MAX_RANGES ranges). */
 void ps__graph_fn_of(Dwarf_Die *sp, struct fn *f);

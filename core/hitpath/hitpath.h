@@ -15,7 +15,9 @@
  *          comes back with the RETURN.
  *   RETURN ends the measurement whose handle it carries (PS_SNAP_UNWOUND in flags when the
  *          frame was skipped).
- *   START  opens a range region unless it is open on the thread already.
+ *   START  opens a range region unless it is open on the thread already; a PS_REGION_FRAME
+ *          region's start made above the open hit's in the stack (or at its depth, for
+ *          PS_REGION_ONCE) ends that hit first, flagged PS_SNAP_UNWOUND (its frame was left).
  *   END    ends the range region open on the thread; an end without a start does nothing,
  *          nor does one of a PS_REGION_FRAME region made deeper in the stack than its start.
  * A thread that exits cuts short what it left open (PS_SNAP_EXITED records); exec drops it.

@@ -34,6 +34,8 @@ enum {
 	PS_REGION_NO_INLINE = 1 << 1,	/* do not add the function's inlined copies as regions */
 	PS_REGION_FRAME = 1 << 2,	/* a range in one frame (an inlined copy): an end made deeper in the stack
 					   than its start (a recursion's own copy) ends nothing */
+	PS_REGION_ONCE = 1 << 3,	/* a PS_REGION_FRAME region whose hit passes its start once: a start at or
+					   above the open hit's depth means that hit was left (exception, longjmp) */
 };
 
 /**

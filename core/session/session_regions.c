@@ -160,7 +160,7 @@ static int add_inlined(struct ps_session *s, const char *fn, unsigned flags, str
 	struct ps_inline inl[64];
 	uint64_t ends[PS_LINES_MAX_ARMS];
 	struct ps_lines *l = ps__lines(s, NULL);
-	int n, nends, added = 0;
+	int n, nends, again, added = 0;
 	uint64_t bias = ps__main_bias(s);
 
 	if (!l)
@@ -186,8 +186,11 @@ static int add_inlined(struct ps_session *s, const char *fn, unsigned flags, str
 			continue;
 		}
 		/* with its entry, at most PS_LINES_MAX_ARMS points, as a line range */
-		if ((nends = ps_lines_inline_ends(l, inl, n, inl[i].copy, ends, PS_LINES_MAX_ARMS - 1, err)) < 0)
+		if ((nends = ps_lines_inline_ends(l, inl, n, inl[i].copy, ends, PS_LINES_MAX_ARMS - 1, &again, err)) <
+		    0)
 			ps_catch_notice(s->env, "inlined copy %s: its ends not armed: %s", name, err->msg);
+		if (nends >= 0 && !again)
+			ri->flags |= PS_REGION_ONCE;
 		for (int k = 0; k < nends; k++)
 			if (ps__arm_addr(s, ends[k] + bias, PS_BP_ADDR, ri->id, PS_ROLE_END, err) < 0)
 				ps_catch_notice(s->env, "inlined copy %s: an end not armed: %s", name, err->msg);

@@ -254,6 +254,36 @@ TEST(hitpath_inlined_copy_end_deeper_in_the_stack_ends_nothing)
 	fixture_free(f);
 }
 
+TEST(hitpath_inlined_copy_started_again_at_its_depth_was_left_unwound)
+{
+	struct fixture *f = fixture_new(0, NULL);
+
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	f->reg[RANGE].flags = PS_REGION_FRAME | PS_REGION_ONCE; /* a hit passes its start once */
+	f->sp = 1000;
+	hit(f, 6, RANGE, PS_HIT_START, 0, 80); /* left by a longjmp: no end */
+	hit(f, 6, RANGE, PS_HIT_START, 0, 81); /* the same frame starts it again: the first was left */
+	hit(f, 6, RANGE, PS_HIT_END, 0, 82);
+	hit(f, 6, RANGE, PS_HIT_START, 0, 83);
+	f->sp = 1200; /* above it: its frame is gone (an exception caught further up) */
+	hit(f, 6, RANGE, PS_HIT_START, 0, 84);
+	hit(f, 6, RANGE, PS_HIT_END, 0, 85);
+	f->reg[RANGE].flags = PS_REGION_FRAME; /* a loop at the start: a hit may pass it again */
+	hit(f, 6, RANGE, PS_HIT_START, 0, 86);
+	hit(f, 6, RANGE, PS_HIT_START, 0, 87);
+	hit(f, 6, RANGE, PS_HIT_END, 0, 88);
+	static const struct want w[] = {
+	    {RANGE, 6, 0, 80, 81, 81 % 4, PS_SNAP_UNWOUND, 0}, {RANGE, 6, 1, 81, 82, 82 % 4, 0, 0},
+	    {RANGE, 6, 2, 83, 84, 84 % 4, PS_SNAP_UNWOUND, 0}, {RANGE, 6, 3, 84, 85, 85 % 4, 0, 0},
+	    {RANGE, 6, 4, 86, 88, 88 % 4, 0, 0},
+	};
+	check_records(ctest_self, f, w, 5);
+	CHECK_EQ_INT(f->reg[RANGE].incomplete, 2);
+	fixture_free(f);
+}
+
 TEST(hitpath_arguments_and_spill)
 {
 	char path[] = "/tmp/perfsh-hitpath-XXXXXX";
