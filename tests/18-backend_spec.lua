@@ -394,6 +394,22 @@ describe("inlined copies", function()
       end
     end)
 
+  it("an exception thrown through an inlined copy: the program runs on, the hit that threw is unwound", function()
+    if not need_uprobes(pending) then return end
+    local cxx = dir .. "/inline_throw"
+    local _, err, rc = support.sh(("g++ -O2 -g -o %s tests/fixtures/inline_throw.cpp"):format(support.q(cxx)))
+    assert.are.equal(0, rc, err)
+    for _, b in ipairs{"ptrace", "uprobe"} do
+      local out
+      out, err, rc = support.sh(("%s stat --backend %s -r twirl -e task-clock %s 20"):format(P, b, cxx))
+      assert.are.equal(0, rc, err)
+      assert.truthy(out:find("^s=%d+ caught=5\n"), out)
+      assert.truthy(out:find("caught by " .. b, 1, true), out)
+      assert.truthy(out:find("\nregion twirl@inline#0 in main (range, 15 hits, 5 incomplete (unwound or exited))\n", 1,
+        true), out)
+    end
+  end)
+
   it("perfsh stat --backend uprobe and auto report the copies as ptrace does", function()
     local lines = {}
     for _, b in ipairs{"ptrace", "uprobe", "auto"} do
