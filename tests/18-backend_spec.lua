@@ -492,3 +492,104 @@ describe("a Rust program (examples/grocery_rs: a method called from scoped threa
     assert.are.equal(1200, hits(pout), pout)
   end)
 end)
+
+describe("inlined copies", function()
+  -- tests/fixtures/inline_both.c: step() inlined into main (A calls) and out of line (B calls,
+  -- and D levels of calls through a pointer from each call, nested inside the inlined copy);
+  -- fib(F) inlined into itself, its copies run again by the recursion in deeper frames; leap()
+  -- inlined into jumper() N times, every Jth call left by a longjmp
+  local dir = os.tmpname()
+  os.remove(dir)
+  local exe = dir .. "/inline_both"
+
+  setup(function()
+    assert(os.execute("mkdir -p " .. support.q(dir)))
+    local _, err, rc = support.sh(("cc -O2 -g -o %s tests/fixtures/inline_both.c"):format(support.q(exe)))
+    assert.are.equal(0, rc, err)
+  end)
+  teardown(function() os.execute("rm -rf " .. support.q(dir)) end)
+
+  -- per region name: its kind, hits, entries and each record's hit, depth and flags; with the info
+  local function run(backend, every)
+    local t <close> = perfsh.spawn{exe, "30", "50", "2", "12", "30", "3", events = {"task-clock"},
+      stdout = "/dev/null", backend = backend}
+    t:region{func = "step", every_level = every}
+    t:region{func = "fib", every_level = every}
+    t:region{func = "leap", every_level = every}
+    assert.are.equal(0, t:run().code)
+    local got = {}
+    for _, r in ipairs(t.regions) do
+      local meta = t:region_meta(r.id)
+      local recs = {}
+      for h in r:hits() do
+        recs[#recs + 1] = {hit = h.hit, depth = h.depth, flags = h.flags, unwound = h.unwound}
+        assert.is_true(h.time_ns > 0, r.name) -- an end where the copy starts would make it 0
+      end
+      got[r.name] = {kind = meta.kind, hits = r:stats().hits, entries = meta.entries, records = recs}
+    end
+    return got, t:info()
+  end
+
+  it("the uprobe catcher catches a function's inlined copies with the same records as ptrace, never a stop a hit",
+    function()
+      if not need_uprobes(pending) then return end
+      for _, every in ipairs{false, true} do
+        local want = run("ptrace", every)
+        local got, info = run("uprobe", every)
+        assert.are.equal("range", want["step@inline#0 in main"].kind)
+        assert.are.equal(30, want["step@inline#0 in main"].hits)
+        assert.are.equal(every and 210 or 80, want.step.hits)
+        assert.are.equal(every and 11 or 1, want.fib.hits) -- fib(12): 11 calls out of line
+        local copies = 0
+        for name, r in pairs(want) do
+          if name:find("^fib@inline#%d+ in fib$") then
+            copies = copies + 1
+            assert.is_true(r.hits >= 1 and r.hits <= r.entries, name)
+          end
+        end
+        assert.is_true(copies >= 1, "gcc -O2 inlined fib into itself")
+        -- calls 0, 3, ..., 27 left by a longjmp: each ends unwound where the next one starts
+        local leap, unwound = want["leap@inline#0 in jumper"], 0
+        for _, rec in ipairs(leap.records) do
+          if rec.unwound then unwound = unwound + 1 end
+        end
+        assert.are.same({30, 10}, {#leap.records, unwound})
+        assert.are.same(want, got)
+        assert.are.equal("uprobe", info.catcher)
+        assert.is_true(info.stops <= 2, tostring(info.stops))
+      end
+    end)
+
+  it("an exception thrown through an inlined copy: the program runs on, the hit that threw is unwound", function()
+    if not need_uprobes(pending) then return end
+    local cxx = dir .. "/inline_throw"
+    local _, err, rc = support.sh(("g++ -O2 -g -o %s tests/fixtures/inline_throw.cpp"):format(support.q(cxx)))
+    assert.are.equal(0, rc, err)
+    for _, b in ipairs{"ptrace", "uprobe"} do
+      local out
+      out, err, rc = support.sh(("%s stat --backend %s -r twirl -e task-clock %s 20"):format(P, b, cxx))
+      assert.are.equal(0, rc, err)
+      assert.truthy(out:find("^s=%d+ caught=5\n"), out)
+      assert.truthy(out:find("caught by " .. b, 1, true), out)
+      assert.truthy(out:find("\nregion twirl@inline#0 in main (range, 15 hits, 5 incomplete (unwound or exited))\n", 1,
+        true), out)
+    end
+  end)
+
+  it("perfsh stat --backend uprobe and auto report the copies as ptrace does", function()
+    local lines = {}
+    for _, b in ipairs{"ptrace", "uprobe", "auto"} do
+      if b == "ptrace" or need_uprobes(pending) then
+        local out, err, rc = support.sh(("%s stat --backend %s -r step -e task-clock %s 30 50 2"):format(P, b, exe))
+        assert.are.equal(0, rc, err)
+        local regions = {}
+        for r in out:gmatch("\n(region [^\n]*)") do regions[#regions + 1] = r end
+        lines[#lines + 1] = table.concat(regions, "\n")
+        if b ~= "ptrace" then assert.truthy(out:find("caught by uprobe; 1 stop\n", 1, true), out) end
+      end
+    end
+    assert.are.equal("region step (func, 80 hits, 130 nested entries)\nregion step@inline#0 in main (range, 30 hits)",
+      lines[1])
+    for i = 2, #lines do assert.are.equal(lines[1], lines[i]) end
+  end)
+end)

@@ -104,6 +104,28 @@ struct ps_inline {
 int ps_lines_inlined(struct ps_lines *l, const char *name, struct ps_inline *out, int max, struct ps_error *err);
 
 /**
+ * ps_lines_inline_ends() - where the hits of inlined copy @copy end.
+ * @l:      the tables.
+ * @in, @n: the copies' ranges, as ps_lines_inlined() gave them.
+ * @copy:   which copy (struct ps_inline's @copy).
+ * @ends:   receives up to @max link-time addresses, sorted: a hit ends before the instruction
+ *          there runs.
+ * @again:  receives 1 when control can come back to the entry inside a hit (a loop at the
+ *          entry), or when the code could not be decoded; 0 when a hit passes its entry once.
+ * @err:    no such copy, or more ends than @max.
+ *
+ * A hit runs from the copy's entry until control leaves its ranges. The function holding it
+ * is decoded (Zydis) into its flow graph: the ends are the targets of the edges out of the
+ * copy's code that control reaches from the entry (a fall-through past a range, a jump out),
+ * and that code's returns, tail jumps and indirect jumps to unknown targets; never an address
+ * inside the copy, nor one reached only from code the compiler hoisted before the entry.
+ * Where the code cannot be decoded, the ends of its ranges that are not inside it.
+ * Return: the number of ends written (0 for a copy that never leaves), or -1 with @err set.
+ */
+int ps_lines_inline_ends(struct ps_lines *l, const struct ps_inline *in, int n, int copy, uint64_t *ends, int max,
+			 int *again, struct ps_error *err);
+
+/**
  * ps_lines_addr2line() - the source line of link-time address @addr.
  * @file: receives the file's path (owned by @l).
  * @line: receives the line.

@@ -303,49 +303,29 @@ static int find_fns(struct ps_lines *l, const char *file, int l1, int l2, struct
 
 	for (size_t i = 0; i < l->nrows; i++) {
 		const struct row *r = &l->rows[i];
-		Dwarf_Die cu, *scopes = NULL, *sp = NULL;
+		Dwarf_Die cu, sp;
 		Dwarf_Files *files;
 		size_t nfiles;
-		int ns;
 		bool known = false;
 
 		if (r->end || r->line < l1 || r->line > l2 || !ps__same_file(r->file, file))
 			continue;
 		for (int k = 0; k < n && !known; k++)
 			known = in_fn(&fns[k], r->addr);
-		if (known || !dwarf_addrdie(l->dw, r->addr, &cu) || (ns = dwarf_getscopes(&cu, r->addr, &scopes)) <= 0)
+		if (known || !ps__graph_subprogram(l->dw, r->addr, &sp))
 			continue;
-		for (int k = 0; k < ns && !sp; k++)
-			if (dwarf_tag(&scopes[k]) == DW_TAG_subprogram)
-				sp = &scopes[k];
-		for (int k = 0; sp && k < n; k++)
-			if (seen[k] == dwarf_dieoffset(sp))
-				sp = NULL;
-		if (sp && n == max) {
-			free(scopes);
+		for (int k = 0; k < n && !known; k++)
+			known = seen[k] == dwarf_dieoffset(&sp);
+		if (known)
+			continue;
+		if (n == max)
 			return -1;
-		}
-		if (sp) {
-			struct fn *f = &fns[n];
-			Dwarf_Addr base, lo, hi, entry;
-			ptrdiff_t off = 0;
-
-			memset(f, 0, sizeof *f);
-			while ((off = dwarf_ranges(sp, off, &base, &lo, &hi)) > 0 && f->nr < MAX_RANGES) {
-				f->lo[f->nr] = lo;
-				f->hi[f->nr++] = hi;
-			}
-			f->entry = dwarf_entrypc(sp, &entry) == 0 ? entry : f->lo[0];
-			f->name = dwarf_diename(sp);
-			if (!f->name)
-				f->name = "?";
-			seen[n] = dwarf_dieoffset(sp);
-			if (dwarf_diecu(sp, &cu, NULL, NULL) && dwarf_getsrcfiles(&cu, &files, &nfiles) == 0)
-				find_inlines(sp, files, file, f);
-			if (f->nr)
-				n++;
-		}
-		free(scopes);
+		ps__graph_fn_of(&sp, &fns[n]);
+		seen[n] = dwarf_dieoffset(&sp);
+		if (dwarf_diecu(&sp, &cu, NULL, NULL) && dwarf_getsrcfiles(&cu, &files, &nfiles) == 0)
+			find_inlines(&sp, files, file, &fns[n]);
+		if (fns[n].nr)
+			n++;
 	}
 	return n;
 }

@@ -1,5 +1,6 @@
 /* core/binary/lines_graph.c - the flow graph of one function's machine code (x86insn.h): instructions,
  * their successors, gcc's jump tables, and what the entry reaches. */
+#include <dwarf.h>
 #include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,66 @@ static int cmp_insn(const void *pa, const void *pb)
 {
 	const struct insn *a = pa, *b = pb;
 	return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+int ps__graph_subprogram(Dwarf *dw, uint64_t addr, Dwarf_Die *sp)
+{
+	Dwarf_Die cu, *scopes = NULL;
+	int ns, found = 0;
+
+	if (!dwarf_addrdie(dw, addr, &cu) || (ns = dwarf_getscopes(&cu, addr, &scopes)) <= 0)
+		return 0;
+	for (int k = 0; k < ns && !found; k++)
+		if (dwarf_tag(&scopes[k]) == DW_TAG_subprogram) {
+			*sp = scopes[k];
+			found = 1;
+		}
+	free(scopes);
+	return found;
+}
+
+/* The concrete subprogram under @die (through namespaces and classes) whose code holds @addr. */
+static int holder_under(Dwarf_Die *die, uint64_t addr, Dwarf_Die *sp)
+{
+	Dwarf_Die child;
+
+	if (dwarf_child(die, &child) != 0)
+		return 0;
+	do {
+		int tag = dwarf_tag(&child);
+		if (tag == DW_TAG_subprogram && dwarf_haspc(&child, addr) == 1) {
+			*sp = child;
+			return 1;
+		}
+		if ((tag == DW_TAG_namespace || tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
+		     tag == DW_TAG_union_type) &&
+		    holder_under(&child, addr, sp))
+			return 1;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return 0;
+}
+
+int ps__graph_holder(Dwarf *dw, uint64_t addr, Dwarf_Die *sp)
+{
+	Dwarf_Die cu;
+
+	return dwarf_addrdie(dw, addr, &cu) && holder_under(&cu, addr, sp);
+}
+
+void ps__graph_fn_of(Dwarf_Die *sp, struct fn *f)
+{
+	Dwarf_Addr base, lo, hi, entry;
+	ptrdiff_t off = 0;
+
+	memset(f, 0, sizeof *f);
+	while ((off = dwarf_ranges(sp, off, &base, &lo, &hi)) > 0 && f->nr < MAX_RANGES) {
+		f->lo[f->nr] = lo;
+		f->hi[f->nr++] = hi;
+	}
+	f->entry = dwarf_entrypc(sp, &entry) == 0 ? entry : f->lo[0];
+	f->name = dwarf_diename(sp);
+	if (!f->name)
+		f->name = "?";
 }
 
 int ps__graph_find(const struct fn *f, uint64_t addr)

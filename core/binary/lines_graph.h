@@ -1,6 +1,6 @@
 /* core/binary/lines_graph.h - the flow graph of one function's machine code, for line ranges
- * (lines_cfg.c): instructions decoded with Zydis, their edges, jump tables. Not for use
- * outside the core. */
+ * (lines_cfg.c) and the ends of inlined copies (lines_inline.c): instructions decoded with
+ * Zydis, their edges, jump tables. Not for use outside the core. */
 #ifndef PS_LINES_GRAPH_H
 #define PS_LINES_GRAPH_H
 
@@ -54,6 +54,17 @@ struct fn {
 	uint8_t entry_st; /* the state at the entry: closed, or either when a hit may be open
 			     as control leaves a function of the range */
 };
+
+/* The innermost subprogram of the scopes at link-time address @addr into @sp: 1, or 0 if none.
+   In inlined code that is the inlined function's abstract definition (it has no code). */
+int ps__graph_subprogram(Dwarf *dw, uint64_t addr, Dwarf_Die *sp);
+
+/* The concrete subprogram whose code holds link-time address @addr (inlined code included)
+   into @sp: 1, or 0 if none. */
+int ps__graph_holder(Dwarf *dw, uint64_t addr, Dwarf_Die *sp);
+
+/* @f emptied, then the ranges, entry and name of subprogram @sp (at most MAX_RANGES ranges). */
+void ps__graph_fn_of(Dwarf_Die *sp, struct fn *f);
 
 /* The index of the instruction at @addr in @f, or -1. */
 int ps__graph_find(const struct fn *f, uint64_t addr);

@@ -189,6 +189,17 @@ static int draw(struct ps_hitpath *hp, struct hthr *th, int k)
 	return 1;
 }
 
+/* Whether @h, a START of a region whose hit @open is open, shows that the hit's frame was left
+   without its end (an exception, a longjmp): a PS_REGION_FRAME region's start made above the
+   hit's start in the stack, or at its depth where a hit passes its start once. */
+static int left_open(const struct ps_hitpath *hp, const struct hthr *th, const struct ps_hit *h, int open)
+{
+	unsigned fl = hp->reg[h->region].flags;
+	uint64_t sp = th->slots[open].sp;
+
+	return (fl & PS_REGION_FRAME) && h->sp && sp && (h->sp > sp || (h->sp == sp && (fl & PS_REGION_ONCE)));
+}
+
 /* Whether @h opens or ends a measurement, sampling aside. */
 static int pairs(const struct ps_hitpath *hp, const struct hthr *th, const struct ps_hit *h)
 {
@@ -203,9 +214,10 @@ static int pairs(const struct ps_hitpath *hp, const struct hthr *th, const struc
 	case PS_HIT_ENTRY:
 		return open < 0 || (hp->reg[h->region].flags & PS_REGION_EVERY_LEVEL);
 	case PS_HIT_START:
-		return open < 0;
+		return open < 0 || left_open(hp, th, h, open);
 	case PS_HIT_END:
-		return open >= 0;
+		return open >= 0 &&
+		       !(hp->reg[h->region].flags & PS_REGION_FRAME && h->sp && h->sp < th->slots[open].sp);
 	default:
 		return 0;
 	}
@@ -244,6 +256,11 @@ static int open_hit(struct ps_hitpath *hp, const struct ps_hit *h)
 	}
 	if (!h->r || !pairs(hp, th, h))
 		return -1; /* seen only, or already inside: nested calls count only in every-level mode */
+	if (h->kind == PS_HIT_START && (i = th->active[h->region]) >= 0) { /* left_open(): it ends unwound */
+		ps__hp_emit(hp, th, &th->slots[i], h->r, ps_holds_map(&hp->holds, h->t), h->cpu, PS_SNAP_UNWOUND);
+		th->active[h->region] = -1;
+		slot_free(th, i);
+	}
 	if ((i = slot_alloc(th)) < 0) {
 		hp->dropped++;
 		return -1;
@@ -255,6 +272,7 @@ static int open_hit(struct ps_hitpath *hp, const struct ps_hit *h)
 	sl->depth = th->depth[h->region];
 	sl->t = ps_holds_map(&hp->holds, h->t);
 	sl->cpu = (int16_t)h->cpu;
+	sl->sp = h->sp;
 	sl->r = *h->r;
 	if (h->args)
 		memcpy(sl->args, h->args, sizeof sl->args);

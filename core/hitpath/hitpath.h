@@ -15,8 +15,11 @@
  *          comes back with the RETURN.
  *   RETURN ends the measurement whose handle it carries (PS_SNAP_UNWOUND in flags when the
  *          frame was skipped).
- *   START  opens a range region unless it is open on the thread already.
- *   END    ends the range region open on the thread; an end without a start does nothing.
+ *   START  opens a range region unless it is open on the thread already; a PS_REGION_FRAME
+ *          region's start made above the open hit's in the stack (or at its depth, for
+ *          PS_REGION_ONCE) ends that hit first, flagged PS_SNAP_UNWOUND (its frame was left).
+ *   END    ends the range region open on the thread; an end without a start does nothing,
+ *          nor does one of a PS_REGION_FRAME region made deeper in the stack than its start.
  * A thread that exits cuts short what it left open (PS_SNAP_EXITED records); exec drops it.
  *
  * A catcher whose hits come paired already (the marker library's records) hands each whole
@@ -61,6 +64,8 @@ enum ps_hit_kind { PS_HIT_ENTRY = 1, PS_HIT_RETURN, PS_HIT_START, PS_HIT_END };
  *          the first group's time enabled and running; NULL for a hit seen and not measured
  *          (ps_hitpath_measures() said 0): it only takes part in the sampling draw
  * @args:   PS_MAX_ARGS argument registers at an ENTRY, or NULL (recorded as zeros)
+ * @sp:     the stack pointer at a START or END, 0 if unknown (a PS_REGION_FRAME region's end
+ *          pairs only with a start made at the same depth or deeper)
  */
 struct ps_hit {
 	pid_t tid;
@@ -72,6 +77,7 @@ struct ps_hit {
 	int cpu;
 	const struct ps_reading *r;
 	const uint64_t *args;
+	uint64_t sp;
 };
 
 /**

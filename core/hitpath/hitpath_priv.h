@@ -19,6 +19,7 @@ struct slot {
 	uint64_t args[PS_MAX_ARGS];
 	int16_t cpu;
 	uint64_t t;
+	uint64_t sp; /* at a START, 0 if unknown */
 	struct ps_reading r;
 };
 

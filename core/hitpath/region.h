@@ -32,6 +32,10 @@ static inline const char *ps_region_kind_name(int kind)
 enum {
 	PS_REGION_EVERY_LEVEL = 1 << 0, /* record every level of a recursion, not only the outermost */
 	PS_REGION_NO_INLINE = 1 << 1,	/* do not add the function's inlined copies as regions */
+	PS_REGION_FRAME = 1 << 2,	/* a range in one frame (an inlined copy): an end made deeper in the stack
+					   than its start (a recursion's own copy) ends nothing */
+	PS_REGION_ONCE = 1 << 3,	/* a PS_REGION_FRAME region whose hit passes its start once: a start at or
+					   above the open hit's depth means that hit was left (exception, longjmp) */
 };
 
 /**

@@ -153,12 +153,14 @@ int ps__arm_pending(struct ps_session *s, int final)
 	return 0;
 }
 
-/* Each inlined copy of @fn becomes a range region: its entry to the end of each of its ranges. */
+/* Each inlined copy of @fn becomes a range region: from its entry to where control leaves it
+   (ps_lines_inline_ends()), the same points for every catcher. */
 static int add_inlined(struct ps_session *s, const char *fn, unsigned flags, struct ps_error *err)
 {
 	struct ps_inline inl[64];
+	uint64_t ends[PS_LINES_MAX_ARMS];
 	struct ps_lines *l = ps__lines(s, NULL);
-	int n, added = 0;
+	int n, nends, again, added = 0;
 	uint64_t bias = ps__main_bias(s);
 
 	if (!l)
@@ -175,7 +177,7 @@ static int add_inlined(struct ps_session *s, const char *fn, unsigned flags, str
 		char name[256];
 		snprintf(name, sizeof name, "%s@inline#%d%s%s", fn, inl[i].copy, inl[i].caller ? " in " : "",
 			 inl[i].caller ? inl[i].caller : "");
-		struct ps_region_info *ri = ps__new_region(s, PS_REGION_RANGE, name, "", flags, err);
+		struct ps_region_info *ri = ps__new_region(s, PS_REGION_RANGE, name, "", flags | PS_REGION_FRAME, err);
 		if (!ri)
 			return -1;
 		ri->addr = inl[i].entry + bias;
@@ -183,9 +185,14 @@ static int add_inlined(struct ps_session *s, const char *fn, unsigned flags, str
 			ps_catch_notice(s->env, "inlined copy %s not armed: %s", name, err->msg);
 			continue;
 		}
-		for (int k = i; k < n; k++)
-			if (inl[k].copy == inl[i].copy &&
-			    ps__arm_addr(s, inl[k].hi + bias, PS_BP_ADDR, ri->id, PS_ROLE_END, err) < 0)
+		/* with its entry, at most PS_LINES_MAX_ARMS points, as a line range */
+		if ((nends = ps_lines_inline_ends(l, inl, n, inl[i].copy, ends, PS_LINES_MAX_ARMS - 1, &again, err)) <
+		    0)
+			ps_catch_notice(s->env, "inlined copy %s: its ends not armed: %s", name, err->msg);
+		if (nends >= 0 && !again)
+			ri->flags |= PS_REGION_ONCE;
+		for (int k = 0; k < nends; k++)
+			if (ps__arm_addr(s, ends[k] + bias, PS_BP_ADDR, ri->id, PS_ROLE_END, err) < 0)
 				ps_catch_notice(s->env, "inlined copy %s: an end not armed: %s", name, err->msg);
 		s->env->nreg++;
 		added++;

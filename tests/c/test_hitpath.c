@@ -16,6 +16,7 @@ struct fixture {
 	struct ps_hitpath *hp;
 	struct ps_reading r;
 	uint64_t args[PS_MAX_ARGS];
+	uint64_t sp; /* the stack pointer of the hits hit() makes */
 };
 
 static struct fixture *fixture_new(unsigned nargs, const char *spill)
@@ -55,7 +56,8 @@ static void fixture_free(struct fixture *f)
 /* A hit at time @t whose counters read t*10 and t*100 (enabled t, running t-1). */
 static int hit(struct fixture *f, pid_t tid, int region, enum ps_hit_kind kind, int handle, uint64_t t)
 {
-	struct ps_hit h = {.tid = tid, .region = region, .kind = kind, .handle = handle, .t = t, .cpu = (int)t % 4};
+	struct ps_hit h = {
+	    .tid = tid, .region = region, .kind = kind, .handle = handle, .t = t, .cpu = (int)t % 4, .sp = f->sp};
 
 	f->r.n = 2;
 	f->r.time_enabled = t;
@@ -216,6 +218,69 @@ TEST(hitpath_ends_without_a_start)
 	CHECK_EQ_INT(hit(f, 2, RANGE, PS_HIT_END, 0, 64), 0);
 	check_records(ctest_self, f, NULL, 0);
 	CHECK_EQ_INT(ps_hitpath_dropped(f->hp), 0);
+	fixture_free(f);
+}
+
+TEST(hitpath_inlined_copy_end_deeper_in_the_stack_ends_nothing)
+{
+	struct fixture *f = fixture_new(0, NULL);
+	struct ps_hit probe = {.tid = 5, .region = RANGE, .kind = PS_HIT_END, .sp = 900};
+
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	f->reg[RANGE].flags = PS_REGION_FRAME; /* an inlined copy: it runs in its caller's frame */
+	f->sp = 1000;
+	hit(f, 5, RANGE, PS_HIT_START, 0, 70);
+	f->sp = 900; /* a recursion runs the copy again, one frame deeper */
+	hit(f, 5, RANGE, PS_HIT_START, 0, 71);
+	CHECK_EQ_INT(ps_hitpath_measures(f->hp, &probe), 0);
+	hit(f, 5, RANGE, PS_HIT_END, 0, 72); /* the inner copy's end: not the open hit's */
+	f->sp = 1000;
+	hit(f, 5, RANGE, PS_HIT_END, 0, 73);
+	hit(f, 5, RANGE, PS_HIT_START, 0, 74);
+	f->sp = 0; /* not known: pairs as any range's end */
+	hit(f, 5, RANGE, PS_HIT_END, 0, 75);
+	f->sp = 1000;
+	hit(f, 5, RANGE, PS_HIT_START, 0, 76);
+	f->sp = 1100; /* shallower: the frame of the open hit returned */
+	hit(f, 5, RANGE, PS_HIT_END, 0, 77);
+	static const struct want w[] = {
+	    {RANGE, 5, 0, 70, 73, 73 % 4, 0, 0},
+	    {RANGE, 5, 1, 74, 75, 75 % 4, 0, 0},
+	    {RANGE, 5, 2, 76, 77, 77 % 4, 0, 0},
+	};
+	check_records(ctest_self, f, w, 3);
+	fixture_free(f);
+}
+
+TEST(hitpath_inlined_copy_started_again_at_its_depth_was_left_unwound)
+{
+	struct fixture *f = fixture_new(0, NULL);
+
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	f->reg[RANGE].flags = PS_REGION_FRAME | PS_REGION_ONCE; /* a hit passes its start once */
+	f->sp = 1000;
+	hit(f, 6, RANGE, PS_HIT_START, 0, 80); /* left by a longjmp: no end */
+	hit(f, 6, RANGE, PS_HIT_START, 0, 81); /* the same frame starts it again: the first was left */
+	hit(f, 6, RANGE, PS_HIT_END, 0, 82);
+	hit(f, 6, RANGE, PS_HIT_START, 0, 83);
+	f->sp = 1200; /* above it: its frame is gone (an exception caught further up) */
+	hit(f, 6, RANGE, PS_HIT_START, 0, 84);
+	hit(f, 6, RANGE, PS_HIT_END, 0, 85);
+	f->reg[RANGE].flags = PS_REGION_FRAME; /* a loop at the start: a hit may pass it again */
+	hit(f, 6, RANGE, PS_HIT_START, 0, 86);
+	hit(f, 6, RANGE, PS_HIT_START, 0, 87);
+	hit(f, 6, RANGE, PS_HIT_END, 0, 88);
+	static const struct want w[] = {
+	    {RANGE, 6, 0, 80, 81, 81 % 4, PS_SNAP_UNWOUND, 0}, {RANGE, 6, 1, 81, 82, 82 % 4, 0, 0},
+	    {RANGE, 6, 2, 83, 84, 84 % 4, PS_SNAP_UNWOUND, 0}, {RANGE, 6, 3, 84, 85, 85 % 4, 0, 0},
+	    {RANGE, 6, 4, 86, 88, 88 % 4, 0, 0},
+	};
+	check_records(ctest_self, f, w, 5);
+	CHECK_EQ_INT(f->reg[RANGE].incomplete, 2);
 	fixture_free(f);
 }
 

@@ -89,9 +89,10 @@ static struct ps_hit role_hit(const struct ps_ptrace *p, pid_t tid, int bp, int 
 	return h;
 }
 
-/* Whether this stop starts or ends a measurement, so that the counters, clock and CPU must
-   be read; most nested entries and unmatched ends need none of them. No system call here. */
-static int stop_measures(const struct ps_ptrace *p, const struct thr *th, int bp)
+/* Whether this stop (at stack pointer @sp) starts or ends a measurement, so that the counters,
+   clock and CPU must be read; most nested entries and unmatched ends need none of them. No
+   system call here. */
+static int stop_measures(const struct ps_ptrace *p, const struct thr *th, int bp, uint64_t sp)
 {
 	if (bp >= PS_BP_HW_BASE)
 		return 1;
@@ -105,11 +106,13 @@ static int stop_measures(const struct ps_ptrace *p, const struct thr *th, int bp
 		case PS_ROLE_ENTRY:
 		case PS_ROLE_START:
 			h = role_hit(p, th->tid, bp, k);
+			h.sp = sp;
 			if (!ri->dropped && !ri->pending && ps_hitpath_measures(p->env->hp, &h))
 				return 1;
 			break;
 		case PS_ROLE_END:
 			h = role_hit(p, th->tid, bp, k);
+			h.sp = sp;
 			if (ps_hitpath_measures(p->env->hp, &h))
 				return 1;
 			break;
@@ -214,7 +217,7 @@ static int on_hit(void *ud, pid_t tid, int bp, const struct user_regs_struct *re
 		stray_entry(p, regs);
 		return 0;
 	}
-	if (!stop_measures(p, th, bp)) /* a nested entry, an end with no start, ... */
+	if (!stop_measures(p, th, bp, regs->rsp)) /* a nested entry, an end with no start, ... */
 		return bp >= 0 && bp < p->nbps ? plain_roles(p, th, bp) : 0;
 	ps__thr_read(p, th, &r); /* first: the less perfsh runs before the read, the less it counts */
 	h.t = ps_now_ns();
@@ -238,6 +241,7 @@ static int on_hit(void *ud, pid_t tid, int bp, const struct user_regs_struct *re
 		rh.cpu = h.cpu;
 		rh.r = h.r;
 		rh.args = h.args;
+		rh.sp = regs->rsp;
 		if (kind == PS_ROLE_END) {
 			ps_hitpath_hit(p->env->hp, &rh);
 			ends_sleep(p, bp);

@@ -54,6 +54,7 @@
 
 /* x86-64 argument registers as a regs_mask (asm/perf_regs.h bits of CX, DX, SI, DI, R8, R9). */
 #define PS_UPROBE_REGS_ARGS ((1ull << 2) | (1ull << 3) | (1ull << 4) | (1ull << 5) | (1ull << 16) | (1ull << 17))
+#define PS_UPROBE_REG_SP 7 /* the stack pointer's bit (PERF_REG_X86_SP) */
 
 enum ps_uprobe_kind {
 	PS_UPROBE_ENTRY = 0,  /* the uprobe: the site was reached */

@@ -21,8 +21,10 @@
  * every region; what is open when a window closes ends there, cut short (its return may
  * never come), and a return whose entry came while closed is ignored. Entries are counted in
  * the windows only. Regions in libraries not mapped yet and several counter groups need the
- * ptrace catcher, and are refused with a line saying so. Inlined copies of a
- * function are not caught (they have no entry to probe).
+ * ptrace catcher, and are refused with a line saying so.
+ *
+ * Inlined copies of a function are range regions (the session arms them, core/binary/lines_inline.c):
+ * a plain uprobe at the copy's entry (START) and at each place control leaves it (END).
  *
  * Losses: where a thread's ring was full, what it had open ends there (flagged as cut short,
  * like at a thread's exit) and the returns of the calls entered before are not waited for,
@@ -60,6 +62,7 @@ struct ps_upcatch {
 	int probed;		       /* the sites were handed to the catcher */
 	uint32_t window_ms, period_ms; /* sampling windows: probes on for window_ms of each period_ms */
 	unsigned ring_pages;	       /* per thread; 0: 256 */
+	uint64_t regs_mask;	       /* the registers each probe takes: arguments, the stack pointer */
 };
 
 static struct ps_upcatch *of(struct ps_catch *c)
@@ -72,13 +75,22 @@ static const struct ps_upcatch *of_const(const struct ps_catch *c)
 	return (const struct ps_upcatch *)c;
 }
 
-/* PS_UPROBE_REGS_ARGS gives CX, DX, SI, DI, R8, R9; records want rdi, rsi, rdx, rcx, r8, r9. */
-static void take_args(uint64_t args[PS_MAX_ARGS], const struct ps_uprobe_hit *h)
+/* Register @bit (asm/perf_regs.h) of hit @h, whose registers are those of @mask, lowest bit
+   first; 0 if it has none. */
+static uint64_t reg_at(const struct ps_uprobe_hit *h, uint64_t mask, int bit)
 {
-	static const int from[PS_MAX_ARGS] = {3, 2, 1, 0, 4, 5};
+	int i = __builtin_popcountll(mask & ((1ull << bit) - 1));
+
+	return (mask >> bit & 1) && i < h->nregs ? h->regs[i] : 0;
+}
+
+/* Records want rdi, rsi, rdx, rcx, r8, r9 (bits DI, SI, DX, CX, R8, R9). */
+static void take_args(uint64_t args[PS_MAX_ARGS], const struct ps_uprobe_hit *h, uint64_t mask)
+{
+	static const int bit[PS_MAX_ARGS] = {5, 4, 3, 2, 16, 17};
 
 	for (int i = 0; i < PS_MAX_ARGS; i++)
-		args[i] = from[i] < h->nregs ? h->regs[from[i]] : 0;
+		args[i] = reg_at(h, mask, bit[i]);
 }
 
 /* A START, END or POINT hit of a plain uprobe site. */
@@ -110,10 +122,11 @@ static void on_hit(void *ctx, const struct ps_uprobe_hit *uh)
 	h.region = u->site_region[uh->site];
 	memcpy(r.val, uh->val, (size_t)uh->nval * sizeof uh->val[0]);
 	if (u->site_kind[uh->site] != PS_UPOINT_ENTRY) {
+		h.sp = reg_at(uh, u->regs_mask, PS_UPROBE_REG_SP);
 		point_hit(u, &h, u->site_kind[uh->site]);
 	} else if (uh->kind == PS_UPROBE_ENTRY) {
 		if (u->env->nargs) {
-			take_args(args, uh);
+			take_args(args, uh, u->regs_mask);
 			h.args = args;
 		}
 		h.kind = PS_HIT_ENTRY;
@@ -395,6 +408,17 @@ static int run_windows(struct ps_upcatch *u, struct ps_error *err)
 	return rc;
 }
 
+/* The registers the probes take: the arguments, if asked for; the stack pointer where an
+   inlined copy's end must tell its frame from a recursion's (PS_REGION_FRAME). */
+static uint64_t regs_wanted(struct ps_upcatch *u)
+{
+	u->regs_mask = u->env->nargs ? PS_UPROBE_REGS_ARGS : 0;
+	for (int i = 0; i < u->env->nreg; i++)
+		if (u->env->reg[i].flags & PS_REGION_FRAME)
+			u->regs_mask |= 1ull << PS_UPROBE_REG_SP;
+	return u->regs_mask;
+}
+
 static int up_run(struct ps_catch *c, struct ps_error *err)
 {
 	struct ps_upcatch *u = of(c);
@@ -403,7 +427,7 @@ static int up_run(struct ps_catch *c, struct ps_error *err)
 				   .sites = u->sites,
 				   .nsites = u->nsites,
 				   .ring_pages = u->ring_pages ? u->ring_pages : 256,
-				   .regs_mask = u->env->nargs ? PS_UPROBE_REGS_ARGS : 0,
+				   .regs_mask = regs_wanted(u),
 				   .enabled = !u->period_ms};
 
 	if (!u->probed) {
@@ -490,7 +514,7 @@ static void up_free(struct ps_catch *c)
 
 const struct ps_catcher_ops ps_catch_uprobe_ops = {
     .name = "uprobe",
-    .caps = PS_CATCH_CODE | PS_CATCH_FILES | PS_CATCH_EVENTS_LATE,
+    .caps = PS_CATCH_CODE | PS_CATCH_INLINED | PS_CATCH_FILES | PS_CATCH_EVENTS_LATE,
     .start = up_start,
     .run = up_run,
     .hold = up_hold,
