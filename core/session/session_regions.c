@@ -239,12 +239,8 @@ int ps_session_region_func(struct ps_session *s, const char *name, unsigned flag
 		    !s->env->reg[i].dropped && s->env->reg[i].flags == flags)
 			return i; /* the same function twice is one region */
 	rc = ps__find_function(s, islib ? lib : NULL, islib ? fn : name, &addr, err);
-	if (rc >= 0 && !(ps__caps(s) & PS_CATCH_STOPS) && ps__unwinds(s))
-		return ps_error_set(err, PS_ENEEDS_PTRACE,
-				    "region '%s': %s can unwind exceptions (C++, Rust), and an unwinder that meets the "
-				    "return address a uretprobe put in place terminates the program; function regions "
-				    "of it need the ptrace catcher (--backend ptrace)",
-				    name, s->exe);
+	if (rc >= 0 && !(ps__caps(s) & PS_CATCH_STOPS))
+		s->env->unwinds = ps__unwinds(s); /* the catcher refuses a uretprobe there */
 	if (rc < 0) {
 		/* A function inlined everywhere has no symbol of its own but may have copies. */
 		struct ps_error e2;
