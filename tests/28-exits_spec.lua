@@ -35,6 +35,15 @@ local function measure(exe, argv, funcs, backend)
   return res, t:info(), support.read(dir .. "/out." .. backend)
 end
 
+-- rustc from PATH, $RUSTC or ~/.cargo/bin; nil (the test pending, the reason printed) when there is none.
+local function find_rustc()
+  for _, c in ipairs{os.getenv("RUSTC") or "rustc", (os.getenv("HOME") or "/root") .. "/.cargo/bin/rustc"} do
+    if select(3, support.sh("command -v " .. support.q(c))) == 0 then return c end
+  end
+  print("# skipped: rustc is not installed (no rustc in PATH, $RUSTC or ~/.cargo/bin)")
+  pending("rustc is not installed")
+end
+
 describe("the uprobe catcher's exits", function()
   teardown(function() os.execute("rm -rf " .. support.q(dir)) end)
 
@@ -57,6 +66,18 @@ describe("the uprobe catcher's exits", function()
     end
     assert.are.same({6, 3}, {got.middle.hits, got.middle.incomplete})
     assert.are.same({10, 0, 10, 0}, {got.inner.hits, got.inner.incomplete, got.outer.hits, got.outer.incomplete})
+  end)
+
+  it("C++: the frames of the program's last exception end unwound where it is caught (__cxa_begin_catch), "
+    .. "though no probe of theirs comes after it", function()
+    if not need_uprobes(pending) then return end
+    local exe = build("g++ -O2 -g -o %s tests/fixtures/exc.cpp", "exc")
+    local got, info = measure(exe, {}, {"middle", "thrower"}, "uprobe")
+    assert.is_true(info.stops <= 2, tostring(info.stops))
+    for _, f in ipairs{"middle", "thrower"} do
+      assert.are.same({{0, false, false}, {1, false, false}, {2, true, false}, {3, false, false}, {4, false, false},
+        {5, true, false}, {6, false, false}, {7, false, false}, {8, true, false}}, got[f].records, f)
+    end
   end)
 
   it("C: a longjmp out of two measured frames records both unwound, the others complete", function()
@@ -99,17 +120,10 @@ describe("the uprobe catcher's exits", function()
     assert.are.same({100 * 5 + 78 + 80, 0}, {got.rs_leaf.hits, got.rs_leaf.incomplete})
   end)
 
-  it("Rust: update_product called from std::thread::scope threads, with no --backend ptrace", function()
+  it("Rust: update_product called from std::thread::scope threads, ptrace's hits, no stop per hit", function()
     if not need_uprobes(pending) then return end
-    local rustc = os.getenv("RUSTC") or "rustc"
-    if select(3, support.sh("command -v " .. rustc)) ~= 0 then
-      rustc = "/root/.cargo/bin/rustc"
-      if select(3, support.sh("test -x " .. rustc)) ~= 0 then
-        print("# skipped: rustc is not installed")
-        pending("rustc is not installed")
-        return
-      end
-    end
+    local rustc = find_rustc()
+    if not rustc then return end
     local exe = build(rustc .. " -O -g -o %s tests/fixtures/grocery.rs", "grocery")
     local lines = {}
     for _, b in ipairs{"ptrace", "uprobe"} do
@@ -119,9 +133,30 @@ describe("the uprobe catcher's exits", function()
       assert.truthy(out:find("^total=4000\n"), out)
       assert.truthy(out:find("caught by " .. b, 1, true), out)
       lines[b] = out:match("\n(region update_product %b())")
+      if b == "uprobe" then -- per new thread: the clone event, its first stop, its exit
+        local stops = tonumber(out:match("caught by uprobe; (%d+) stops?"))
+        assert.is_true(stops <= 1 + 3 * 4, out)
+      end
     end
     assert.are.equal("region update_product (func, 4000 hits)", lines.uprobe)
     assert.are.equal(lines.ptrace, lines.uprobe)
+  end)
+
+  it("Rust: a panic through the measured function is caught by catch_unwind, its calls recorded unwound", function()
+    if not need_uprobes(pending) then return end
+    local rustc = find_rustc()
+    if not rustc then return end
+    local exe = build(rustc .. " -O -g -o %s tests/fixtures/panics.rs", "panics")
+    -- 98 calls: the last panic (call 95) has calls after it, whose probes show its frame left
+    local want = measure(exe, {"98"}, {"risky"}, "ptrace")
+    local got, info, out = measure(exe, {"98"}, {"risky"}, "uprobe")
+    assert.are.equal("returned=74 panicked=24\n", out)
+    assert.is_true(info.stops <= 2, tostring(info.stops))
+    assert.are.same(want, got)
+    assert.are.same({74, 24}, {got.risky.hits, got.risky.incomplete})
+    for _, rec in ipairs(got.risky.records) do
+      assert.are.same({rec[1], rec[1] % 4 == 3, false}, rec)
+    end
   end)
 
   it("examples/cxx: geo::measure(int) gives ptrace's hits, caught by uprobe", function()

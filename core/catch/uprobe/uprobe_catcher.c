@@ -44,7 +44,14 @@
 #include "upframes.h"
 
 /* What a plain site is: a function's entry, one of its exits, a start, an end, or both at once. */
-enum ps_uprobe_point { PS_UPOINT_ENTRY, PS_UPOINT_START, PS_UPOINT_END, PS_UPOINT_POINT, PS_UPOINT_EXIT };
+enum ps_uprobe_point {
+	PS_UPOINT_ENTRY,
+	PS_UPOINT_START,
+	PS_UPOINT_END,
+	PS_UPOINT_POINT,
+	PS_UPOINT_EXIT,
+	PS_UPOINT_CATCH, /* where the program catches an exception (no region): frames below end unwound */
+};
 
 #define REG_SP 7		 /* PERF_REG_X86_SP */
 #define PACK_PROBES 8		 /* probes of small functions that share one counter group */
@@ -145,7 +152,10 @@ static void on_hit(void *ctx, const struct ps_uprobe_hit *uh)
 		sp -= 8; /* the ret popped the return address */
 	if (sp)
 		ps_upframes_unwound(u->frames, u->env->hp, &h, sp,
-				    kind == PS_UPOINT_ENTRY && uh->kind == PS_UPROBE_ENTRY);
+				    (kind == PS_UPOINT_ENTRY || kind == PS_UPOINT_CATCH) &&
+					uh->kind == PS_UPROBE_ENTRY);
+	if (kind == PS_UPOINT_CATCH)
+		return;
 	if (kind == PS_UPOINT_EXIT || (kind == PS_UPOINT_ENTRY && uh->kind == PS_UPROBE_RETURN))
 		ps_upframes_exit(u->frames, u->env->hp, &h, sp);
 	else if (kind == PS_UPOINT_ENTRY)
@@ -187,8 +197,8 @@ static void drop_old_image(struct ps_upcatch *u, pid_t pid)
 	if (!now[0] || !u->exe[0] || !strcmp(now, u->exe))
 		return;
 	for (int i = 0; i < u->nsites; i++) {
-		struct ps_region_info *ri = &u->env->reg[u->site_region[i]];
-		if (ri->dropped || strcmp(u->paths[i], u->exe))
+		struct ps_region_info *ri = u->site_region[i] >= 0 ? &u->env->reg[u->site_region[i]] : NULL;
+		if (!ri || ri->dropped || strcmp(u->paths[i], u->exe))
 			continue;
 		ri->dropped = 1;
 		snprintf(ri->why, sizeof ri->why, "after exec of %.300s: its probes are in %.300s", now, u->exe);
@@ -372,9 +382,10 @@ static int up_arm(struct ps_catch *c, const struct ps_catch_point *p, struct ps_
 	enum ps_uprobe_point kind = p->role == PS_ROLE_ENTRY   ? PS_UPOINT_ENTRY
 				    : p->role == PS_ROLE_START ? PS_UPOINT_START
 				    : p->role == PS_ROLE_END   ? PS_UPOINT_END
+				    : p->role == PS_ROLE_CATCH ? PS_UPOINT_CATCH
 							       : PS_UPOINT_POINT;
 
-	if (p->role > PS_ROLE_POINT)
+	if (p->role > PS_ROLE_POINT && p->role != PS_ROLE_CATCH)
 		return ps_error_set(err, PS_ENEEDS_PTRACE,
 				    "the uprobe catcher probes only code mapped at the start; a function in a library "
 				    "loaded later needs the ptrace catcher (--backend ptrace)");
