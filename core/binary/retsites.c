@@ -66,24 +66,24 @@ static int add_part(struct ps_retsites *rs, uint64_t lo, uint64_t hi)
 	return 0;
 }
 
-/* The ranges of the DWARF subprogram with a range that begins at @entry (none without DWARF). */
-static int dwarf_parts(struct ps_elf_file *f, struct ps_retsites *rs)
+/* The ranges of the DWARF subprogram with a range that begins at @start (none without DWARF). */
+static int dwarf_parts(struct ps_elf_file *f, uint64_t start, struct ps_retsites *rs)
 {
 	Dwarf *dw = ps_elf_dwarf(f);
 	Dwarf_Die cu, *scopes = NULL;
 	int ns, rc = 0;
 
-	if (!dw || !dwarf_addrdie(dw, rs->entry, &cu) || (ns = dwarf_getscopes(&cu, rs->entry, &scopes)) <= 0)
+	if (!dw || !dwarf_addrdie(dw, start, &cu) || (ns = dwarf_getscopes(&cu, start, &scopes)) <= 0)
 		return 0;
 	for (int k = 0; k < ns; k++) {
 		Dwarf_Addr base, lo, hi, entry;
 		ptrdiff_t off = 0;
-		bool begins = dwarf_entrypc(&scopes[k], &entry) == 0 && entry == rs->entry;
+		bool begins = dwarf_entrypc(&scopes[k], &entry) == 0 && entry == start;
 
 		if (dwarf_tag(&scopes[k]) != DW_TAG_subprogram)
 			continue;
 		while (!begins && (off = dwarf_ranges(&scopes[k], off, &base, &lo, &hi)) > 0)
-			begins = lo == rs->entry;
+			begins = lo == start;
 		off = 0;
 		while (begins && rc == 0 && (off = dwarf_ranges(&scopes[k], off, &base, &lo, &hi)) > 0)
 			rc = add_part(rs, lo, hi);
@@ -98,7 +98,7 @@ static int find_parts(struct ps_elf_file *f, const struct ps_symtab *st, const s
 {
 	size_t len = strlen(s->name);
 
-	if (add_part(rs, s->addr, s->addr + s->size) || dwarf_parts(f, rs))
+	if (add_part(rs, s->addr, s->addr + s->size) || dwarf_parts(f, s->addr, rs))
 		return -1;
 	for (size_t i = 0; i < ps_sym_count(st); i++) {
 		const struct ps_sym *c = ps_sym_at(st, i);
@@ -152,7 +152,7 @@ static int find_exits(Elf *elf, struct ps_retsites *rs, const char *name, struct
 
 	memset(&fn, 0, sizeof fn);
 	fn.nr = rs->nparts;
-	fn.entry = rs->entry;
+	fn.entry = rs->entry; /* an instruction must begin there */
 	memcpy(fn.lo, rs->lo, sizeof rs->lo);
 	memcpy(fn.hi, rs->hi, sizeof rs->hi);
 	if (ps__graph_decode(elf, &fn) || ps__graph_edges(elf, &fn))
@@ -175,8 +175,8 @@ int ps_retsites_find(const char *path, uint64_t offset, struct ps_retsites *out,
 	memset(out, 0, sizeof *out);
 	if (ps_elf_open(&f, path, err) || ps_sym_open(&st, path, err))
 		goto out;
-	if (vaddr_of(f->elf, offset, &out->entry) || !(s = ps_sym_by_addr(st, out->entry)) || s->addr != out->entry) {
-		ps_error_set(err, PS_ENOTFOUND, "%s: no function begins at file offset 0x%llx", path,
+	if (vaddr_of(f->elf, offset, &out->entry) || !(s = ps_sym_by_addr(st, out->entry))) {
+		ps_error_set(err, PS_ENOTFOUND, "%s: no function holds file offset 0x%llx", path,
 			     (unsigned long long)offset);
 		goto out;
 	}

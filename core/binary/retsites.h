@@ -12,8 +12,12 @@
  * at the return address). A call that never returns (abort, __cxa_throw) is no exit: the frame
  * ends by unwinding.
  *
+ * An entry inside a function (where its return address is at the stack pointer, as before the
+ * ret of an empty hit: core/binary/emptyhit.h) takes the exits of the function that holds it:
+ * the one reached with the stack pointer where it was at the entry is its own.
+ *
  * Not found (the caller keeps the kernel's return probe, or refuses): a symbol without a size,
- * an address that is not a function's first byte, code that does not decode, a conditional
+ * an address no function symbol holds, code that does not decode, a conditional
  * jump out of the function (a conditional tail call: a probe there cannot tell taken from not),
  * more than PS_RETSITES_MAX exits or PS_RETSITES_MAX_PARTS parts.
  */
@@ -46,7 +50,7 @@ struct ps_retsite {
 
 /**
  * struct ps_retsites - a function's parts and exits.
- * @entry:          the function's link-time address
+ * @entry:          the link-time address of @offset
  * @nparts, @lo, @hi: its address ranges [lo, hi), in address order, the entry's first
  * @cold:           of them, the ones outside the entry's symbol (cold parts)
  * @n, @site:       its exits, in address order
@@ -60,14 +64,14 @@ struct ps_retsites {
 };
 
 /**
- * ps_retsites_find() - the exits of the function that begins at file offset @offset of ELF file
- * @path.
+ * ps_retsites_find() - the exits of the function entered at file offset @offset of ELF file
+ * @path (its first byte, or inside it: see above).
  * @out: filled on success
  * @err: why they cannot be found, one line naming the function ("sum has no symbol size",
  *       "sum: a conditional jump at 0x1234 leaves the function", ...)
  *
  * Return: 0 (@out->n may be 0: the function never returns), or -1 with @err (PS_ENOTFOUND when
- * no function begins at @offset, PS_EUSAGE for the other reasons above).
+ * no function holds @offset, PS_EUSAGE for the other reasons above).
  */
 int ps_retsites_find(const char *path, uint64_t offset, struct ps_retsites *out, struct ps_error *err);
 

@@ -137,17 +137,30 @@ TEST(retsites_takes_in_the_cold_parts_gcc_split_off)
 	CHECK_EQ_INT(in_cold, 1);
 }
 
-TEST(retsites_refuses_what_is_no_function_entry)
+TEST(retsites_takes_the_exits_of_the_function_that_holds_an_entry_inside_it)
 {
 	const char *prog = fixtures_cc("retsites.c", "retsites", "-O2 -g");
-	struct ps_retsites rs;
+	struct ps_retsites whole, in;
 	struct ps_error err;
+	uint64_t off;
 
 	CHECK(prog != NULL);
 	if (!prog)
 		return;
-	CHECK_EQ_INT(ps_retsites_find(prog, offset_of(prog, "rs_two") + 2, &rs, &err), -1);
+	off = offset_of(prog, "rs_two");
+	CHECK_EQ_INT(ps_retsites_find(prog, off, &whole, &err), 0);
+	/* rs_two's last ret, entered there as an empty hit's tail: the same exits */
+	CHECK(whole.n > 0);
+	if (whole.n <= 0)
+		return;
+	CHECK_EQ_INT(ps_retsites_find(prog, whole.site[whole.n - 1].offset, &in, &err), 0);
+	CHECK_EQ_INT(in.entry, whole.site[whole.n - 1].addr);
+	CHECK_EQ_INT(in.n, whole.n);
+	CHECK_EQ_INT(in.site[0].addr, whole.site[0].addr);
+	/* inside an instruction: no instruction begins there */
+	CHECK_EQ_INT(ps_retsites_find(prog, off + 1, &in, &err), -1);
+	CHECK_EQ_INT(ps_retsites_find(prog, 0, &in, &err), -1);
 	CHECK_EQ_INT(err.code, PS_ENOTFOUND);
-	CHECK(strstr(err.msg, "no function begins at file offset 0x") != NULL);
-	CHECK_EQ_INT(ps_retsites_find("/nonexistent/prog", 0x1000, &rs, &err), -1);
+	CHECK(strstr(err.msg, "no function holds file offset 0x0") != NULL);
+	CHECK_EQ_INT(ps_retsites_find("/nonexistent/prog", 0x1000, &in, &err), -1);
 }
