@@ -370,43 +370,57 @@ end)
 describe("the uprobe catcher and exceptions", function()
   local dir = os.tmpname()
   os.remove(dir)
-  local exe = dir .. "/exc"
+  local exe, cond = dir .. "/exc", dir .. "/condtail_cxx"
 
   setup(function()
     assert(os.execute("mkdir -p " .. support.q(dir)))
     local _, err, rc = support.sh(("g++ -O2 -g -o %s tests/fixtures/exc.cpp"):format(support.q(exe)))
     assert.are.equal(0, rc, err)
+    _, err, rc = support.sh(("g++ -O2 -x c++ -o %s tests/fixtures/condtail.c"):format(support.q(cond)))
+    assert.are.equal(0, rc, err)
   end)
   teardown(function() os.execute("rm -rf " .. support.q(dir)) end)
 
-  it("refuses a function region of a program that can unwind (a uretprobe would make it terminate)", function()
+  it("catches a function region of a program that can unwind at its exits: its exceptions pass", function()
     if not need_uprobes(pending) then return end
     local out, err, rc = support.sh(("%s stat --backend uprobe -r middle -e task-clock %s"):format(P, exe))
-    assert.are.same({2, ""}, {rc, out})
-    assert.are.equal(("perfsh stat: region 'middle': %s can unwind exceptions (C++, Rust), and an unwinder that meets "
-      .. "the return address a uretprobe put in place terminates the program; function regions of it need the "
-      .. "ptrace catcher (--backend ptrace)\n"):format(exe), err)
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("^sum=27 caught=3 total=%-30\n"), out)
+    assert.truthy(out:find("region middle (func, 6 hits, 3 incomplete (unwound or exited))", 1, true), out)
   end)
 
-  it("says so with the code core.errors.needs_ptrace, which perfsh stat's auto branches on (not the text)", function()
+  it("refuses one whose exits cannot be found (a uretprobe would make it terminate), with the code "
+    .. "core.errors.needs_ptrace, which perfsh stat's auto branches on (not the text)", function()
     if not need_uprobes(pending) then return end
-    local t <close> = perfsh.spawn{exe, events = {"task-clock"}, backend = "uprobe", stdout = "/dev/null"}
-    local r, why, code = t:try_region{func = "middle"}
+    local out, err, rc = support.sh(("%s stat --backend uprobe -r ct_jump -e task-clock %s"):format(P, cond))
+    assert.are.same({2, ""}, {rc, out})
+    local why = err:match("^perfsh stat: region 'ct_jump': its exits cannot be found (%b()), ")
+    assert.truthy(why, err)
+    assert.are.equal(("perfsh stat: region 'ct_jump': its exits cannot be found %s, and %s can unwind exceptions "
+      .. "(C++, Rust): an unwinder that meets the return address a uretprobe put in place terminates the program; "
+      .. "it needs the ptrace catcher (--backend ptrace)\n"):format(why, cond), err)
+    local t <close> = perfsh.spawn{cond, events = {"task-clock"}, backend = "uprobe", stdout = "/dev/null"}
+    local r, twhy, code = t:try_region{func = "ct_jump"}
     assert.is_nil(r)
     assert.are.equal(core.errors.needs_ptrace, code)
-    assert.truthy(why:find("can unwind exceptions", 1, true), why)
+    assert.truthy(twhy:find("can unwind exceptions", 1, true), twhy)
     assert.are.same({-1, -2, -3}, {core.errors.usage, core.errors.notfound, core.errors.needs_ptrace})
     local _, _, ucode = t:try_region{func = "no_such_function"}
     assert.are_not.equal(core.errors.needs_ptrace, ucode)
   end)
 
-  it("auto starts such a program again under ptrace, with a note, and it runs unharmed", function()
+  it("auto runs a C++ program under uprobe, and one such function under ptrace, with a note; both unharmed",
+    function()
     local out, err, rc = support.sh(("%s stat --backend auto -r middle -e task-clock %s"):format(P, exe))
     assert.are.equal(0, rc, err)
     assert.truthy(out:find("sum=27 caught=3 total=-30\n", 1, true), out)
+    assert.truthy(out:find(core.uprobe_available() and "caught by uprobe" or "caught by ptrace", 1, true), out)
+    out, err, rc = support.sh(("%s stat --backend auto -r ct_jump -e task-clock %s"):format(P, cond))
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("^sum=100\n"), out)
     assert.truthy(out:find("caught by ptrace", 1, true), out)
     if core.uprobe_available() then
-      assert.truthy(err:find("^perfsh stat: note: backend auto: ptrace, as region middle needs it: "), err)
+      assert.truthy(err:find("^perfsh stat: note: backend auto: ptrace, as region ct_jump needs it: "), err)
     end
   end)
 end)

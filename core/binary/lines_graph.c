@@ -120,6 +120,7 @@ static void classify(struct insn *in, const struct ps_x86_insn *x)
 	const struct ps_x86_opnd *m = &x->opnd[x->op == PS_X86_LEA ? 1 : 0];
 
 	in->kind = x->flow < sizeof kind ? kind[x->flow] : K_PLAIN;
+	in->flow = x->flow;
 	in->target = x->target;
 	if (x->op == PS_X86_LEA && m->riprel && m->index == PS_X86_NOREG) {
 		in->lea = 1;

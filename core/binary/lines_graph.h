@@ -21,6 +21,7 @@ struct insn {
 	uint8_t woven;	      /* at the end line, and straight-line code goes on into the range */
 	uint8_t lea;	      /* a lea of a rip-relative address, into register @reg */
 	uint8_t arm;	      /* 1 start, 2 end */
+	uint8_t flow;	      /* how control leaves it, as decoded (enum ps_x86_flow) */
 	int reg, first, nout; /* nout edges out: f->e[first .. first + nout) */
 };
 

@@ -50,6 +50,8 @@ struct ps_marker_status;
  * @libs_mapped: a stopping catcher reached main() (@final = 1) or saw the dynamic loader change
  *           the link map (0): the session arms what it could not before (libraries' regions);
  *           0, or -1 to abort the run
+ * @unwinds: the program can unwind exceptions (C++, Rust): 1, 0, or -1 not known; set before a
+ *           function region is armed (a catcher that would move a return address refuses it)
  * @exec:    a stopping catcher saw the program exec (its breakpoints are gone): the session
  *           arms every region again in the new image; 0, or -1 to abort
  * @owner:   passed to the callbacks
@@ -68,6 +70,7 @@ struct ps_catch_env {
 	struct ps_error fail;
 	int failed;
 	char notice[2048];
+	int unwinds;
 	int (*libs_mapped)(void *owner, int final);
 	int (*exec)(void *owner);
 	void *owner;

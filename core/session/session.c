@@ -58,6 +58,7 @@ static int session_new(struct ps_session **sp, const struct ps_event *ev, int ne
 	env->nev = nev;
 	env->ngroups = nev > 0;
 	env->gsize[0] = nev;
+	env->unwinds = -1;
 	env->libs_mapped = ps__libs_mapped;
 	env->exec = ps__exec_seen;
 	env->owner = s;

@@ -32,7 +32,7 @@ struct ps_session {
 	char *notice_out;      /* what ps_session_notice() returned last (PS_NOTICE_MAX) */
 	int main_bp;	       /* where pending library regions get armed, -1 */
 	int loader_bp;	       /* _dl_debug_state, -1 */
-	unsigned unwind_hooks; /* which points on the unwinder are in place */
+	unsigned unwind_hooks; /* which points on the unwinder are in place (8, 9: watch_catches()) */
 	int unwinds;	       /* the program can unwind exceptions: 1, 0, -1 not known yet */
 	uint64_t held_at;      /* CLOCK_MONOTONIC ns since which a pause holds the program, 0 */
 	int detached;	       /* ps_session_detach() let the program go */

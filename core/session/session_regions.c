@@ -219,6 +219,34 @@ static int watch_loader(struct ps_session *s, struct ps_error *err)
 	return want_main(s, err);
 }
 
+/*
+ * A catcher that does not stop the program leaves return addresses in place, and a frame an
+ * exception unwound ends at the thread's next probe above it. A probe where the program catches
+ * the exception ends such frames there when it is called from the catching frame itself, as
+ * C++'s __cxa_begin_catch is (Rust's __rust_panic_cleanup mostly from a frame below it). Armed
+ * once (bits 8 and 9 of unwind_hooks), in the program or where its loader will map libstdc++.
+ */
+static void watch_catches(struct ps_session *s)
+{
+	static const char *const lib[] = {"libstdc++", NULL}, *const fn[] = {"__cxa_begin_catch",
+									     "__rust_panic_cleanup"};
+
+	for (int i = 0; i < 2; i++) {
+		char path[PATH_MAX];
+		struct ps_catch_point p = {.path = path, .region = -1, .role = PS_ROLE_CATCH};
+		const struct ps_sym *sym;
+		struct ps_error e;
+
+		if (s->unwind_hooks & (1u << (8 + i)))
+			continue;
+		s->unwind_hooks |= 1u << (8 + i);
+		if (ps__symtab(s, &e) == 0 && ps_sym_lookup(s->sym, fn[i], &sym, NULL) == 0)
+			ps__arm_addr(s, sym->addr + ps__main_bias(s), PS_BP_ADDR, -1, PS_ROLE_CATCH, &e);
+		else if (lib[i] && ps__lib_func_file(s, lib[i], fn[i], path, &p.offset, &e) == 0)
+			s->cat->ops->arm(s->cat, &p, &e);
+	}
+}
+
 static void watch_unwinder(struct ps_session *s)
 {
 	struct ps_error e;
@@ -246,12 +274,8 @@ int ps_session_region_func(struct ps_session *s, const char *name, unsigned flag
 		    !s->env->reg[i].dropped && s->env->reg[i].flags == flags)
 			return i; /* the same function twice is one region */
 	rc = ps__find_function(s, islib ? lib : NULL, islib ? fn : name, &addr, err);
-	if (rc >= 0 && !(ps__caps(s) & PS_CATCH_STOPS) && ps__unwinds(s))
-		return ps_error_set(err, PS_ENEEDS_PTRACE,
-				    "region '%s': %s can unwind exceptions (C++, Rust), and an unwinder that meets the "
-				    "return address a uretprobe put in place terminates the program; function regions "
-				    "of it need the ptrace catcher (--backend ptrace)",
-				    name, s->exe);
+	if (rc >= 0 && !(ps__caps(s) & PS_CATCH_STOPS) && (s->env->unwinds = ps__unwinds(s)))
+		watch_catches(s); /* and the catcher refuses a uretprobe there */
 	if (rc < 0) {
 		/* A function inlined everywhere has no symbol of its own but may have copies. */
 		struct ps_error e2;

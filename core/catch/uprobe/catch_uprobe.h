@@ -39,8 +39,9 @@ struct ps_catch_uprobe;
  * struct ps_catch_uprobe_opts - what the catcher opens on each thread, and where hits go.
  * @probe:    the counters, sites, groups, ring size and registers of every thread's
  *            ps_uprobe (struct ps_uprobe_opts); @probe.enabled = 0 opens them disabled
- *            until ps_catch_uprobe_enable(). A function region is one site with ret = 1
- *            (entry and return), a line range two sites with ret = 0 (start and end points).
+ *            until ps_catch_uprobe_enable(). A function region is its entry and its exits
+ *            (plain sites, in one group), or one site with ret = 1 (entry and uretprobe); a
+ *            line range two sites with ret = 0 (start and end points).
  *            Its arrays and paths must stay valid until ps_catch_uprobe_free().
  * @drain_us: how often the rings are drained while the target runs; 0 means 2000.
  * @on_hit:   called for each hit (NULL to count them only).

@@ -3,9 +3,14 @@
  * where the address is mapped), and each decoded hit goes to the hit path with the counter values the kernel sampled.
  * The target never stops for a hit.
  *
- * Sites: a function region's entry is a uprobe and a uretprobe (ENTRY and RETURN hits); a
- * line range's start and end points (the addresses the ptrace catcher would break at,
- * core/binary/lines_cfg.c: each is one instruction, never an edge) and an SDT pair's probes are
+ * Sites: a function region's entry and its exits (each ret, each tail-call jmp, those of its cold
+ * parts: core/binary/retsites.h) are plain uprobes in one counter group (small functions share
+ * one), matched by the stack pointer each hit carries (core/catch/uprobe/upframes.h): the return
+ * address is never touched, so unwinders, backtraces and exceptions work, and a frame an
+ * exception or a longjmp left ends unwound at the thread's next probe above it. Where the exits
+ * cannot be found, a uretprobe catches the returns (with a note), unless the program can unwind
+ * exceptions (refused: it needs the ptrace catcher). A line range's start and end points (the addresses the ptrace
+ * catcher would break at, core/binary/lines_cfg.c: each is one instruction, never an edge) and an SDT pair's probes are
  * plain uprobes (START and END hits, paired as with ptrace), all of one region in one counter
  * group of their own, so that its start and end read the same counters; a single SDT probe is
  * a point event: each hit is one record whose start and end are the values there.
@@ -30,9 +35,8 @@
  * like at a thread's exit) and the returns of the calls entered before are not waited for,
  * so no return is ever paired with the wrong entry.
  *
- * Returns: the kernel keeps at most PS_UPROBE_MAX_DEPTH pending returns per thread; an entry
- * deeper than that gets no return, so it is not waited for (an every-level region's
- * measurement opened there ends when the thread exits, flagged as such).
+ * Returns of a uretprobe: the kernel keeps at most PS_UPROBE_MAX_DEPTH pending per thread; an
+ * entry deeper than that gets none, and ends unwound at its caller's return.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -43,10 +47,22 @@
 #include "catch_uprobe.h"
 #include "catcher.h"
 #include "procmaps.h"
+#include "retsites.h"
 #include "run.h"
+#include "upframes.h"
 
-/* What a plain site is: a function's entry (with its return), a start, an end, or both at once. */
-enum ps_uprobe_point { PS_UPOINT_ENTRY, PS_UPOINT_START, PS_UPOINT_END, PS_UPOINT_POINT };
+/* What a plain site is: a function's entry, one of its exits, a start, an end, or both at once. */
+enum ps_uprobe_point {
+	PS_UPOINT_ENTRY,
+	PS_UPOINT_START,
+	PS_UPOINT_END,
+	PS_UPOINT_POINT,
+	PS_UPOINT_EXIT,
+	PS_UPOINT_CATCH, /* where the program catches an exception (no region): frames below end unwound */
+};
+
+#define PACK_PROBES 8		 /* probes of small functions that share one counter group */
+#define REGS_SP (1ull << PS_UPROBE_REG_SP) /* every hit's stack pointer: exits and unwound frames */
 
 struct ps_upcatch {
 	struct ps_catch base;
@@ -62,7 +78,9 @@ struct ps_upcatch {
 	int probed;		       /* the sites were handed to the catcher */
 	uint32_t window_ms, period_ms; /* sampling windows: probes on for window_ms of each period_ms */
 	unsigned ring_pages;	       /* per thread; 0: 256 */
-	uint64_t regs_mask;	       /* the registers each probe takes: arguments, the stack pointer */
+	struct ps_upframes *frames;    /* each thread's open function frames, by stack pointer */
+	uint64_t regs_mask;	       /* the registers each hit carries */
+	int pack, npacks, pack_probes; /* the counter group small functions are packed into (-1, -2, ...) */
 };
 
 static struct ps_upcatch *of(struct ps_catch *c)
@@ -75,8 +93,8 @@ static const struct ps_upcatch *of_const(const struct ps_catch *c)
 	return (const struct ps_upcatch *)c;
 }
 
-/* Register @bit (asm/perf_regs.h) of hit @h, whose registers are those of @mask, lowest bit
-   first; 0 if it has none. */
+/* Register @bit (asm/perf_regs.h) of hit @h, whose registers are those of @mask, lowest bit first;
+   0 when it has none. */
 static uint64_t reg_at(const struct ps_uprobe_hit *h, uint64_t mask, int bit)
 {
 	int i = __builtin_popcountll(mask & ((1ull << bit) - 1));
@@ -84,7 +102,7 @@ static uint64_t reg_at(const struct ps_uprobe_hit *h, uint64_t mask, int bit)
 	return (mask >> bit & 1) && i < h->nregs ? h->regs[i] : 0;
 }
 
-/* Records want rdi, rsi, rdx, rcx, r8, r9 (bits DI, SI, DX, CX, R8, R9). */
+/* Records want the arguments rdi, rsi, rdx, rcx, r8, r9 (DI, SI, DX, CX, R8, R9 in perf_regs.h). */
 static void take_args(uint64_t args[PS_MAX_ARGS], const struct ps_uprobe_hit *h, uint64_t mask)
 {
 	static const int bit[PS_MAX_ARGS] = {5, 4, 3, 2, 16, 17};
@@ -110,32 +128,48 @@ static void point_hit(struct ps_upcatch *u, struct ps_hit *h, enum ps_uprobe_poi
 	}
 }
 
+/* A function's entry with the return address at @sp (0: unknown, its exit is not matched). */
+static void entry_hit(struct ps_upcatch *u, struct ps_hit *h, const struct ps_uprobe_hit *uh, uint64_t sp)
+{
+	uint64_t args[PS_MAX_ARGS];
+
+	if (u->env->nargs) {
+		take_args(args, uh, u->regs_mask);
+		h->args = args;
+	}
+	h->kind = PS_HIT_ENTRY;
+	u->env->reg[h->region].entries++;
+	ps_upframes_entry(u->frames, u->env->hp, h, sp, u->sites[uh->site].ret);
+}
+
 static void on_hit(void *ctx, const struct ps_uprobe_hit *uh)
 {
 	struct ps_upcatch *u = ctx;
-	uint64_t args[PS_MAX_ARGS];
 	struct ps_reading r = {.n = uh->nval, .time_enabled = uh->enabled, .time_running = uh->running};
 	struct ps_hit h = {.tid = uh->tid, .t = uh->time, .cpu = (int)uh->cpu, .r = &r};
+	enum ps_uprobe_point kind;
+	uint64_t sp = reg_at(uh, u->regs_mask, PS_UPROBE_REG_SP);
 
 	if (uh->site >= (uint32_t)u->nsites)
 		return;
 	h.region = u->site_region[uh->site];
+	kind = u->site_kind[uh->site];
 	memcpy(r.val, uh->val, (size_t)uh->nval * sizeof uh->val[0]);
-	if (u->site_kind[uh->site] != PS_UPOINT_ENTRY) {
-		h.sp = reg_at(uh, u->regs_mask, PS_UPROBE_REG_SP);
-		point_hit(u, &h, u->site_kind[uh->site]);
-	} else if (uh->kind == PS_UPROBE_ENTRY) {
-		if (u->env->nargs) {
-			take_args(args, uh, u->regs_mask);
-			h.args = args;
-		}
-		h.kind = PS_HIT_ENTRY;
-		u->env->reg[h.region].entries++;
-		ps_hitpath_hit(u->env->hp, &h); /* its return awaited there (ps_hitpath_returns()) */
-	} else {
-		h.kind = PS_HIT_RETURN;
-		h.handle = PS_HIT_INNERMOST;
-		ps_hitpath_hit(u->env->hp, &h);
+	if (sp && uh->kind == PS_UPROBE_RETURN)
+		sp -= 8; /* the ret popped the return address */
+	if (sp)
+		ps_upframes_unwound(u->frames, u->env->hp, &h, sp,
+				    (kind == PS_UPOINT_ENTRY || kind == PS_UPOINT_CATCH) &&
+					uh->kind == PS_UPROBE_ENTRY);
+	if (kind == PS_UPOINT_CATCH)
+		return;
+	if (kind == PS_UPOINT_EXIT || (kind == PS_UPOINT_ENTRY && uh->kind == PS_UPROBE_RETURN))
+		ps_upframes_exit(u->frames, u->env->hp, &h, sp);
+	else if (kind == PS_UPOINT_ENTRY)
+		entry_hit(u, &h, uh, sp);
+	else {
+		h.sp = sp; /* an inlined copy's end deeper in the stack than its start ends nothing */
+		point_hit(u, &h, kind);
 	}
 	if (ps_hitpath_enough(u->env->hp))
 		ps_catch_uprobe_pause(u->c);
@@ -148,6 +182,7 @@ static void on_loss(void *ctx, pid_t tid)
 	struct ps_upcatch *u = ctx;
 
 	ps_hitpath_cut(u->env->hp, tid, 0);
+	ps_upframes_forget(u->frames, tid);
 }
 
 /* The program's file into @path ("" if it cannot be read). */
@@ -171,8 +206,8 @@ static void drop_old_image(struct ps_upcatch *u, pid_t pid)
 	if (!now[0] || !u->exe[0] || !strcmp(now, u->exe))
 		return;
 	for (int i = 0; i < u->nsites; i++) {
-		struct ps_region_info *ri = &u->env->reg[u->site_region[i]];
-		if (ri->dropped || strcmp(u->paths[i], u->exe))
+		struct ps_region_info *ri = u->site_region[i] >= 0 ? &u->env->reg[u->site_region[i]] : NULL;
+		if (!ri || ri->dropped || strcmp(u->paths[i], u->exe))
 			continue;
 		ri->dropped = 1;
 		snprintf(ri->why, sizeof ri->why, "after exec of %.300s: its probes are in %.300s", now, u->exe);
@@ -188,6 +223,7 @@ static void on_exec(void *ctx, pid_t pid)
 	struct ps_upcatch *u = ctx;
 
 	ps_hitpath_cut_all(u->env->hp);
+	ps_upframes_forget_all(u->frames);
 	drop_old_image(u, pid);
 }
 
@@ -195,8 +231,10 @@ static void on_thread(void *ctx, pid_t tid, int born)
 {
 	struct ps_upcatch *u = ctx;
 
-	if (!born)
+	if (!born) {
 		ps_hitpath_cut(u->env->hp, tid, ps_now_ns());
+		ps_upframes_forget(u->frames, tid);
+	}
 }
 
 static void up_free(struct ps_catch *c);
@@ -212,14 +250,19 @@ static int up_start(struct ps_catch **cp, struct ps_catch_env *env, char *const 
 	if (!ps_uprobe_available(why, sizeof why))
 		return ps_error_set(err, PS_EUSAGE, "the uprobe catcher cannot work here: %s; use --backend ptrace",
 				    why);
-	if (!(u = calloc(1, sizeof *u)))
+	if (!(u = calloc(1, sizeof *u)) || !(u->frames = ps_upframes_new())) {
+		free(u);
 		return ps_error_set(err, ENOMEM, "out of memory");
+	}
 	u->base.ops = &ps_catch_uprobe_ops;
 	u->env = env;
 	o.ctx = u;
-	ps_hitpath_returns(env->hp, PS_UPROBE_MAX_DEPTH); /* past it, the kernel gives no return */
+	/* each thread's last reading, where ps_hitpath_cut() ends what it has open (returns are
+	   matched to entries here, by stack pointer, and carry their handles) */
+	ps_hitpath_returns(env->hp, PS_UPROBE_MAX_DEPTH);
 	rc = argv ? ps_catch_uprobe_spawn(&u->c, argv, &o, err) : ps_catch_uprobe_attach(&u->c, pid, &o, err);
 	if (rc) {
+		ps_upframes_free(u->frames);
 		free(u);
 		return -1;
 	}
@@ -255,9 +298,10 @@ static int grow_sites(struct ps_upcatch *u, struct ps_error *err)
 	return 0;
 }
 
-/* Probe file @path at @offset for @region (semaphore at @ref_ctr_offset, 0 for none). */
+/* Probe file @path at @offset for @region (semaphore at @ref_ctr_offset, 0 for none), in counter
+   group @group (0: the region's own, or none for a function's entry with a uretprobe). */
 static int site_add(struct ps_upcatch *u, const char *path, uint64_t offset, int region, enum ps_uprobe_point kind,
-		    uint64_t ref_ctr_offset, struct ps_error *err)
+		    uint64_t ref_ctr_offset, int group, int ret, struct ps_error *err)
 {
 	const char *name = region >= 0 ? u->env->reg[region].name : "";
 	struct ps_uprobe_site *site;
@@ -272,14 +316,58 @@ static int site_add(struct ps_upcatch *u, const char *path, uint64_t offset, int
 	site = &u->sites[u->nsites];
 	*site = (struct ps_uprobe_site){.path = u->paths[u->nsites],
 					.offset = offset,
-					.ret = kind == PS_UPOINT_ENTRY,
-					.group = kind == PS_UPOINT_ENTRY ? 0 : region + 1,
+					.ret = ret,
+					.group = group ? group
+						 : ret ? 0
+						       : region + 1,
 					.ref_ctr_offset = ref_ctr_offset};
 	u->site_region[u->nsites] = region;
 	u->site_kind[u->nsites] = kind;
 	u->nop5 += ps_uprobe_site_is_nop5(path, offset, &e2) == 1;
 	u->nsites++;
 	return 0;
+}
+
+/* The counter group of a function with @probes probes: the pack of the function armed just before
+   while it holds PACK_PROBES, else a new one (a function with more has one of its own). */
+static int pack_group(struct ps_upcatch *u, int probes)
+{
+	if (!u->pack || !u->nsites || u->sites[u->nsites - 1].group != u->pack ||
+	    u->pack_probes + probes > PACK_PROBES) {
+		u->pack = -++u->npacks;
+		u->pack_probes = 0;
+	}
+	u->pack_probes += probes;
+	return u->pack;
+}
+
+/* A function's entry at @offset of @path and its exits (core/binary/retsites.h), plain uprobes in
+   one counter group; where its exits cannot be found, a uretprobe catches its returns, unless the
+   program can unwind exceptions. */
+static int func_sites(struct ps_upcatch *u, const char *path, uint64_t offset, int region, struct ps_error *err)
+{
+	const char *name = u->env->reg[region].name;
+	struct ps_retsites rs;
+	struct ps_error why;
+	int group, rc;
+
+	if (ps_retsites_find(path, offset, &rs, &why)) {
+		if (u->env->unwinds)
+			return ps_error_set(
+			    err, PS_ENEEDS_PTRACE,
+			    "region '%s': its exits cannot be found (%s), and %s can unwind exceptions "
+			    "(C++, Rust): an unwinder that meets the return address a uretprobe put in "
+			    "place terminates the program; it needs the ptrace catcher (--backend ptrace)",
+			    name, why.msg, u->exe[0] ? u->exe : "the program");
+		ps_catch_notice(u->env, "region '%s': its exits cannot be found (%s); a uretprobe catches its returns",
+				name, why.msg);
+		return site_add(u, path, offset, region, PS_UPOINT_ENTRY, 0, 0, 1, err);
+	}
+	group = pack_group(u, 1 + rs.n);
+	rc = site_add(u, path, offset, region, PS_UPOINT_ENTRY, 0, group, 0, err);
+	for (int i = 0; rc == 0 && i < rs.n; i++)
+		rc = site_add(u, path, rs.site[i].offset, region, PS_UPOINT_EXIT, 0, group, 0, err);
+	return rc;
 }
 
 /* The file and offset where run-time address @addr of the program is mapped. */
@@ -303,9 +391,10 @@ static int up_arm(struct ps_catch *c, const struct ps_catch_point *p, struct ps_
 	enum ps_uprobe_point kind = p->role == PS_ROLE_ENTRY   ? PS_UPOINT_ENTRY
 				    : p->role == PS_ROLE_START ? PS_UPOINT_START
 				    : p->role == PS_ROLE_END   ? PS_UPOINT_END
+				    : p->role == PS_ROLE_CATCH ? PS_UPOINT_CATCH
 							       : PS_UPOINT_POINT;
 
-	if (p->role > PS_ROLE_POINT)
+	if (p->role > PS_ROLE_POINT && p->role != PS_ROLE_CATCH)
 		return ps_error_set(err, PS_ENEEDS_PTRACE,
 				    "the uprobe catcher probes only code mapped at the start; a function in a library "
 				    "loaded later needs the ptrace catcher (--backend ptrace)");
@@ -315,10 +404,12 @@ static int up_arm(struct ps_catch *c, const struct ps_catch_point *p, struct ps_
 				    "program; with this one, arm them as an SDT pair",
 				    p->name);
 	if (p->path)
-		return site_add(u, p->path, offset, p->region, kind, p->ref_ctr_offset, err);
-	if (file_at(u, p->addr, name, path, &offset, err))
+		snprintf(path, sizeof path, "%s", p->path);
+	else if (file_at(u, p->addr, name, path, &offset, err))
 		return -1;
-	return site_add(u, path, offset, p->region, kind, 0, err);
+	if (kind == PS_UPOINT_ENTRY)
+		return func_sites(u, path, offset, p->region, err);
+	return site_add(u, path, offset, p->region, kind, p->path ? p->ref_ctr_offset : 0, 0, 0, err);
 }
 
 static void up_disarm(struct ps_catch *c, int region)
@@ -382,6 +473,7 @@ static void window_closed(struct ps_upcatch *u)
 {
 	ps_catch_uprobe_drain(u->c);
 	ps_hitpath_cut_all(u->env->hp);
+	ps_upframes_forget_all(u->frames);
 }
 
 /* Run with the probes switched on and off at the window edges (as the ptrace catcher's run_windows). */
@@ -408,17 +500,6 @@ static int run_windows(struct ps_upcatch *u, struct ps_error *err)
 	return rc;
 }
 
-/* The registers the probes take: the arguments, if asked for; the stack pointer where an
-   inlined copy's end must tell its frame from a recursion's (PS_REGION_FRAME). */
-static uint64_t regs_wanted(struct ps_upcatch *u)
-{
-	u->regs_mask = u->env->nargs ? PS_UPROBE_REGS_ARGS : 0;
-	for (int i = 0; i < u->env->nreg; i++)
-		if (u->env->reg[i].flags & PS_REGION_FRAME)
-			u->regs_mask |= 1ull << PS_UPROBE_REG_SP;
-	return u->regs_mask;
-}
-
 static int up_run(struct ps_catch *c, struct ps_error *err)
 {
 	struct ps_upcatch *u = of(c);
@@ -427,9 +508,11 @@ static int up_run(struct ps_catch *c, struct ps_error *err)
 				   .sites = u->sites,
 				   .nsites = u->nsites,
 				   .ring_pages = u->ring_pages ? u->ring_pages : 256,
-				   .regs_mask = regs_wanted(u),
+				   .regs_mask = u->regs_mask,
 				   .enabled = !u->period_ms};
 
+	u->regs_mask = REGS_SP | (u->env->nargs ? PS_UPROBE_REGS_ARGS : 0);
+	p.regs_mask = u->regs_mask;
 	if (!u->probed) {
 		if (u->env->ngroups > 1)
 			return ps_error_set(err, PS_ENEEDS_PTRACE,
@@ -505,6 +588,7 @@ static void up_free(struct ps_catch *c)
 	struct ps_upcatch *u = of(c);
 
 	ps_catch_uprobe_free(u->c);
+	ps_upframes_free(u->frames);
 	free(u->sites);
 	free(u->paths);
 	free(u->site_region);
