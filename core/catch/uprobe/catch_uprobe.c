@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "tracer.h"
+#include "uprobe_defs.h"
 
 #define DRAIN_US_DEFAULT 2000
 
@@ -34,6 +35,7 @@ struct ps_catch_uprobe {
 	int threads;
 	int failed; /* a callback could not probe a thread: @ferr says why */
 	struct ps_error ferr;
+	struct ps_uprobe_defs *defs; /* the sites' shared tracefs events, or NULL: uprobe-PMU events */
 };
 
 static uint64_t mono_ns(void)
@@ -286,6 +288,11 @@ int ps_catch_uprobe_set_probe(struct ps_catch_uprobe *c, const struct ps_uprobe_
 		return ps_error_set(err, PS_EUSAGE, "uprobe catcher: sites are given before the first run");
 	c->o.probe = *probe;
 	c->enabled = !!probe->enabled;
+	ps_uprobe_defs_free(c->defs);
+	c->defs = NULL;
+	/* without tracefs, each thread's probes are uprobe-PMU events of their own (slower to close) */
+	if (probe->nsites > 0 && ps_uprobe_defs_new(&c->defs, probe->sites, probe->nsites, &(struct ps_error){0}) == 0)
+		c->o.probe.tp_ids = ps_uprobe_defs_ids(c->defs);
 	return 0;
 }
 
@@ -343,6 +350,8 @@ int ps_catch_uprobe_detach(struct ps_catch_uprobe *c, struct ps_error *err)
 		ps_uprobe_enable(c->th[i].u, 0, err);
 	while (c->nth)
 		th_finish(c, c->nth - 1);
+	ps_uprobe_defs_free(c->defs); /* no perf event on them is left */
+	c->defs = NULL;
 	c->detached = 1;
 	return ps_tracer_detach(c->t, err);
 }
@@ -353,6 +362,7 @@ void ps_catch_uprobe_free(struct ps_catch_uprobe *c)
 		return;
 	while (c->nth)
 		ps_uprobe_close(c->th[--c->nth].u);
+	ps_uprobe_defs_free(c->defs);
 	ps_tracer_free(c->t);
 	free(c->th);
 	free(c);

@@ -1,0 +1,147 @@
+-- The uprobe catcher's cost per thread: every thread's probes are perf events on one tracefs
+-- uprobe event per site (core/catch/uprobe/uprobe_defs.h), so closing a thread's is cheap. What
+-- must hold whatever the cost: every thread's hits recorded, the attached target unharmed and
+-- left without a probe in its code, no trace event and no perfsh thread left behind.
+local perfsh = require "perfsh"
+local support = dofile("tests/support.lua")
+local P = support.perfsh
+
+local need_uprobes = support.need_uprobes
+local TRACEFS = "/sys/kernel/tracing/uprobe_events"
+
+-- The uprobe_events lines of perfsh process @pid's trace events.
+local function trace_events_of(pid)
+  local f = io.open(TRACEFS)
+  if not f then return {} end
+  local found = {}
+  for line in f:lines() do
+    if line:find("^[pr]:perfsh_" .. pid .. "/") then found[#found + 1] = line end
+  end
+  f:close()
+  return found
+end
+
+-- The first byte of function @sym of the program @path (its file offset from nm: the examples'
+-- text is mapped at the offset it has in the file), in the file and in process @pid's memory.
+local function first_byte(path, sym, pid)
+  local nm = io.popen("nm " .. path)
+  local off
+  for line in nm:lines() do
+    local a, name = line:match("^(%x+) [Tt] (%S+)$")
+    if name == sym then off = tonumber(a, 16) end
+  end
+  nm:close()
+  assert(off, sym .. " not in " .. path)
+  local abs = support.abspath(path)
+  local base
+  for line in io.lines("/proc/" .. pid .. "/maps") do
+    local s, o, file = line:match("^(%x+)%-%x+ %S+ (%x+) %S+ %S+%s+(.*)$")
+    if file == abs and tonumber(o, 16) == 0 then base = tonumber(s, 16) break end
+  end
+  assert(base, path .. " is not mapped in " .. pid)
+  local f = assert(io.open(path, "rb"))
+  f:seek("set", off)
+  local in_file = f:read(1):byte()
+  f:close()
+  local m = assert(io.open("/proc/" .. pid .. "/mem", "rb"))
+  m:seek("set", base + off)
+  local in_memory = m:read(1):byte()
+  m:close()
+  return in_file, in_memory
+end
+
+local function alive(pid)
+  return os.execute("kill -0 " .. pid .. " 2>/dev/null") == true
+end
+
+-- This process's id (/proc/self read by the process itself).
+local function self_pid()
+  local f = assert(io.open("/proc/self/stat"))
+  local pid = f:read("n")
+  f:close()
+  return math.tointeger(pid)
+end
+
+describe("uprobe catcher, threads", function()
+  it("16 threads of one call each: every thread's hit recorded, no trace event left", function()
+    if not need_uprobes(pending) then return end
+    local out, err, rc = support.sh("sh -c 'echo $$ >&2; exec " .. P
+      .. " stat --backend uprobe --per-thread -r work -e task-clock examples/threads 1 100 16'")
+    assert.are.equal(0, rc, err)
+    local pid = assert(math.tointeger(tonumber(err:match("^(%d+)\n"))), err)
+    assert.truthy(out:find("^calls = 16\n"), out)
+    local tids = {}
+    for tid, hits in out:gmatch("\nregion work, thread (%d+) %((%d+) hits?") do
+      assert.are.equal("1", hits, out)
+      tids[#tids + 1] = tid
+    end
+    assert.are.equal(16, #tids, out)
+    assert.are.same({}, trace_events_of(pid))
+  end)
+
+  it("attach and detach: one trace event per probe for every thread; the probes are in the target's "
+    .. "code while attached, gone after; the target runs to its end with the right output", function()
+    if not need_uprobes(pending) then return end
+    -- 4 threads, 4000 calls of ~1 ms each: it outlives the attach
+    local target, tpid = support.background("examples/threads", "1000 1000000 4")
+    local run = io.popen("sh -c 'echo $$; exec " .. P .. " stat --backend uprobe -p " .. tpid
+      .. " --seconds 0.6 -r work -e task-clock 2>&1'")
+    local ppid = math.tointeger(tonumber(run:read("l")))
+    local armed, defined
+    for _ = 1, 1000 do -- until perfsh has probed it
+      local in_file, in_memory = first_byte("examples/threads", "work", tpid)
+      if in_memory ~= in_file then
+        armed, defined = in_memory, trace_events_of(ppid)
+        break
+      end
+      os.execute("sleep 0.01")
+    end
+    local out = run:read("a")
+    local ok = run:close()
+    assert.is_true(ok, out)
+    assert.are.equal(0xcc, armed, "no probe seen in the target while perfsh was attached")
+    -- the 5 threads' probes are perf events on two trace events: the entry's and the return's
+    assert.are.equal(2, #defined, table.concat(defined, "\n"))
+    assert.truthy(defined[1]:find("^p:perfsh_%d+/%S+ " .. support.abspath("examples/threads"):gsub("%p", "%%%0")
+      .. ":0x%x+$"), defined[1])
+    assert.truthy(defined[2]:find("^r:"), defined[2])
+    assert.truthy(out:find("caught by uprobe", 1, true), out)
+    local hits = tonumber(out:match("region work %(func, (%d+) hits"))
+    assert.truthy(hits and hits > 0, out)
+    assert.is_true(alive(tpid), "the target died at the detach")
+    local in_file, in_memory = first_byte("examples/threads", "work", tpid)
+    assert.are.equal(in_file, in_memory) -- no probe left in its code
+    assert.are.same({}, trace_events_of(ppid))
+    assert.are.equal("calls = 4000\n", target:read("a"))
+    assert.is_true(target:close())
+  end)
+
+  it("perfsh.attach and detach leave no perfsh thread behind", function()
+    if not need_uprobes(pending) then return end
+    local task_dir = "/proc/" .. self_pid() .. "/task"
+    local function nthreads()
+      local n, d = 0, io.popen("ls " .. task_dir)
+      for _ in d:lines() do n = n + 1 end
+      d:close()
+      return n
+    end
+    local target, tpid = support.background("examples/threads", "1000 1000000 4")
+    local before = nthreads()
+    do
+      local t <close> = perfsh.attach(tpid, {events = {"task-clock"}, backend = "uprobe", stdout = "/dev/null"})
+      local r = t:region{func = "work"}
+      t:run{seconds = 0.3}
+      t:detach()
+      assert.is_true(r:stats().hits > 0)
+    end
+    local after = nthreads()
+    for _ = 1, 100 do -- a closing thread ends by itself, within the kernel's grace periods
+      if after <= before then break end
+      os.execute("sleep 0.02")
+      after = nthreads()
+    end
+    assert.are.equal(before, after)
+    assert.are.equal("calls = 4000\n", target:read("a"))
+    assert.is_true(target:close())
+  end)
+end)
