@@ -343,17 +343,22 @@ pid_t ps_catch_uprobe_pid(const struct ps_catch_uprobe *c)
 
 int ps_catch_uprobe_detach(struct ps_catch_uprobe *c, struct ps_error *err)
 {
+	int rc;
+
 	if (c->detached)
 		return 0;
-	/* every probe stops first, so the counts read after the last drain are final */
+	/* every probe stops first, so the counts read after the last drain are final; the target
+	   then goes on while its probes close (the last close of a site waits for the kernel's
+	   grace periods): a disabled probe records nothing, and all are gone when this returns */
 	for (int i = 0; i < c->nth; i++)
 		ps_uprobe_enable(c->th[i].u, 0, err);
+	c->detached = 1;
+	rc = ps_tracer_detach(c->t, err);
 	while (c->nth)
 		th_finish(c, c->nth - 1);
 	ps_uprobe_defs_free(c->defs); /* no perf event on them is left */
 	c->defs = NULL;
-	c->detached = 1;
-	return ps_tracer_detach(c->t, err);
+	return rc;
 }
 
 void ps_catch_uprobe_free(struct ps_catch_uprobe *c)
