@@ -112,6 +112,33 @@ describe("uprobe catcher, threads", function()
     assert.is_true(target:close())
   end)
 
+  it("perfsh killed while attached: the target lives on without a probe; the next perfsh deletes the "
+    .. "trace events it left", function()
+    if not need_uprobes(pending) then return end
+    local target, tpid = support.background("examples/threads", "1000 1000000 4")
+    local in_memory, in_file = first_byte("examples/threads", "work", tpid)
+    local run = io.popen("sh -c 'echo $$; exec " .. P .. " stat --backend uprobe -p " .. tpid
+      .. " --seconds 30 -r work -e task-clock >/dev/null 2>&1'")
+    local ppid = math.tointeger(tonumber(run:read("l")))
+    local armed
+    repeat
+      local b = in_memory()
+      armed = b ~= in_file and b
+      os.execute("sleep 0.005")
+    until armed or not b
+    assert.are.equal(0xcc, armed, "no probe seen in the target while perfsh was attached")
+    os.execute("kill -KILL " .. ppid)
+    run:close()
+    assert.are.equal(in_file, in_memory(), "the target died with perfsh, or a probe is left in its code")
+    assert.are.equal(2, #trace_events_of(ppid)) -- defined still, with no probe open on them
+    local out, err, rc = support.sh(P .. " stat --backend uprobe -r work -e task-clock examples/threads 1 1 1")
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("region work (func, 1 hit", 1, true), out)
+    assert.are.same({}, trace_events_of(ppid))
+    assert.are.equal("calls = 4000\n", target:read("a"))
+    assert.is_true(target:close())
+  end)
+
   it("perfsh.attach and detach leave no perfsh thread behind", function()
     if not need_uprobes(pending) then return end
     local task_dir = "/proc/" .. self_pid() .. "/task"
