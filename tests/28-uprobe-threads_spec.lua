@@ -21,6 +21,16 @@ local function trace_events_of(pid)
   return found
 end
 
+-- The same once perfsh @pid's keeper had time to delete them (it does after its last close, which
+-- waits for the kernel's grace periods: up to 5 s on a loaded machine).
+local function trace_events_left(pid)
+  for _ = 1, 500 do
+    if #trace_events_of(pid) == 0 then break end
+    os.execute("sleep 0.01")
+  end
+  return trace_events_of(pid)
+end
+
 -- A reader of the first byte of function @sym of the program @path in process @pid's memory (its
 -- file offset from nm: the examples' text is mapped at the offset it has in the file), and that
 -- byte in the file. The reader returns nil once the process is gone.
@@ -76,14 +86,14 @@ describe("uprobe catcher, threads", function()
       tids[#tids + 1] = tid
     end
     assert.are.equal(16, #tids, out)
-    assert.are.same({}, trace_events_of(pid))
+    assert.are.same({}, trace_events_left(pid))
   end)
 
   it("attach and detach: one trace event per probe for every thread; the probes are in the target's "
     .. "code while attached, gone after; the target runs to its end with the right output", function()
     if not need_uprobes(pending) then return end
-    -- 4 threads, 4000 calls of ~1 ms each: it outlives the attach
-    local target, tpid = support.background("examples/threads", "1000 1000000 4")
+    -- 4 threads, 12000 calls of ~1 ms each: it outlives perfsh's start and the attach on a loaded machine
+    local target, tpid = support.background("examples/threads", "3000 1000000 4")
     local in_memory, in_file = first_byte("examples/threads", "work", tpid)
     local run = io.popen("sh -c 'echo $$; exec " .. P .. " stat --backend uprobe -p " .. tpid
       .. " --seconds 1 -r work -e task-clock 2>&1'")
@@ -107,15 +117,15 @@ describe("uprobe catcher, threads", function()
     local hits = tonumber(out:match("region work %(func, (%d+) hits"))
     assert.truthy(hits and hits > 0, out)
     assert.are.equal(in_file, in_memory(), "the target died at the detach, or a probe is left in its code")
-    assert.are.same({}, trace_events_of(ppid))
-    assert.are.equal("calls = 4000\n", target:read("a"))
+    assert.are.same({}, trace_events_left(ppid))
+    assert.are.equal("calls = 12000\n", target:read("a"))
     assert.is_true(target:close())
   end)
 
-  it("perfsh killed while attached: the target lives on without a probe; the next perfsh deletes the "
-    .. "trace events it left", function()
+  it("perfsh killed while attached: the target lives on without a probe, and its trace events are "
+    .. "deleted", function()
     if not need_uprobes(pending) then return end
-    local target, tpid = support.background("examples/threads", "1000 1000000 4")
+    local target, tpid = support.background("examples/threads", "3000 1000000 4")
     local in_memory, in_file = first_byte("examples/threads", "work", tpid)
     local run = io.popen("sh -c 'echo $$; exec " .. P .. " stat --backend uprobe -p " .. tpid
       .. " --seconds 30 -r work -e task-clock >/dev/null 2>&1'")
@@ -130,12 +140,8 @@ describe("uprobe catcher, threads", function()
     os.execute("kill -KILL " .. ppid)
     run:close()
     assert.are.equal(in_file, in_memory(), "the target died with perfsh, or a probe is left in its code")
-    assert.are.equal(2, #trace_events_of(ppid)) -- defined still, with no probe open on them
-    local out, err, rc = support.sh(P .. " stat --backend uprobe -r work -e task-clock examples/threads 1 1 1")
-    assert.are.equal(0, rc, err)
-    assert.truthy(out:find("region work (func, 1 hit", 1, true), out)
-    assert.are.same({}, trace_events_of(ppid))
-    assert.are.equal("calls = 4000\n", target:read("a"))
+    assert.are.same({}, trace_events_left(ppid)) -- by perfsh's keeper, which saw it die
+    assert.are.equal("calls = 12000\n", target:read("a"))
     assert.is_true(target:close())
   end)
 
@@ -148,7 +154,7 @@ describe("uprobe catcher, threads", function()
       d:close()
       return n
     end
-    local target, tpid = support.background("examples/threads", "1000 1000000 4")
+    local target, tpid = support.background("examples/threads", "3000 1000000 4")
     local before = nthreads()
     do
       local t <close> = perfsh.attach(tpid, {events = {"task-clock"}, backend = "uprobe", stdout = "/dev/null"})
@@ -164,7 +170,7 @@ describe("uprobe catcher, threads", function()
       after = nthreads()
     end
     assert.are.equal(before, after)
-    assert.are.equal("calls = 4000\n", target:read("a"))
+    assert.are.equal("calls = 12000\n", target:read("a"))
     assert.is_true(target:close())
   end)
 end)

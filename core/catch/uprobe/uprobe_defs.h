@@ -15,10 +15,19 @@
  * memory of the processes whose threads have a perf event on it (its uprobe filter), as for
  * a uprobe-PMU event. Nothing enables the tracefs event itself.
  *
- * The events live in group perfsh_PID (this process's id), named s<set>_<site><e|r>. They are
- * deleted by ps_uprobe_defs_free() once every perf event on them is closed; the events of a
- * perfsh that was killed stay defined (harmless: no perf event, no breakpoint) until the next
- * ps_uprobe_defs_new() deletes those of groups whose process is gone.
+ * The last close still waits (~100 ms for a site's entry and return). So that perfsh never
+ * waits for it, a keeper process (perfsh's grandchild, in a session of its own, holding nothing
+ * of perfsh's but a pipe) holds a disabled perf event of its own on each trace event: perfsh's
+ * closes are never the last, and when ps_uprobe_defs_free() closes the pipe (or perfsh dies)
+ * the keeper closes its events, deletes the trace events and exits, ~100-300 ms later. The
+ * keeper's events are on itself: the probes go into its memory only where it maps the probed
+ * file (a library), disabled. Where no keeper can be started, ps_uprobe_defs_free() deletes the
+ * events itself (the perf events' last closes then wait in perfsh).
+ *
+ * The events live in group perfsh_PID (the id of the process that defined them), named
+ * s<set>_<site><e|r>. Those of a perfsh and keeper that were both killed stay defined
+ * (harmless: no perf event, no breakpoint) until the next ps_uprobe_defs_new() deletes those
+ * of groups whose process is gone.
  *
  * tracefs is looked for at /sys/kernel/tracing and /sys/kernel/debug/tracing; where it is not
  * mounted, it is mounted at /sys/kernel/tracing (as perf(1) does) and left there.
@@ -51,7 +60,8 @@ int ps_uprobe_defs_new(struct ps_uprobe_defs **d, const struct ps_uprobe_site *s
  */
 const uint32_t *ps_uprobe_defs_ids(const struct ps_uprobe_defs *d);
 
-/* Delete the events (every perf event on them must be closed first); NULL is a no-op. */
+/* Let the events go: the keeper deletes them after its last close, or, without a keeper,
+   they are deleted here (every perf event on them must be closed first). NULL is a no-op. */
 void ps_uprobe_defs_free(struct ps_uprobe_defs *d);
 
 #endif
