@@ -156,6 +156,18 @@ static int on_exec(void *ud, pid_t pid)
 	return 0;
 }
 
+/* Define c->o.probe's sites in tracefs, shared by every thread's probes (uprobe_defs.h); without
+   tracefs, each thread's probes are uprobe-PMU events of their own (slower to close). */
+static void share_sites(struct ps_catch_uprobe *c)
+{
+	ps_uprobe_defs_free(c->defs);
+	c->defs = NULL;
+	c->o.probe.tp_ids = NULL;
+	if (c->o.probe.nsites > 0 &&
+	    ps_uprobe_defs_new(&c->defs, c->o.probe.sites, c->o.probe.nsites, &(struct ps_error){0}) == 0)
+		c->o.probe.tp_ids = ps_uprobe_defs_ids(c->defs);
+}
+
 static int catcher_new(struct ps_catch_uprobe **cp, const struct ps_catch_uprobe_opts *o, struct ps_error *err)
 {
 	struct ps_catch_uprobe *c;
@@ -169,6 +181,7 @@ static int catcher_new(struct ps_catch_uprobe **cp, const struct ps_catch_uprobe
 	if (!c->o.drain_us)
 		c->o.drain_us = DRAIN_US_DEFAULT;
 	c->enabled = !!o->probe.enabled;
+	share_sites(c);
 	*cp = c;
 	return 0;
 }
@@ -185,6 +198,7 @@ int ps_catch_uprobe_spawn(struct ps_catch_uprobe **cp, char *const argv[], const
 	if (catcher_new(cp, o, err))
 		return -1;
 	if (ps_tracer_spawn(&(*cp)->t, argv, &ops, *cp, err)) {
+		ps_uprobe_defs_free((*cp)->defs);
 		free(*cp);
 		*cp = NULL;
 		return -1;
@@ -198,6 +212,7 @@ int ps_catch_uprobe_attach(struct ps_catch_uprobe **cp, pid_t pid, const struct 
 	if (catcher_new(cp, o, err))
 		return -1;
 	if (ps_tracer_attach(&(*cp)->t, pid, &ops, *cp, err)) {
+		ps_uprobe_defs_free((*cp)->defs);
 		free(*cp);
 		*cp = NULL;
 		return -1;
@@ -288,11 +303,7 @@ int ps_catch_uprobe_set_probe(struct ps_catch_uprobe *c, const struct ps_uprobe_
 		return ps_error_set(err, PS_EUSAGE, "uprobe catcher: sites are given before the first run");
 	c->o.probe = *probe;
 	c->enabled = !!probe->enabled;
-	ps_uprobe_defs_free(c->defs);
-	c->defs = NULL;
-	/* without tracefs, each thread's probes are uprobe-PMU events of their own (slower to close) */
-	if (probe->nsites > 0 && ps_uprobe_defs_new(&c->defs, probe->sites, probe->nsites, &(struct ps_error){0}) == 0)
-		c->o.probe.tp_ids = ps_uprobe_defs_ids(c->defs);
+	share_sites(c);
 	return 0;
 }
 
