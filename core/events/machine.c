@@ -7,6 +7,9 @@
 #include <errno.h>
 #include <linux/hw_breakpoint.h>
 #include <linux/perf_event.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,8 +51,37 @@ __attribute__((noinline)) static void probe_target(int *n)
 
 static void (*volatile probe_call)(int *) = probe_target;
 
-/* Open @a on this thread, call the target PROBE_CALLS times, and read the count. */
-static int count_calls(struct perf_event_attr *a, const char *what, char *why, size_t n)
+static void *closer(void *fd)
+{
+	close((int)(intptr_t)fd);
+	return NULL;
+}
+
+/* Close @fd in a thread of its own that nothing waits for: closing a uprobe event waits for
+   RCU grace periods (50-200 ms measured), and the answer is known before. The thread blocks
+   every signal, so none meant for perfsh is taken there. */
+static void close_later(int fd)
+{
+	sigset_t all, old;
+	pthread_attr_t at;
+	pthread_t t;
+	int ok = 0;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (pthread_attr_init(&at) == 0) {
+		ok = pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) == 0 &&
+		     pthread_create(&t, &at, closer, (void *)(intptr_t)fd) == 0;
+		pthread_attr_destroy(&at);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!ok)
+		close(fd);
+}
+
+/* Open @a on this thread, call the target PROBE_CALLS times, and read the count; @later: close
+   the event in a thread of its own (close_later()). */
+static int count_calls(struct perf_event_attr *a, const char *what, int later, char *why, size_t n)
 {
 	uint64_t v = 0;
 	int fd, calls = 0;
@@ -63,7 +95,10 @@ static int count_calls(struct perf_event_attr *a, const char *what, char *why, s
 		probe_call(&calls);
 	if (read(fd, &v, sizeof v) != (ssize_t)sizeof v)
 		v = 0;
-	close(fd);
+	if (later)
+		close_later(fd);
+	else
+		close(fd);
 	if (v != PROBE_CALLS) {
 		snprintf(why, n, "a %s on a function called %d times counted %llu", what, PROBE_CALLS,
 			 (unsigned long long)v);
@@ -87,7 +122,7 @@ int ps_machine_breakpoints_fire(char *why, size_t n)
 		a.bp_len = sizeof(long);
 		a.exclude_kernel = 1;
 		a.exclude_hv = 1;
-		known = count_calls(&a, "hardware breakpoint", reason, sizeof reason);
+		known = count_calls(&a, "hardware breakpoint", 0, reason, sizeof reason);
 	}
 	if (!known)
 		snprintf(why, n, "%s", reason);
@@ -133,7 +168,7 @@ int ps_machine_uprobes_fire(char *why, size_t n)
 			a.config1 = (uint64_t)(uintptr_t)path;
 			a.config2 = off;
 			a.exclude_kernel = 1;
-			known = count_calls(&a, "uprobe", reason, sizeof reason);
+			known = count_calls(&a, "uprobe", 1, reason, sizeof reason);
 		}
 	}
 	if (!known)

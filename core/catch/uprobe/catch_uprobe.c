@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "tracer.h"
+#include "uprobe_defs.h"
 
 #define DRAIN_US_DEFAULT 2000
 
@@ -34,6 +35,7 @@ struct ps_catch_uprobe {
 	int threads;
 	int failed; /* a callback could not probe a thread: @ferr says why */
 	struct ps_error ferr;
+	struct ps_uprobe_defs *defs; /* the sites' shared tracefs events, or NULL: uprobe-PMU events */
 };
 
 static uint64_t mono_ns(void)
@@ -154,6 +156,18 @@ static int on_exec(void *ud, pid_t pid)
 	return 0;
 }
 
+/* Define c->o.probe's sites in tracefs, shared by every thread's probes (uprobe_defs.h); without
+   tracefs, each thread's probes are uprobe-PMU events of their own (slower to close). */
+static void share_sites(struct ps_catch_uprobe *c)
+{
+	ps_uprobe_defs_free(c->defs);
+	c->defs = NULL;
+	c->o.probe.tp_ids = NULL;
+	if (c->o.probe.nsites > 0 &&
+	    ps_uprobe_defs_new(&c->defs, c->o.probe.sites, c->o.probe.nsites, &(struct ps_error){0}) == 0)
+		c->o.probe.tp_ids = ps_uprobe_defs_ids(c->defs);
+}
+
 static int catcher_new(struct ps_catch_uprobe **cp, const struct ps_catch_uprobe_opts *o, struct ps_error *err)
 {
 	struct ps_catch_uprobe *c;
@@ -167,6 +181,7 @@ static int catcher_new(struct ps_catch_uprobe **cp, const struct ps_catch_uprobe
 	if (!c->o.drain_us)
 		c->o.drain_us = DRAIN_US_DEFAULT;
 	c->enabled = !!o->probe.enabled;
+	share_sites(c);
 	*cp = c;
 	return 0;
 }
@@ -183,6 +198,7 @@ int ps_catch_uprobe_spawn(struct ps_catch_uprobe **cp, char *const argv[], const
 	if (catcher_new(cp, o, err))
 		return -1;
 	if (ps_tracer_spawn(&(*cp)->t, argv, &ops, *cp, err)) {
+		ps_uprobe_defs_free((*cp)->defs);
 		free(*cp);
 		*cp = NULL;
 		return -1;
@@ -196,6 +212,7 @@ int ps_catch_uprobe_attach(struct ps_catch_uprobe **cp, pid_t pid, const struct 
 	if (catcher_new(cp, o, err))
 		return -1;
 	if (ps_tracer_attach(&(*cp)->t, pid, &ops, *cp, err)) {
+		ps_uprobe_defs_free((*cp)->defs);
 		free(*cp);
 		*cp = NULL;
 		return -1;
@@ -286,6 +303,7 @@ int ps_catch_uprobe_set_probe(struct ps_catch_uprobe *c, const struct ps_uprobe_
 		return ps_error_set(err, PS_EUSAGE, "uprobe catcher: sites are given before the first run");
 	c->o.probe = *probe;
 	c->enabled = !!probe->enabled;
+	share_sites(c);
 	return 0;
 }
 
@@ -336,15 +354,22 @@ pid_t ps_catch_uprobe_pid(const struct ps_catch_uprobe *c)
 
 int ps_catch_uprobe_detach(struct ps_catch_uprobe *c, struct ps_error *err)
 {
+	int rc;
+
 	if (c->detached)
 		return 0;
-	/* every probe stops first, so the counts read after the last drain are final */
+	/* every probe stops first, so the counts read after the last drain are final; the target
+	   then goes on while its probes close (the last close of a site waits for the kernel's
+	   grace periods): a disabled probe records nothing, and all are gone when this returns */
 	for (int i = 0; i < c->nth; i++)
 		ps_uprobe_enable(c->th[i].u, 0, err);
+	c->detached = 1;
+	rc = ps_tracer_detach(c->t, err);
 	while (c->nth)
 		th_finish(c, c->nth - 1);
-	c->detached = 1;
-	return ps_tracer_detach(c->t, err);
+	ps_uprobe_defs_free(c->defs); /* no perf event on them is left */
+	c->defs = NULL;
+	return rc;
 }
 
 void ps_catch_uprobe_free(struct ps_catch_uprobe *c)
@@ -353,6 +378,7 @@ void ps_catch_uprobe_free(struct ps_catch_uprobe *c)
 		return;
 	while (c->nth)
 		ps_uprobe_close(c->th[--c->nth].u);
+	ps_uprobe_defs_free(c->defs);
 	ps_tracer_free(c->t);
 	free(c->th);
 	free(c);

@@ -158,9 +158,10 @@ int ps_catch_uprobe_status(const struct ps_catch_uprobe *c, int *exited, int *co
 pid_t ps_catch_uprobe_pid(const struct ps_catch_uprobe *c);
 
 /**
- * ps_catch_uprobe_detach() - stop probing, deliver the last hits, count the losses exactly,
- * close every probe and detach: the target goes on unharmed. After it, the catcher can
- * only be asked for its stats and status, and freed.
+ * ps_catch_uprobe_detach() - stop probing, detach (the target goes on unharmed, its probes
+ * disabled), deliver the last hits, count the losses exactly and close every probe: none is
+ * left in the target when it returns. After it, the catcher can only be asked for its stats
+ * and status, and freed.
  * Return: 0 or -1.
  */
 int ps_catch_uprobe_detach(struct ps_catch_uprobe *c, struct ps_error *err);

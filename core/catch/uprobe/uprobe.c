@@ -190,7 +190,10 @@ static int open_probe(struct ps_uprobe *u, const struct ps_uprobe_opts *o, int s
 	common_attr(&a);
 	a.type = (uint32_t)u->type;
 	a.config = kind == PS_UPROBE_RETURN ? 1ull << u->retbit : 0;
-	if (s->ref_ctr_offset) {
+	if (o->tp_ids && o->tp_ids[2 * site + kind]) {
+		a.type = PERF_TYPE_TRACEPOINT; /* the site's shared tracefs event */
+		a.config = o->tp_ids[2 * site + kind];
+	} else if (s->ref_ctr_offset) {
 		int shift = format_bit("ref_ctr_offset");
 		if (shift < 0)
 			return ps_error_set(err, ENOENT,
@@ -198,8 +201,10 @@ static int open_probe(struct ps_uprobe *u, const struct ps_uprobe_opts *o, int s
 					    "(no format/ref_ctr_offset)");
 		a.config |= s->ref_ctr_offset << shift;
 	}
-	a.config1 = (uint64_t)(uintptr_t)s->path;
-	a.config2 = s->offset;
+	if (a.type != PERF_TYPE_TRACEPOINT) {
+		a.config1 = (uint64_t)(uintptr_t)s->path;
+		a.config2 = s->offset;
+	}
 	a.sample_period = 1;
 	a.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
 			PERF_SAMPLE_READ | (o->regs_mask ? PERF_SAMPLE_REGS_USER : 0);

@@ -93,6 +93,10 @@ struct ps_uprobe_site {
  * @regs_mask:      PERF_SAMPLE_REGS_USER mask (asm/perf_regs.h bits), at most
  *                  PS_UPROBE_MAX_REGS bits; 0 for none. PS_UPROBE_REGS_ARGS for arguments.
  * @enabled:        1 to count and probe at once; 0 to wait for ps_uprobe_enable().
+ * @tp_ids:         NULL, or two trace event ids per site (entry, return) of tracefs uprobe
+ *                  events (uprobe_defs.h): a probe with a non-zero id is a PERF_TYPE_TRACEPOINT
+ *                  event on it, shared with the other threads' (cheap to close); else it is a
+ *                  uprobe-PMU event of its own.
  */
 struct ps_uprobe_opts {
 	const struct ps_event *ev;
@@ -103,6 +107,7 @@ struct ps_uprobe_opts {
 	unsigned ring_pages;
 	uint64_t regs_mask;
 	int enabled;
+	const uint32_t *tp_ids;
 };
 
 /**

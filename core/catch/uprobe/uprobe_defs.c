@@ -1,0 +1,266 @@
+/* core/catch/uprobe/uprobe_defs.c - uprobe sites defined once in tracefs, shared by every
+ * thread's perf events. See uprobe_defs.h. */
+#include "uprobe_defs.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const tracefs_dirs[] = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
+
+struct ps_uprobe_defs {
+	char dir[64]; /* the tracefs mount */
+	int set;      /* this set's number in the process: names stay unique */
+	int nsites;
+	uint32_t *ids; /* 2 per site */
+	char *defined; /* 2 per site: the event exists */
+	int keeper;    /* the write end of the keeper's pipe, -1 without a keeper */
+	pid_t owner;   /* the process that defined them: its group, perfsh_OWNER */
+};
+
+static int next_set;
+
+/* The tracefs mount whose uprobe_events this process can write, mounting one if none is. */
+static int find_tracefs(char dir[64])
+{
+	char path[128];
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < sizeof tracefs_dirs / sizeof *tracefs_dirs; i++) {
+			snprintf(path, sizeof path, "%s/uprobe_events", tracefs_dirs[i]);
+			if (access(path, W_OK) == 0) {
+				snprintf(dir, 64, "%s", tracefs_dirs[i]);
+				return 0;
+			}
+		}
+		if (pass == 0 && mount("nodev", tracefs_dirs[0], "tracefs", 0, NULL) != 0)
+			break;
+	}
+	return -1;
+}
+
+/* Write one command to uprobe_events (never truncating it). 0, or an errno. */
+static int command(const char *dir, const char *cmd)
+{
+	char path[128];
+	int fd, e = 0;
+	size_t n = strlen(cmd);
+
+	snprintf(path, sizeof path, "%s/uprobe_events", dir);
+	if ((fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC)) < 0)
+		return errno;
+	if (write(fd, cmd, n) != (ssize_t)n)
+		e = errno ? errno : EIO;
+	close(fd);
+	return e;
+}
+
+/* Delete the events of perfsh processes that are gone (killed before they could). */
+static void sweep_stale(const char *dir)
+{
+	char path[128], line[PATH_MAX + 160], name[160], cmd[200];
+	FILE *f;
+	int pid;
+
+	snprintf(path, sizeof path, "%s/uprobe_events", dir);
+	if (!(f = fopen(path, "re")))
+		return;
+	while (fgets(line, sizeof line, f)) {
+		if (sscanf(line, "%*1[pr]:perfsh_%d/%150s", &pid, name) != 2 || pid == (int)getpid() ||
+		    kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		snprintf(cmd, sizeof cmd, "-:perfsh_%d/%s\n", pid, name);
+		command(dir, cmd);
+	}
+	fclose(f);
+}
+
+static void event_name(const struct ps_uprobe_defs *d, int site, int ret, char *out, size_t n)
+{
+	snprintf(out, n, "perfsh_%d/s%d_%d%c", (int)d->owner, d->set, site, ret ? 'r' : 'e');
+}
+
+static int read_id(const struct ps_uprobe_defs *d, const char *name, uint32_t *id)
+{
+	char path[256];
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof path, "%s/events/%s/id", d->dir, name);
+	if (!(f = fopen(path, "re")))
+		return errno;
+	ok = fscanf(f, "%u", id) == 1;
+	fclose(f);
+	return ok ? 0 : EIO;
+}
+
+/* Define the entry (@ret = 0) or return event of site @i. 0, or an errno. */
+static int define(struct ps_uprobe_defs *d, const struct ps_uprobe_site *s, int i, int ret)
+{
+	char name[96], cmd[PATH_MAX + 200], ref[40] = "";
+	int e;
+
+	for (const char *p = s->path; *p; p++)
+		if (isspace((unsigned char)*p))
+			return EINVAL; /* uprobe_events splits its commands at white space */
+	if (s->ref_ctr_offset)
+		snprintf(ref, sizeof ref, "(0x%llx)", (unsigned long long)s->ref_ctr_offset);
+	event_name(d, i, ret, name, sizeof name);
+	snprintf(cmd, sizeof cmd, "%c:%s %s:0x%llx%s\n", ret ? 'r' : 'p', name, s->path, (unsigned long long)s->offset,
+		 ref);
+	if ((e = command(d->dir, cmd)))
+		return e;
+	d->defined[2 * i + ret] = 1;
+	return read_id(d, name, &d->ids[2 * i + ret]);
+}
+
+/* Delete the events of @d; one still in use (EBUSY: a perf event on it not released yet) is
+   tried again for up to a second when @patient. */
+static void delete_all(const struct ps_uprobe_defs *d, int patient)
+{
+	char name[96], cmd[110];
+
+	for (int i = 0; d->defined && i < 2 * d->nsites; i++) {
+		if (!d->defined[i])
+			continue;
+		event_name(d, i / 2, i % 2, name, sizeof name);
+		snprintf(cmd, sizeof cmd, "-:%s\n", name);
+		for (int tries = 0; command(d->dir, cmd) == EBUSY && patient && tries < 100; tries++)
+			nanosleep(&(struct timespec){0, 10000000}, NULL);
+	}
+}
+
+/* The keeper, in a process of its own: a disabled perf event on each of @d's trace events, on
+   itself, keeps them registered; at EOF on @rd (perfsh closed its end, or died) it closes them
+   (the last closes, which wait for the kernel's grace periods) and deletes the events. */
+static void keeper(const struct ps_uprobe_defs *d, int rd, int ready)
+{
+	int *fds = calloc((size_t)(2 * d->nsites + 1), sizeof *fds);
+	char b;
+
+	for (int i = 0; fds && i < 2 * d->nsites; i++) {
+		struct perf_event_attr a = {.size = sizeof a,
+					    .type = PERF_TYPE_TRACEPOINT,
+					    .config = d->ids[i],
+					    .disabled = 1,
+					    .exclude_kernel = 1,
+					    .exclude_hv = 1};
+		fds[i] = d->ids[i] ? (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0) : -1;
+		if (d->ids[i] && fds[i] < 0)
+			_exit(1);
+	}
+	if (!fds || write(ready, "k", 1) != 1)
+		_exit(1);
+	close(ready);
+	while (read(rd, &b, 1) != 0 && (errno == EINTR || errno == 0))
+		errno = 0;
+	for (int i = 0; i < 2 * d->nsites; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	delete_all(d, 1);
+	_exit(0);
+}
+
+/* Start @d's keeper: perfsh's grandchild in a session of its own (perfsh never waits for it, no
+   terminal signal reaches it), holding only its two pipe ends and /dev/null (never perfsh's
+   output or the target's pipes). 0 once its events are open, else -1. */
+static int start_keeper(struct ps_uprobe_defs *d)
+{
+	int go[2], ready[2], ok = 0;
+	pid_t mid;
+	char b;
+
+	if (pipe2(go, O_CLOEXEC))
+		return -1;
+	if (pipe2(ready, O_CLOEXEC)) {
+		close(go[0]);
+		close(go[1]);
+		return -1;
+	}
+	if ((mid = fork()) == 0) {
+		int null = open("/dev/null", O_RDWR), rd = fcntl(go[0], F_DUPFD, 10), wr = fcntl(ready[1], F_DUPFD, 10);
+		if (null < 0 || rd < 0 || wr < 0 || setsid() < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
+		    dup2(null, 2) < 0 || dup2(rd, 3) < 0 || dup2(wr, 4) < 0 || close_range(5, ~0u, 0))
+			_exit(1);
+		if (fork() == 0)
+			keeper(d, 3, 4);
+		_exit(0);
+	}
+	close(go[0]);
+	close(ready[1]);
+	if (mid > 0 && waitpid(mid, NULL, 0) == mid)
+		while (!(ok = read(ready[0], &b, 1) == 1) && errno == EINTR)
+			;
+	close(ready[0]);
+	if (!ok) {
+		close(go[1]);
+		return -1;
+	}
+	d->keeper = go[1];
+	return 0;
+}
+
+int ps_uprobe_defs_new(struct ps_uprobe_defs **out, const struct ps_uprobe_site *sites, int nsites,
+		       struct ps_error *err)
+{
+	struct ps_uprobe_defs *d = calloc(1, sizeof *d);
+	int e = 0;
+
+	*out = NULL;
+	if (d)
+		d->keeper = -1;
+	if (!d || !(d->ids = calloc((size_t)(2 * nsites + 1), sizeof *d->ids)) ||
+	    !(d->defined = calloc((size_t)(2 * nsites + 1), 1))) {
+		ps_uprobe_defs_free(d);
+		return ps_error_set(err, ENOMEM, "out of memory");
+	}
+	d->nsites = nsites;
+	d->owner = getpid();
+	d->set = __atomic_fetch_add(&next_set, 1, __ATOMIC_RELAXED);
+	if (find_tracefs(d->dir)) {
+		free(d->defined);
+		free(d->ids);
+		free(d);
+		return ps_error_set(err, ENOENT, "uprobe: no writable tracefs (uprobe_events)");
+	}
+	sweep_stale(d->dir);
+	for (int i = 0; i < nsites && !e; i++)
+		if (!(e = define(d, &sites[i], i, 0)) && sites[i].ret)
+			e = define(d, &sites[i], i, 1);
+	if (e) {
+		ps_uprobe_defs_free(d);
+		return ps_error_set(err, e, "uprobe: defining a tracefs uprobe event: %s", strerror(e));
+	}
+	start_keeper(d); /* without one, ps_uprobe_defs_free() deletes them itself */
+	*out = d;
+	return 0;
+}
+
+const uint32_t *ps_uprobe_defs_ids(const struct ps_uprobe_defs *d)
+{
+	return d->ids;
+}
+
+void ps_uprobe_defs_free(struct ps_uprobe_defs *d)
+{
+	if (!d)
+		return;
+	if (d->keeper >= 0)
+		close(d->keeper); /* the keeper closes the last references and deletes the events */
+	else
+		delete_all(d, 0);
+	free(d->defined);
+	free(d->ids);
+	free(d);
+}
