@@ -488,7 +488,8 @@ describe("a Rust program (examples/grocery_rs: a method called from scoped threa
     return tonumber(out:match("region update_product %(func, (%d+) hits?[,)]"))
   end
 
-  it("gives the default catcher the same hits as ptrace: every call of Product::update_product", function()
+  it("is caught by uprobe by default, with the same hits as ptrace: every call of Product::update_product",
+    function()
     if not io.open(exe) then
       pending("examples/grocery_rs is not built: rustc is not installed (make deps installs it)")
       return
@@ -499,6 +500,11 @@ describe("a Rust program (examples/grocery_rs: a method called from scoped threa
     assert.are.equal(0, rc, err)
     assert.truthy(out:find("updates = 1200\n", 1, true), out)
     assert.are.equal(1200, hits(out), out)
+    -- its exits are plain uprobes at the return sites, so auto takes uprobe for a program that can unwind
+    if core.uprobe_available() then
+      assert.truthy(out:find("caught by uprobe; %d+ stops?\n"), out)
+      assert.are.equal("", err)
+    end
     local pout, perr, prc = support.sh(P .. " stat --backend ptrace -r update_product -e task-clock " .. exe
       .. " 300 4 3")
     assert.are.equal(0, prc, perr)
