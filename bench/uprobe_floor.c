@@ -2,9 +2,10 @@
  *
  * Runs bench/hit_target (a function called N times, default 20,000) plain, under a minimal
  * uprobe tracer written here with raw perf_event_open + mmap (the floor: a task-clock leader,
- * a uprobe and a uretprobe as members with sample_period 1 sampling the group into one ring,
- * the uretprobe's output redirected there, the ring drained while the target runs), and under
- * perfsh's core/catch/uprobe/uprobe.c layer doing the same. Two functions: hit_movslq (entry
+ * a uprobe at the entry and one at the function's ret as members with sample_period 1
+ * sampling the group into one ring, the exit's output redirected there, the ring drained while
+ * the target runs: the way perfsh's uprobe catcher catches exits, never touching the return
+ * address), and under perfsh's core/catch/uprobe/uprobe.c layer doing the same. Two functions: hit_movslq (entry
  * `movslq %edi,%rax`: an int3 and a single-step per probe) and hit_nop5 (entry
  * 0f 1f 44 00 00: the kernel turns the probe into a call). Medians of 5 interleaved runs;
  * prints the cost per hit in microseconds and the ratio layer / floor.
@@ -54,8 +55,9 @@ static int count_hit(const struct ps_uprobe_hit *h, void *ud)
 static uint64_t run_layer(const struct fn *f, const struct ps_event *ev, uint64_t n)
 {
 	uint64_t t0 = ps_now_ns(), hits = 0;
-	struct ps_uprobe_site site = {.path = f->path, .offset = f->off, .ret = 1};
-	struct ps_uprobe_opts o = {.ev = ev, .nev = 1, .sites = &site, .nsites = 1, .ring_pages = PAGES, .enabled = 1};
+	struct ps_uprobe_site site[2] = {{.path = f->path, .offset = f->off, .group = 1},
+					 {.path = f->path, .offset = floor_exit(f), .group = 1}};
+	struct ps_uprobe_opts o = {.ev = ev, .nev = 1, .sites = site, .nsites = 2, .ring_pages = PAGES, .enabled = 1};
 	struct ps_uprobe *u;
 	struct ps_error err;
 	int go, st = 0;
@@ -117,7 +119,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "uprobe_floor: %s\n", err.msg);
 		return 1;
 	}
-	printf("uprobe_floor: %llu calls; uprobe + uretprobe in a task-clock group, sampled into a %d-page ring\n",
+	printf("uprobe_floor: %llu calls; uprobes at the entry and the ret in a task-clock group, sampled into a %d-page ring\n",
 	       (unsigned long long)n, PAGES);
 	printf("%-12s %6s %12s %14s %14s %8s\n", "function", "nop5", "plain ms", "floor us/hit", "perfsh us/hit",
 	       "ratio");

@@ -1,7 +1,9 @@
 /* bench/uprobe_floor.h - the uprobe floor: the least a kernel-side catcher can do per hit, with
- * raw perf_event_open + mmap and no perfsh code (a task-clock leader, a uprobe and a
- * uretprobe as members with sample_period 1 sampling the group into one ring, the
- * uretprobe's output redirected there, the ring drained while the target runs). Shared by
+ * raw perf_event_open + mmap and no perfsh code (a task-clock leader, a uprobe at the entry and
+ * a plain uprobe at the function's one ret as members with sample_period 1 sampling the group
+ * into one ring, the exit's output redirected there, the ring drained while the target runs).
+ * The exit is caught as perfsh's uprobe catcher catches it (a probe at the ret, never a
+ * uretprobe, which would break unwinding), so the floor is that mechanism's own cost. Shared by
  * bench/uprobe_floor.c, bench/hit_table.c and bench/default_path.c; static functions, one copy
  * per benchmark.
  */
@@ -26,6 +28,7 @@
 
 #include "bench.h"
 #include "machine.h"
+#include "retsites.h"
 #include "run.h"
 #include "uprobe.h"
 
@@ -136,6 +139,19 @@ static void close_probes(int *fds)
 	close(fds[0]);
 }
 
+/* The file offset of the one exit (a ret) of @f, where the floor and perfsh probe its returns. */
+static uint64_t floor_exit(const struct fn *f)
+{
+	struct ps_retsites rs;
+	struct ps_error err;
+
+	if (ps_retsites_find(f->path, f->off, &rs, &err) || rs.n != 1) {
+		fprintf(stderr, "uprobe floor: %s: %s\n", f->sym, rs.n != 1 ? "not one exit" : err.msg);
+		exit(1);
+	}
+	return rs.site[0].offset;
+}
+
 static uint64_t run_floor(const struct fn *f, uint64_t n)
 {
 	uint64_t t0 = ps_now_ns(), samples = 0, lost = 0;
@@ -162,7 +178,7 @@ static uint64_t run_floor(const struct fn *f, uint64_t n)
 	a.sample_type =
 	    PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_READ;
 	fds[1] = sys_open(&a, pid, fds[0]);
-	a.config = 1ull << ps_uprobe_retprobe_bit();
+	a.config2 = floor_exit(f); /* a plain uprobe at the ret */
 	fds[2] = sys_open(&a, pid, fds[0]);
 	struct perf_event_mmap_page *mp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
 	if (mp == MAP_FAILED)
