@@ -9,7 +9,9 @@
  * instruction of its own. The rings are drained every drain_us microseconds (the wait's
  * timeout) and when a thread ends (its events outlive it: its last records and counts are
  * read after its exit, with no exit stop); each hit goes to on_hit() in the order the
- * thread made them.
+ * thread made them. An ended thread's probes are closed once no probed thread is left (or
+ * 16 ended threads wait): a close waits for the kernel's RCU grace periods, and the other
+ * threads' rings would fill meanwhile.
  *
  * A spawned program is held at its exec stop until the first run: its main thread's probes
  * are open before its first instruction. Forked children are not followed (a uprobe event
