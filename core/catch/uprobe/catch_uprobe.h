@@ -125,6 +125,12 @@ void ps_catch_uprobe_interrupt(struct ps_catch_uprobe *c);
 /* From a callback: make ps_catch_uprobe_run() return 0 after the current drain round. */
 void ps_catch_uprobe_pause(struct ps_catch_uprobe *c);
 
+/* From on_hit(): make ps_catch_uprobe_run() return 0 after this hit, leaving every record not
+   delivered yet in the rings, for the next run (which delivers them first) or the detach;
+   ps_catch_uprobe_hold() delivers none of them. For a run whose caller holds the program next:
+   while it runs, the rings are not drained. */
+void ps_catch_uprobe_pause_here(struct ps_catch_uprobe *c);
+
 /**
  * ps_catch_uprobe_set_probe() - replace the opts' @probe (the sites of regions added after
  * spawn/attach), before the first ps_catch_uprobe_run(). With no site, threads are not probed.

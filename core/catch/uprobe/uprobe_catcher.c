@@ -18,9 +18,10 @@
  * and several counter groups need the ptrace catcher, and are refused with a line saying so. Inlined copies of a
  * function are not caught (they have no entry to probe).
  *
- * A run's limit (t:run{hits = N}), when the run then holds the program: every probe goes off at
- * the Nth record (disarm()); the records the kernel had written past it are not kept, so the
- * run keeps exactly N; what was open ends cut short. The next run switches them on again.
+ * A run's limit (t:run{hits = N}), when the run then holds the program: the run ends at the Nth
+ * record, and the records the kernel wrote after it wait in the rings (the program is held a
+ * moment later) for the next run, which takes them first: a run keeps exactly N, and no hit is
+ * lost or cut short by the pause.
  *
  * Losses: where a thread's ring was full, what it had open ends there (flagged as cut short,
  * like at a thread's exit) and the returns of the calls entered before are not waited for,
@@ -57,7 +58,6 @@ struct ps_upcatch {
 	char exe[PATH_MAX];	       /* the program's file (/proc/PID/exe), "" if unknown */
 	int probed;		       /* the sites were handed to the catcher */
 	uint32_t window_ms, period_ms; /* sampling windows: probes on for window_ms of each period_ms */
-	int disarmed;		       /* the probes went off at a run's limit (disarm()) */
 	unsigned ring_pages;	       /* per thread; 0: 256 */
 };
 
@@ -97,31 +97,6 @@ static void point_hit(struct ps_upcatch *u, struct ps_hit *h, enum ps_uprobe_poi
 	}
 }
 
-/*
- * A run that holds the program wrote its last record: every probe goes off at once
- * (PERF_EVENT_IOC_DISABLE, on the threads to come too), rather than when the program is held a
- * moment later. The records the kernel wrote before are not kept (on_hit() skips them), so the
- * run kept exactly its limit; what was open ends here, cut short, as at a window's close (its
- * return comes while the probes are off). The next run switches them on again (rearm()).
- */
-static void disarm(struct ps_upcatch *u)
-{
-	struct ps_error e2;
-
-	if (ps_catch_uprobe_enable(u->c, 0, &e2) == 0)
-		u->disarmed = 1;
-	ps_hitpath_cut_all(u->env->hp);
-}
-
-/* After disarm(): the probes on again, unless a sampling window is closed now. */
-static int rearm(struct ps_upcatch *u, struct ps_error *err)
-{
-	if (!u->disarmed)
-		return 0;
-	u->disarmed = 0;
-	return ps_catch_uprobe_enable(u->c, !u->period_ms || ps_hitpath_in_window(u->env->hp), err);
-}
-
 static void on_hit(void *ctx, const struct ps_uprobe_hit *uh)
 {
 	struct ps_upcatch *u = ctx;
@@ -129,8 +104,8 @@ static void on_hit(void *ctx, const struct ps_uprobe_hit *uh)
 	struct ps_reading r = {.n = uh->nval, .time_enabled = uh->enabled, .time_running = uh->running};
 	struct ps_hit h = {.tid = uh->tid, .t = uh->time, .cpu = (int)uh->cpu, .r = &r};
 
-	if (uh->site >= (uint32_t)u->nsites || u->disarmed)
-		return; /* disarmed: written before the probes went off, past the run's limit */
+	if (uh->site >= (uint32_t)u->nsites)
+		return;
 	h.region = u->site_region[uh->site];
 	memcpy(r.val, uh->val, (size_t)uh->nval * sizeof uh->val[0]);
 	if (u->site_kind[uh->site] != PS_UPOINT_ENTRY) {
@@ -150,8 +125,9 @@ static void on_hit(void *ctx, const struct ps_uprobe_hit *uh)
 	}
 	if (ps_hitpath_enough(u->env->hp)) {
 		if (u->env->holds)
-			disarm(u);
-		ps_catch_uprobe_pause(u->c);
+			ps_catch_uprobe_pause_here(u->c); /* the next hits wait in the rings for the next run */
+		else
+			ps_catch_uprobe_pause(u->c);
 	}
 }
 
@@ -436,8 +412,6 @@ static int up_run(struct ps_catch *c, struct ps_error *err)
 			return -1;
 		u->probed = 1;
 	}
-	if (rearm(u, err))
-		return -1;
 	if (u->period_ms)
 		return run_windows(u, err);
 	ps_catch_uprobe_set_deadline(u->c, u->env->deadline);
