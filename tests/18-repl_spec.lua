@@ -156,7 +156,8 @@ describe("help", function()
   it(":help TOPIC gives the summary and an example", function()
     assert.are.equal("perfsh.spawn: start a program traced, stopped before its first instruction\n"
       .. '  example: t = perfsh.spawn{"examples/sum", events = {"task-clock"}}', repl.command(":help spawn"))
-    assert.are.equal("t:run: run to the end, or pause after hits, seconds or a condition\n"
+    assert.are.equal("t:run: run to the end, or pause after hits (uprobe: exactly N; the next run takes the "
+      .. "rest), seconds or a condition\n"
       .. "  example: t:run{hits = 100}", repl.command(":help t:run"))
     assert.are.equal("r:stats: count, sum, mean, stddev, min, p50, p90, p99, max per event\n"
       .. "  example: r:stats().time_ns.p50", repl.command(":help r.stats"))

@@ -45,6 +45,9 @@ struct ps_marker_status;
  * @started: the first run has begun
  * @deadline, @intr: when a run pauses, besides the records the hit path was allowed to write
  *           (ps_hitpath_limit(); ps_catch_pause_due())
+ * @holds:   the run holds the program when it pauses (ps_session_run, not ps_session_run_on): a
+ *           catcher that cannot stop the program at once may keep what comes past the limit
+ *           for the next run
  * @fail, @failed: an error met inside a callback of the catcher, for the run to return
  * @notice:  messages worth showing once, joined by newlines (ps_catch_notice())
  * @libs_mapped: a stopping catcher reached main() (@final = 1) or saw the dynamic loader change
@@ -66,6 +69,7 @@ struct ps_catch_env {
 	pid_t pid;
 	int started;
 	uint64_t deadline;
+	int holds;
 	volatile sig_atomic_t intr;
 	struct ps_error fail;
 	int failed;

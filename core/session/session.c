@@ -296,7 +296,11 @@ static int run_end(struct ps_session *s, int rc, struct ps_error *err)
 
 int ps_session_run(struct ps_session *s, uint64_t max_records, uint64_t deadline_ns, struct ps_error *err)
 {
-	int rc = run_catcher(s, max_records, deadline_ns, err);
+	int rc;
+
+	s->env->holds = 1;
+	rc = run_catcher(s, max_records, deadline_ns, err);
+	s->env->holds = 0;
 
 	if (rc == 0 && hold(s, err))
 		rc = -1;

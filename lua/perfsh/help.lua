@@ -40,7 +40,8 @@ help.topics = {
     't:marker("iter", {fields = {"nfds", "listen"}}):stats().hits'},
   {"t:markers", "the program's marker library, and its policy changed live (backend marker)",
     "t:markers{sample = 0.1, slow_us = 200}; t:markers().lost"},
-  {"t:run", "run to the end, or pause after hits, seconds or a condition", "t:run{hits = 100}"},
+  {"t:run", "run to the end, or pause after hits (uprobe: exactly N; the next run takes the rest), seconds "
+    .. "or a condition", "t:run{hits = 100}"},
   {"t:status", "the program's end {exited, code, signo, signal}, or nil", "t:status()"},
   {"t:info", "pid, stops, records, dropped, lost, events", "t:info()"},
   {"t:losses", "the records the run lost: catcher, lost, dropped, total (r:stats().lost is total)",

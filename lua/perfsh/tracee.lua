@@ -341,6 +341,8 @@ end
 
 --- t:run() runs until the program ends and returns its status ({exited, code, signo, signal}).
 -- t:run{hits = N} / {seconds = S} / {until = function(t) ... end} pause earlier and return nil, "paused".
+-- hits = N under the uprobe catcher keeps exactly N: the records the kernel wrote past the Nth
+-- wait in its rings for the next run, which takes them first.
 -- Hand the records written since the last call to the regions that log slow hits.
 function Tracee:feed_loggers()
   local n = self.ud:nrecords()

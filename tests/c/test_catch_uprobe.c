@@ -382,3 +382,76 @@ TEST(catch_uprobe_small_ring_counts_every_loss)
 	CHECK(f.st.lost_reported == 0 || s.losses > 0);
 	CHECK(s.losses == 0 || f.st.lost_reported > 0);
 }
+
+/* What the test below sees of thread ends: how many so far. */
+static void on_end(void *ctx, pid_t tid, int born)
+{
+	int *ended = ctx;
+
+	(void)tid;
+	*ended += !born;
+}
+
+/* How long closing one thread's probes (an entry and a return) takes here, in ns. */
+static uint64_t close_cost(const struct ps_uprobe_opts *p)
+{
+	struct ps_uprobe *u;
+	struct ps_error err;
+	uint64_t t0;
+
+	if (ps_uprobe_open(&u, getpid(), p, &err))
+		return 0;
+	t0 = now_ns();
+	ps_uprobe_close(u);
+	return now_ns() - t0;
+}
+
+/*
+ * Closing a uprobe event waits for the kernel (RCU grace periods), draining nothing: a thread
+ * that ends while others run must not make perfsh wait there, or their rings fill. Each run
+ * below ends after one drain period (a deadline); one in which a worker thread ended (the main
+ * thread lives on until it joins them) takes far less than a close.
+ */
+TEST(catch_uprobe_thread_end_does_not_hold_up_the_drain)
+{
+	static struct seen s;
+	struct fx f;
+	char *argv[] = {"examples/threads", "20000", "100", "4", NULL};
+	struct ps_catch_uprobe *c;
+	struct ps_error err;
+	uint64_t cost, longest = 0;
+	int ended = 0, rc, null, saved;
+
+	NEEDS_UPROBES(argv[0]);
+	CHECK(prepare(&f, argv[0], "work", &s) == 0);
+	f.o.on_hit = NULL;
+	f.o.on_thread = on_end;
+	f.o.ctx = &ended;
+	if ((cost = close_cost(&f.o.probe)) < 20000000u)
+		SKIP("closing a probe takes %.1f ms here: too little to tell", cost / 1e6);
+	fflush(stdout);
+	null = open("/dev/null", O_WRONLY);
+	saved = dup(1);
+	dup2(null, 1);
+	close(null);
+	rc = ps_catch_uprobe_spawn(&c, argv, &f.o, &err);
+	dup2(saved, 1);
+	close(saved);
+	CHECK(rc == 0);
+	do {
+		int before = ended;
+		uint64_t t0 = now_ns();
+
+		ps_catch_uprobe_set_deadline(c, t0 + 1000000u);
+		rc = ps_catch_uprobe_run(c, &err);
+		if (rc == 0 && ended > before && now_ns() - t0 > longest)
+			longest = now_ns() - t0;
+	} while (rc == 0);
+	ps_catch_uprobe_stats(c, &f.st);
+	ps_catch_uprobe_free(c);
+	CHECK_EQ_INT(rc, 1);
+	CHECK_EQ_INT(ended, 5);
+	CHECK_EQ_INT(f.st.hits + f.st.lost, 160000);
+	printf("  a close: %.1f ms; the longest run in which a thread ended: %.1f ms\n", cost / 1e6, longest / 1e6);
+	CHECK(longest < cost / 2);
+}

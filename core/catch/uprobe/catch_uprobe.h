@@ -9,7 +9,9 @@
  * instruction of its own. The rings are drained every drain_us microseconds (the wait's
  * timeout) and when a thread ends (its events outlive it: its last records and counts are
  * read after its exit, with no exit stop); each hit goes to on_hit() in the order the
- * thread made them.
+ * thread made them. An ended thread's probes are closed once no probed thread is left (or
+ * 16 ended threads wait): a close waits for the kernel's RCU grace periods, and the other
+ * threads' rings would fill meanwhile.
  *
  * A spawned program is held at its exec stop until the first run: its main thread's probes
  * are open before its first instruction. Forked children are not followed (a uprobe event
@@ -123,6 +125,12 @@ void ps_catch_uprobe_interrupt(struct ps_catch_uprobe *c);
 
 /* From a callback: make ps_catch_uprobe_run() return 0 after the current drain round. */
 void ps_catch_uprobe_pause(struct ps_catch_uprobe *c);
+
+/* From on_hit(): make ps_catch_uprobe_run() return 0 after this hit, leaving every record not
+   delivered yet in the rings, for the next run (which delivers them first) or the detach;
+   ps_catch_uprobe_hold() delivers none of them. For a run whose caller holds the program next:
+   while it runs, the rings are not drained. */
+void ps_catch_uprobe_pause_here(struct ps_catch_uprobe *c);
 
 /**
  * ps_catch_uprobe_set_probe() - replace the opts' @probe (the sites of regions added after

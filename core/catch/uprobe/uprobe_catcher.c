@@ -31,6 +31,11 @@
  * Inlined copies of a function are range regions (the session arms them, core/binary/lines_inline.c):
  * a plain uprobe at the copy's entry (START) and at each place control leaves it (END).
  *
+ * A run's limit (t:run{hits = N}), when the run then holds the program: the run ends at the Nth
+ * record, and the records the kernel wrote after it wait in the rings (the program is held a
+ * moment later) for the next run, which takes them first: a run keeps exactly N, and no hit is
+ * lost or cut short by the pause.
+ *
  * Losses: where a thread's ring was full, what it had open ends there (flagged as cut short,
  * like at a thread's exit) and the returns of the calls entered before are not waited for,
  * so no return is ever paired with the wrong entry.
@@ -171,8 +176,12 @@ static void on_hit(void *ctx, const struct ps_uprobe_hit *uh)
 		h.sp = sp; /* an inlined copy's end deeper in the stack than its start ends nothing */
 		point_hit(u, &h, kind);
 	}
-	if (ps_hitpath_enough(u->env->hp))
-		ps_catch_uprobe_pause(u->c);
+	if (ps_hitpath_enough(u->env->hp)) {
+		if (u->env->holds)
+			ps_catch_uprobe_pause_here(u->c); /* the next hits wait in the rings for the next run */
+		else
+			ps_catch_uprobe_pause(u->c);
+	}
 }
 
 /* Records of thread @tid were lost here: end what it had open, and forget its returns to come
