@@ -182,7 +182,9 @@ TEST(run_counts_child_and_status)
 	struct ps_run_result quick, busy;
 	struct ps_error err;
 	char *t[] = {"true", NULL};
-	char *b[] = {"sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; exit 3", NULL};
+	/* 100,000 shell steps (~0.1 s on the CPU) against true's fraction of a millisecond: more than
+	   5x even where a loaded machine stretches a short program's start (20,000 once was not) */
+	char *b[] = {"sh", "-c", "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done; exit 3", NULL};
 	char *missing[] = {"/nonexistent/perfsh-test-program", NULL};
 
 	CHECK(resolve_all(names, 1, ev) == 0);

@@ -52,41 +52,10 @@
 #include "catch_uprobe.h"
 #include "catcher.h"
 #include "procmaps.h"
-#include "retsites.h"
 #include "run.h"
 #include "upframes.h"
 
-/* What a plain site is: a function's entry, one of its exits, a start, an end, or both at once. */
-enum ps_uprobe_point {
-	PS_UPOINT_ENTRY,
-	PS_UPOINT_START,
-	PS_UPOINT_END,
-	PS_UPOINT_POINT,
-	PS_UPOINT_EXIT,
-	PS_UPOINT_CATCH, /* where the program catches an exception (no region): frames below end unwound */
-};
-
-#define PACK_PROBES 8		 /* probes of small functions that share one counter group */
-#define REGS_SP (1ull << PS_UPROBE_REG_SP) /* every hit's stack pointer: exits and unwound frames */
-
-struct ps_upcatch {
-	struct ps_catch base;
-	struct ps_catch_env *env;
-	struct ps_catch_uprobe *c;
-	struct ps_uprobe_site *sites;
-	char (*paths)[PATH_MAX];
-	int *site_region;
-	enum ps_uprobe_point *site_kind;
-	int nsites, capsites;
-	int nop5;		       /* sites on the 5-byte NOP: the kernel calls the probe, no trap */
-	char exe[PATH_MAX];	       /* the program's file (/proc/PID/exe), "" if unknown */
-	int probed;		       /* the sites were handed to the catcher */
-	uint32_t window_ms, period_ms; /* sampling windows: probes on for window_ms of each period_ms */
-	unsigned ring_pages;	       /* per thread; 0: 256 */
-	struct ps_upframes *frames;    /* each thread's open function frames, by stack pointer */
-	uint64_t regs_mask;	       /* the registers each hit carries */
-	int pack, npacks, pack_probes; /* the counter group small functions are packed into (-1, -2, ...) */
-};
+#include "upsites.h"
 
 static struct ps_upcatch *of(struct ps_catch *c)
 {
@@ -281,104 +250,6 @@ static int up_start(struct ps_catch **cp, struct ps_catch_env *env, char *const 
 	return 0;
 }
 
-/* Room for one more site. */
-static int grow_sites(struct ps_upcatch *u, struct ps_error *err)
-{
-	int cap = u->capsites ? 2 * u->capsites : 8;
-	struct ps_uprobe_site *ns;
-	char(*np)[PATH_MAX];
-	int *nr;
-	enum ps_uprobe_point *nk;
-
-	if (u->nsites < u->capsites)
-		return 0;
-	if ((ns = realloc(u->sites, (size_t)cap * sizeof *ns)))
-		u->sites = ns;
-	if ((np = ns ? realloc(u->paths, (size_t)cap * sizeof *np) : NULL))
-		u->paths = np;
-	if ((nr = np ? realloc(u->site_region, (size_t)cap * sizeof *nr) : NULL))
-		u->site_region = nr;
-	if (!(nk = nr ? realloc(u->site_kind, (size_t)cap * sizeof *nk) : NULL))
-		return ps_error_set(err, ENOMEM, "out of memory");
-	u->site_kind = nk;
-	u->capsites = cap;
-	for (int i = 0; i < u->nsites; i++) /* the paths may have moved */
-		u->sites[i].path = u->paths[i];
-	return 0;
-}
-
-/* Probe file @path at @offset for @region (semaphore at @ref_ctr_offset, 0 for none), in counter
-   group @group (0: the region's own, or none for a function's entry with a uretprobe). */
-static int site_add(struct ps_upcatch *u, const char *path, uint64_t offset, int region, enum ps_uprobe_point kind,
-		    uint64_t ref_ctr_offset, int group, int ret, struct ps_error *err)
-{
-	const char *name = region >= 0 ? u->env->reg[region].name : "";
-	struct ps_uprobe_site *site;
-	struct ps_error e2;
-
-	if (u->env->started)
-		return ps_error_set(err, PS_EUSAGE,
-				    "region '%s': with the uprobe catcher, add regions before the first run", name);
-	if (grow_sites(u, err))
-		return -1;
-	snprintf(u->paths[u->nsites], PATH_MAX, "%s", path);
-	site = &u->sites[u->nsites];
-	*site = (struct ps_uprobe_site){.path = u->paths[u->nsites],
-					.offset = offset,
-					.ret = ret,
-					.group = group ? group
-						 : ret ? 0
-						       : region + 1,
-					.ref_ctr_offset = ref_ctr_offset};
-	u->site_region[u->nsites] = region;
-	u->site_kind[u->nsites] = kind;
-	u->nop5 += ps_uprobe_site_is_nop5(path, offset, &e2) == 1;
-	u->nsites++;
-	return 0;
-}
-
-/* The counter group of a function with @probes probes: the pack of the function armed just before
-   while it holds PACK_PROBES, else a new one (a function with more has one of its own). */
-static int pack_group(struct ps_upcatch *u, int probes)
-{
-	if (!u->pack || !u->nsites || u->sites[u->nsites - 1].group != u->pack ||
-	    u->pack_probes + probes > PACK_PROBES) {
-		u->pack = -++u->npacks;
-		u->pack_probes = 0;
-	}
-	u->pack_probes += probes;
-	return u->pack;
-}
-
-/* A function's entry at @offset of @path and its exits (core/binary/retsites.h), plain uprobes in
-   one counter group; where its exits cannot be found, a uretprobe catches its returns, unless the
-   program can unwind exceptions. */
-static int func_sites(struct ps_upcatch *u, const char *path, uint64_t offset, int region, struct ps_error *err)
-{
-	const char *name = u->env->reg[region].name;
-	struct ps_retsites rs;
-	struct ps_error why;
-	int group, rc;
-
-	if (ps_retsites_find(path, offset, &rs, &why)) {
-		if (u->env->unwinds)
-			return ps_error_set(
-			    err, PS_ENEEDS_PTRACE,
-			    "region '%s': its exits cannot be found (%s), and %s can unwind exceptions "
-			    "(C++, Rust): an unwinder that meets the return address a uretprobe put in "
-			    "place terminates the program; it needs the ptrace catcher (--backend ptrace)",
-			    name, why.msg, u->exe[0] ? u->exe : "the program");
-		ps_catch_notice(u->env, "region '%s': its exits cannot be found (%s); a uretprobe catches its returns",
-				name, why.msg);
-		return site_add(u, path, offset, region, PS_UPOINT_ENTRY, 0, 0, 1, err);
-	}
-	group = pack_group(u, 1 + rs.n);
-	rc = site_add(u, path, offset, region, PS_UPOINT_ENTRY, 0, group, 0, err);
-	for (int i = 0; rc == 0 && i < rs.n; i++)
-		rc = site_add(u, path, rs.site[i].offset, region, PS_UPOINT_EXIT, 0, group, 0, err);
-	return rc;
-}
-
 /* The file and offset where run-time address @addr of the program is mapped. */
 static int file_at(const struct ps_upcatch *u, uint64_t addr, const char *name, char path[PATH_MAX], uint64_t *offset,
 		   struct ps_error *err)
@@ -417,8 +288,8 @@ static int up_arm(struct ps_catch *c, const struct ps_catch_point *p, struct ps_
 	else if (file_at(u, p->addr, name, path, &offset, err))
 		return -1;
 	if (kind == PS_UPOINT_ENTRY)
-		return func_sites(u, path, offset, p->region, err);
-	return site_add(u, path, offset, p->region, kind, p->path ? p->ref_ctr_offset : 0, 0, 0, err);
+		return ps__up_func_sites(u, path, offset, p->region, err);
+	return ps__up_site_add(u, path, offset, p->region, kind, p->path ? p->ref_ctr_offset : 0, 0, 0, err);
 }
 
 static void up_disarm(struct ps_catch *c, int region)
