@@ -38,13 +38,18 @@ fn report_cpu() {
     }
 }
 
+/// What the optimiser cannot see through (std::hint::black_box is not in Debian 12's rustc 1.63).
+fn opaque<T: Copy>(x: T) -> T {
+    unsafe { std::ptr::read_volatile(&x) }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let n: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(10000);
     let nop = args.get(2).map_or(false, |m| m == "nop5");
     let mut s = 0i64;
     for i in 0..n {
-        let x = std::hint::black_box(i as i32);
+        let x = opaque(i as i32);
         s = s.wrapping_add(if nop { hits::nop5(x) } else { hits::plain(x) });
     }
     report_cpu();
