@@ -175,4 +175,27 @@ describe("uprobe catcher, threads", function()
     assert.are.equal("calls = 12000\n", target:read("a"))
     assert.is_true(target:close())
   end)
+
+  it("where no tracefs is mounted, defines its events through a private mount and leaves the machine's mounts "
+    .. "as they were", function()
+    if not need_uprobes(pending) then return end
+    if select(3, support.sh("unshare -m --propagation private true")) ~= 0 then
+      pending("unshare -m does not work here (a mount namespace to take tracefs away in)")
+      return
+    end
+    -- in a mount namespace of its own, every tracefs unmounted; then perfsh runs, and the
+    -- namespace's mounts are read again
+    local script = "for m in $(grep ' tracefs ' /proc/mounts | cut -d' ' -f2); do umount $m; done; "
+      .. "echo before=$(grep -c ' tracefs ' /proc/mounts); "
+      .. P .. " stat -r work -e task-clock examples/threads 10 100 16 2>&1; "
+      .. "echo after=$(grep -c ' tracefs ' /proc/mounts)"
+    local out, err, rc = support.sh("unshare -m --propagation private sh -c " .. support.q(script))
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("before=0\n", 1, true), out)
+    assert.truthy(out:find("after=0\n", 1, true), out)
+    assert.truthy(out:find("caught by uprobe", 1, true), out)
+    assert.truthy(out:find("region work (func, 160 hits)", 1, true), out)
+    local left = support.sh("ls /tmp | grep -c '^perfsh-tracefs-' || true")
+    assert.are.equal("0\n", left)
+  end)
 end)

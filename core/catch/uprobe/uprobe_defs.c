@@ -20,8 +20,8 @@
 static const char *const tracefs_dirs[] = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
 
 struct ps_uprobe_defs {
-	char dir[64]; /* the tracefs mount */
-	int set;      /* this set's number in the process: names stay unique */
+	int dirfd; /* the tracefs root (O_PATH): a mount of the machine's, or a private one */
+	int set;   /* this set's number in the process: names stay unique */
 	int nsites;
 	uint32_t *ids; /* 2 per site */
 	char *defined; /* 2 per site: the event exists */
@@ -31,34 +31,41 @@ struct ps_uprobe_defs {
 
 static int next_set;
 
-/* The tracefs mount whose uprobe_events this process can write, mounting one if none is. */
-static int find_tracefs(char dir[64])
+/* A directory fd on a tracefs whose uprobe_events this process can write, or -1. Where the
+   machine has none mounted, a private one: mounted on a temporary directory, opened, then
+   detached from the file tree at once (MNT_DETACH: it lives on through the fd, which the
+   keeper inherits), so the machine's mounts are left as they were. */
+static int open_tracefs(void)
 {
-	char path[128];
+	char path[128], tmp[] = "/tmp/perfsh-tracefs-XXXXXX";
+	int fd = -1;
 
-	for (int pass = 0; pass < 2; pass++) {
-		for (size_t i = 0; i < sizeof tracefs_dirs / sizeof *tracefs_dirs; i++) {
-			snprintf(path, sizeof path, "%s/uprobe_events", tracefs_dirs[i]);
-			if (access(path, W_OK) == 0) {
-				snprintf(dir, 64, "%s", tracefs_dirs[i]);
-				return 0;
-			}
-		}
-		if (pass == 0 && mount("nodev", tracefs_dirs[0], "tracefs", 0, NULL) != 0)
-			break;
+	for (size_t i = 0; i < sizeof tracefs_dirs / sizeof *tracefs_dirs; i++) {
+		snprintf(path, sizeof path, "%s/uprobe_events", tracefs_dirs[i]);
+		if (access(path, W_OK) == 0)
+			return open(tracefs_dirs[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
 	}
-	return -1;
+	if (!mkdtemp(tmp))
+		return -1;
+	if (mount("nodev", tmp, "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0) {
+		fd = open(tmp, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		umount2(tmp, MNT_DETACH);
+	}
+	rmdir(tmp);
+	if (fd >= 0 && faccessat(fd, "uprobe_events", W_OK, 0) != 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
 }
 
 /* Write one command to uprobe_events (never truncating it). 0, or an errno. */
-static int command(const char *dir, const char *cmd)
+static int command(int dirfd, const char *cmd)
 {
-	char path[128];
 	int fd, e = 0;
 	size_t n = strlen(cmd);
 
-	snprintf(path, sizeof path, "%s/uprobe_events", dir);
-	if ((fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC)) < 0)
+	if ((fd = openat(dirfd, "uprobe_events", O_WRONLY | O_APPEND | O_CLOEXEC)) < 0)
 		return errno;
 	if (write(fd, cmd, n) != (ssize_t)n)
 		e = errno ? errno : EIO;
@@ -67,21 +74,23 @@ static int command(const char *dir, const char *cmd)
 }
 
 /* Delete the events of perfsh processes that are gone (killed before they could). */
-static void sweep_stale(const char *dir)
+static void sweep_stale(int dirfd)
 {
-	char path[128], line[PATH_MAX + 160], name[160], cmd[200];
-	FILE *f;
-	int pid;
+	char line[PATH_MAX + 160], name[160], cmd[200];
+	int fd = openat(dirfd, "uprobe_events", O_RDONLY | O_CLOEXEC), pid;
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
 
-	snprintf(path, sizeof path, "%s/uprobe_events", dir);
-	if (!(f = fopen(path, "re")))
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
 		return;
+	}
 	while (fgets(line, sizeof line, f)) {
 		if (sscanf(line, "%*1[pr]:perfsh_%d/%150s", &pid, name) != 2 || pid == (int)getpid() ||
 		    kill(pid, 0) == 0 || errno != ESRCH)
 			continue;
 		snprintf(cmd, sizeof cmd, "-:perfsh_%d/%s\n", pid, name);
-		command(dir, cmd);
+		command(dirfd, cmd);
 	}
 	fclose(f);
 }
@@ -95,11 +104,15 @@ static int read_id(const struct ps_uprobe_defs *d, const char *name, uint32_t *i
 {
 	char path[256];
 	FILE *f;
-	int ok;
+	int ok, fd;
 
-	snprintf(path, sizeof path, "%s/events/%s/id", d->dir, name);
-	if (!(f = fopen(path, "re")))
+	snprintf(path, sizeof path, "events/%s/id", name);
+	if ((fd = openat(d->dirfd, path, O_RDONLY | O_CLOEXEC)) < 0)
 		return errno;
+	if (!(f = fdopen(fd, "r"))) {
+		close(fd);
+		return ENOMEM;
+	}
 	ok = fscanf(f, "%u", id) == 1;
 	fclose(f);
 	return ok ? 0 : EIO;
@@ -119,7 +132,7 @@ static int define(struct ps_uprobe_defs *d, const struct ps_uprobe_site *s, int 
 	event_name(d, i, ret, name, sizeof name);
 	snprintf(cmd, sizeof cmd, "%c:%s %s:0x%llx%s\n", ret ? 'r' : 'p', name, s->path, (unsigned long long)s->offset,
 		 ref);
-	if ((e = command(d->dir, cmd)))
+	if ((e = command(d->dirfd, cmd)))
 		return e;
 	d->defined[2 * i + ret] = 1;
 	return read_id(d, name, &d->ids[2 * i + ret]);
@@ -136,7 +149,7 @@ static void delete_all(const struct ps_uprobe_defs *d, int patient)
 			continue;
 		event_name(d, i / 2, i % 2, name, sizeof name);
 		snprintf(cmd, sizeof cmd, "-:%s\n", name);
-		for (int tries = 0; command(d->dir, cmd) == EBUSY && patient && tries < 100; tries++)
+		for (int tries = 0; command(d->dirfd, cmd) == EBUSY && patient && tries < 100; tries++)
 			nanosleep(&(struct timespec){0, 10000000}, NULL);
 	}
 }
@@ -189,10 +202,14 @@ static int start_keeper(struct ps_uprobe_defs *d)
 		return -1;
 	}
 	if ((mid = fork()) == 0) {
-		int null = open("/dev/null", O_RDWR), rd = fcntl(go[0], F_DUPFD, 10), wr = fcntl(ready[1], F_DUPFD, 10);
-		if (null < 0 || rd < 0 || wr < 0 || setsid() < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
-		    dup2(null, 2) < 0 || dup2(rd, 3) < 0 || dup2(wr, 4) < 0 || close_range(5, ~0u, 0))
+		/* each end moved above 9 first, so that putting one at 3, 4 or 5 closes no other */
+		int null = open("/dev/null", O_RDWR), rd = fcntl(go[0], F_DUPFD, 10), wr = fcntl(ready[1], F_DUPFD, 10),
+		    df = fcntl(d->dirfd, F_DUPFD, 10);
+		if (null < 0 || rd < 0 || wr < 0 || df < 0 || setsid() < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
+		    dup2(null, 2) < 0 || dup2(rd, 3) < 0 || dup2(wr, 4) < 0 || dup2(df, 5) < 0 ||
+		    close_range(6, ~0u, 0))
 			_exit(1);
+		d->dirfd = 5; /* this process's copy */
 		if (fork() == 0)
 			keeper(d, 3, 4);
 		_exit(0);
@@ -219,7 +236,7 @@ int ps_uprobe_defs_new(struct ps_uprobe_defs **out, const struct ps_uprobe_site 
 
 	*out = NULL;
 	if (d)
-		d->keeper = -1;
+		d->keeper = d->dirfd = -1;
 	if (!d || !(d->ids = calloc((size_t)(2 * nsites + 1), sizeof *d->ids)) ||
 	    !(d->defined = calloc((size_t)(2 * nsites + 1), 1))) {
 		ps_uprobe_defs_free(d);
@@ -228,13 +245,11 @@ int ps_uprobe_defs_new(struct ps_uprobe_defs **out, const struct ps_uprobe_site 
 	d->nsites = nsites;
 	d->owner = getpid();
 	d->set = __atomic_fetch_add(&next_set, 1, __ATOMIC_RELAXED);
-	if (find_tracefs(d->dir)) {
-		free(d->defined);
-		free(d->ids);
-		free(d);
+	if ((d->dirfd = open_tracefs()) < 0) {
+		ps_uprobe_defs_free(d);
 		return ps_error_set(err, ENOENT, "uprobe: no writable tracefs (uprobe_events)");
 	}
-	sweep_stale(d->dir);
+	sweep_stale(d->dirfd);
 	for (int i = 0; i < nsites && !e; i++)
 		if (!(e = define(d, &sites[i], i, 0)) && sites[i].ret)
 			e = define(d, &sites[i], i, 1);
@@ -260,6 +275,8 @@ void ps_uprobe_defs_free(struct ps_uprobe_defs *d)
 		close(d->keeper); /* the keeper closes the last references and deletes the events */
 	else
 		delete_all(d, 0);
+	if (d->dirfd >= 0)
+		close(d->dirfd);
 	free(d->defined);
 	free(d->ids);
 	free(d);

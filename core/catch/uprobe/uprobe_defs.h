@@ -24,13 +24,15 @@
  * file (a library), disabled. Where no keeper can be started, ps_uprobe_defs_free() deletes the
  * events itself (the perf events' last closes then wait in perfsh).
  *
+ * Where the machine has no tracefs mounted (at /sys/kernel/tracing or /sys/kernel/debug/tracing),
+ * the events are defined through a private tracefs mount, detached from the file tree as soon as
+ * it is opened (it lives on through a directory fd that the keeper inherits): perfsh leaves the
+ * machine's mounts as they were.
+ *
  * The events live in group perfsh_PID (the id of the process that defined them), named
  * s<set>_<site><e|r>. Those of a perfsh and keeper that were both killed stay defined
  * (harmless: no perf event, no breakpoint) until the next ps_uprobe_defs_new() deletes those
  * of groups whose process is gone.
- *
- * tracefs is looked for at /sys/kernel/tracing and /sys/kernel/debug/tracing; where it is not
- * mounted, it is mounted at /sys/kernel/tracing (as perf(1) does) and left there.
  */
 #ifndef PS_UPROBE_DEFS_H
 #define PS_UPROBE_DEFS_H
