@@ -341,7 +341,9 @@ describe("perfsh check", function()
         assert.are.equal(1, rc, err .. out)
         local change, result = row_of(out, "time_ns")
         assert.are.equal("REGRESSION", result, out)
-        assert.is_true(change > 0.5 and change < 1.6, out)
+        -- the verdict is the gate's contract; the change read is near +100% under ptrace, and
+        -- under uprobe (a floor of ~20 us a hit against 2.5 us of work) once read +197%
+        assert.is_true(change > 0.5 and change < (backend == "uprobe" and 3 or 1.6), out)
         assert.truthy(out:find("\ndetectable: ±[%d.]+%% %(work "), out)
       end
       _, err, rc = support.sh(("cp %s %s"):format(good, run))

@@ -18,6 +18,11 @@ end
 describe("the uprobe catcher's rings", function()
   it("lose nothing at the default size: 4 threads x 250,000 calls, all 1,000,000 hits recorded", function()
     if not support.need_uprobes(pending) then return end
+    if support.build ~= "build" then
+      -- the figure is the shipped build's: under ASan perfsh drains several times slower
+      pending("a sanitizer build: its drain is not the one whose rate this pins")
+      return
+    end
     local header, hits, lost = stat("examples/threads 250000 100 4")
     assert.are.same({1000000, 0}, {hits, lost}, header)
   end)
