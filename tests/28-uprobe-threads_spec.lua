@@ -187,7 +187,7 @@ describe("uprobe catcher, threads", function()
     -- namespace's mounts are read again
     local script = "for m in $(grep ' tracefs ' /proc/mounts | cut -d' ' -f2); do umount $m; done; "
       .. "echo before=$(grep -c ' tracefs ' /proc/mounts); "
-      .. P .. " stat -r work -e task-clock examples/threads 10 100 16 2>&1; "
+      .. P .. " stat --backend uprobe -r work -e task-clock examples/threads 10 100 16 2>&1; "
       .. "echo after=$(grep -c ' tracefs ' /proc/mounts)"
     local out, err, rc = support.sh("unshare -m --propagation private sh -c " .. support.q(script))
     assert.are.equal(0, rc, err)
