@@ -436,13 +436,7 @@ describe("perfsh killed by SIGKILL during an attach", function()
       os.execute("sleep 0.05")
     end
   end
-  local function slurp(path)
-    local f = io.open(path)
-    if not f then return nil end
-    local s = f:read("a")
-    f:close()
-    return s
-  end
+  local slurp = support.read_if
 
   it("leaves the target running to its normal end, with its own output and exit status", function()
     if not need_uprobes(pending) then return end

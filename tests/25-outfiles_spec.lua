@@ -12,13 +12,7 @@ local function put(path, text)
   f:close()
 end
 
-local function read(path)
-  local f = io.open(path)
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local read = support.read_if
 
 -- The names in @dir, sorted.
 local function listing()

@@ -76,6 +76,15 @@ function support.read(path)
   return text
 end
 
+--- The text of file @path, or nil where it cannot be opened (not there yet, or gone).
+function support.read_if(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local text = f:read("a")
+  f:close()
+  return text
+end
+
 --- Write @text to file @path (replacing it).
 function support.write(path, text)
   local f = assert(io.open(path, "wb"))
