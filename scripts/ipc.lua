@@ -26,8 +26,7 @@ local function main(opts, cmd)
   if not core.pmu_present() then
     fail.raise("perfsh ipc: needs the instructions and cycles counters, and this machine has no hardware PMU")
   end
-  local backend = cli.regions_backend("ipc", opts.backend, opts.regions, cli.ptrace_need("ipc", opts.regions),
-    opts.pid ~= nil)
+  local backend = cli.regions_backend("ipc", opts.backend, opts.regions, nil, opts.pid ~= nil)
   local t = cli.start("ipc", cmd, nil, {events = {"instructions", "cycles"}, backend = backend})
   if t.note then io.stderr:write("perfsh ipc: note: ", t.note, "\n") end
   for _, r in ipairs(opts.regions) do cli.arm("ipc", t, r, cli.region_spec(r, "ipc")) end

@@ -39,8 +39,7 @@ local function main(opts, cmd)
   local events = opts.events and cli.events("tail", opts.events) or perfsh.default_events("tail")
   cli.check_events("tail", events)
   local rspec = cli.region_spec(opts.region, "tail")
-  local backend = cli.regions_backend("tail", opts.backend, {opts.region}, rspec.range and "region " .. opts.region
-    or nil, opts.pid ~= nil)
+  local backend = cli.regions_backend("tail", opts.backend, {opts.region}, nil, opts.pid ~= nil)
   local t = cli.start("tail", cmd, opts.pid, {events = events, backend = backend}, {opts.region})
   if t.note then io.stderr:write("perfsh tail: note: ", t.note, "\n") end
   if opts.sample then rspec.sample = {p = opts.sample} end
@@ -62,8 +61,9 @@ local function main(opts, cmd)
     end
   end)
   local st = r:stats()
-  io.stderr:write(("perfsh tail: %s: %d hits%s, %d logged as slow%s\n"):format(r.name, st.hits,
-    st.sampled and (" sampled of " .. st.entries) or "", #logger.lines, select(2, cli.caught(t))))
+  local caught, lost = cli.caught(t)
+  io.stderr:write(("perfsh tail: %s: %d hits%s, %d logged as slow; caught by %s%s\n"):format(r.name, st.hits,
+    st.sampled and (" sampled of " .. st.entries) or "", #logger.lines, caught, lost))
   t:close()
   return cli.finish("tail", runok, why, status)
 end

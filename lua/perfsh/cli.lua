@@ -367,14 +367,6 @@ function cli.backend(name, value, need)
   return b
 end
 
---- What in a recipe's regions (names as given to -r) needs the ptrace catcher: a line range;
--- nil when every region is a function, an SDT region or a marker.
-function cli.ptrace_need(name, regions)
-  for _, r in ipairs(regions) do
-    if cli.region_spec(r, name).range then return "region " .. r end
-  end
-end
-
 --- The catcher of a recipe's @regions, as cli.backend(name, value, need) gives it, except that
 -- regions that are all markers of a program perfsh starts (@attaching false) take the marker
 -- catcher (the program measures them itself) unless --backend says otherwise or @need is

@@ -285,8 +285,7 @@ function M.setup(name, spec, regions)
   if engine == "callgrind" and spec.backend then
     fail.raise(("perfsh %s: --engine callgrind does not take --backend; drop it or use --engine counters"):format(name))
   end
-  local backend = engine == "counters" and cli.regions_backend(name, spec.backend, regions,
-    cli.ptrace_need(name, regions)) or nil
+  local backend = engine == "counters" and cli.regions_backend(name, spec.backend, regions) or nil
   return engine, events, runs, backend
 end
 
