@@ -6,7 +6,8 @@
  *   ./perfsh stat -r FUNC -e task-clock PROG N MODE
  * run as a separate process, so whatever catcher `auto` takes is what is measured. Its floor
  * is bench/uprobe_floor.h: a minimal raw perf_event_open uprobe tracer (a task-clock leader, a
- * uprobe at the entry and one at the ret sampling the group into one ring) on the same function. Six functions,
+ * uprobe at the entry and one for the exit, as perfsh's catcher takes it: a uretprobe for a leaf,
+ * else a uprobe at the ret, sampling the group into one ring) on the same function. Six functions,
  * an ordinary entry and a 5-byte-NOP entry (0f 1f 44 00 00, checked in the file) in each of
  *   C     bench/hit_target  hit_movslq, hit_nop5                 (cc, assembly entries)
  *   C++   bench/hit_cxx     hits::plain(int), hits::nop5(int)    (g++, mangled, in a namespace)
@@ -412,7 +413,8 @@ int main(int argc, char **argv)
 	snprintf(cpu_file, sizeof cpu_file, "/tmp/default_path.%d.cpu", (int)getpid());
 	setenv("BENCH_TARGET_CPU", cpu_file, 1);
 	printf("default_path: us per hit of `%s stat -r FUNC -e task-clock PROG N` (no --backend) and of the\n"
-	       "uprobe floor (raw perf_event_open uprobes at the entry and the ret, bench/uprobe_floor.h): (N calls - N/10) / "
+	       "uprobe floor (raw perf_event_open uprobes at the entry and the exit, bench/uprobe_floor.h): (N calls - "
+	       "N/10) / "
 	       "(9N/10),\non the wall clock, on the CPU (the tracer's and the program's) and on the program's "
 	       "CPU alone;\nmedians of %d interleaved runs\n",
 	       perfsh_path(), REPS);

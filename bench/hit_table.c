@@ -8,7 +8,7 @@
  *                   instruction emulated), int3 at the return address, a group read per stop
  *   uprobe floor    raw perf_event_open + mmap, no perfsh code (bench/uprobe_floor.h)
  *   perfsh ptrace   a session caught by ptrace (core/catch/ptrace/catch_ptrace.c)
- *   perfsh uprobe   a session caught by uprobes (core/catch/uprobe/session_uprobe.c), the floor's ring size
+ *   perfsh uprobe   a session caught by uprobes (core/catch/uprobe/uprobe_catcher.c), the floor's ring size
  * The cost of a hit is (time of a run of N calls - time of a run of N/10) / (9N/10): start-up,
  * probe registration and ring set-up cancel (the uprobe rows, far cheaper per hit, make 5x
  * more calls). The runs of each kind are interleaved (the order

@@ -2,12 +2,14 @@
  *
  * Runs bench/hit_target (a function called N times, default 20,000) plain, under a minimal
  * uprobe tracer written here with raw perf_event_open + mmap (the floor: a task-clock leader,
- * a uprobe at the entry and one at the function's ret as members with sample_period 1
- * sampling the group into one ring, the exit's output redirected there, the ring drained while
- * the target runs: the way perfsh's uprobe catcher catches exits, never touching the return
- * address), and under perfsh's core/catch/uprobe/uprobe.c layer doing the same. Two functions: hit_movslq (entry
- * `movslq %edi,%rax`: an int3 and a single-step per probe) and hit_nop5 (entry
- * 0f 1f 44 00 00: the kernel turns the probe into a call). Medians of 5 interleaved runs;
+ * a uprobe at the entry and one for the exit as members with sample_period 1 sampling the
+ * group into one ring, the exit's output redirected there, the ring drained while the target
+ * runs; the exit caught as perfsh's uprobe catcher catches it: a leaf's by a uretprobe, any
+ * other function's by a plain uprobe at its ret, bench/uprobe_floor.h), and under perfsh's
+ * core/catch/uprobe/uprobe.c layer doing the same. Three functions: hit_movslq (entry
+ * `movslq %edi,%rax`: an int3 and a single-step per probe), hit_nop5 (entry 0f 1f 44 00 00:
+ * the kernel turns the probe into a call), both leaves, and hit_call (hit_movslq's entry, then
+ * a call: its ret is probed, which the kernel single-steps). Medians of 5 interleaved runs;
  * prints the cost per hit in microseconds and the ratio layer / floor.
  * Needs root or CAP_PERFMON: without the uprobe PMU it says why and exits 0.
  */
@@ -56,13 +58,16 @@ static uint64_t run_layer(const struct fn *f, const struct ps_event *ev, uint64_
 {
 	uint64_t t0 = ps_now_ns(), hits = 0;
 	struct ps_uprobe_site site[2] = {{.path = f->path, .offset = f->off, .group = 1},
-					 {.path = f->path, .offset = floor_exit(f), .group = 1}};
-	struct ps_uprobe_opts o = {.ev = ev, .nev = 1, .sites = site, .nsites = 2, .ring_pages = PAGES, .enabled = 1};
+					 {.path = f->path, .group = 1}};
+	int uret = floor_exit(f, &site[1].offset);
+	struct ps_uprobe_opts o = {
+	    .ev = ev, .nev = 1, .sites = site, .nsites = 2 - uret, .ring_pages = PAGES, .enabled = 1};
 	struct ps_uprobe *u;
 	struct ps_error err;
 	int go, st = 0;
 	pid_t pid = spawn_held(f->prog, f->mode, &go);
 
+	site[0].ret = uret;
 	if (ps_uprobe_open(&u, pid, &o, &err)) {
 		fprintf(stderr, "uprobe_floor: %s\n", err.msg);
 		kill(pid, SIGKILL);
@@ -88,7 +93,10 @@ static uint64_t run_layer(const struct fn *f, const struct ps_event *ev, uint64_
 int main(int argc, char **argv)
 {
 	uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 0) : 20000;
-	struct fn fns[] = {{.mode = "movslq", .sym = "hit_movslq"}, {.mode = "nop5", .sym = "hit_nop5"}};
+	struct fn fns[] = {{.mode = "movslq", .sym = "hit_movslq"},
+			   {.mode = "nop5", .sym = "hit_nop5"},
+			   {.mode = "call", .sym = "hit_call"}};
+	const int nfns = (int)(sizeof fns / sizeof fns[0]);
 	struct ps_event ev;
 	struct ps_error err;
 	struct ps_symtab *st;
@@ -103,7 +111,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "uprobe_floor: cannot read %s (run make bench)\n", UF_TARGET);
 		return 1;
 	}
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < nfns; i++) {
 		const struct ps_sym *sym;
 		snprintf(fns[i].path, sizeof fns[i].path, "%s", path);
 		if (ps_sym_lookup(st, fns[i].sym, &sym, &err) ||
@@ -119,11 +127,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "uprobe_floor: %s\n", err.msg);
 		return 1;
 	}
-	printf("uprobe_floor: %llu calls; uprobes at the entry and the ret in a task-clock group, sampled into a %d-page ring\n",
+	printf("uprobe_floor: %llu calls; uprobes at the entry and the exit (a leaf's by a uretprobe) in a task-clock "
+	       "group, sampled into a %d-page ring\n",
 	       (unsigned long long)n, PAGES);
 	printf("%-12s %6s %12s %14s %14s %8s\n", "function", "nop5", "plain ms", "floor us/hit", "perfsh us/hit",
 	       "ratio");
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < nfns; i++) {
 		uint64_t plain[REPS], fl[REPS], ly[REPS];
 		for (int r = 0; r < REPS; r++) {
 			plain[r] = run_plain(fns[i].mode);

@@ -1,11 +1,12 @@
 /* bench/uprobe_floor.h - the uprobe floor: the least a kernel-side catcher can do per hit, with
  * raw perf_event_open + mmap and no perfsh code (a task-clock leader, a uprobe at the entry and
- * a plain uprobe at the function's one ret as members with sample_period 1 sampling the group
- * into one ring, the exit's output redirected there, the ring drained while the target runs).
- * The exit is caught as perfsh's uprobe catcher catches it (a probe at the ret, never a
- * uretprobe, which would break unwinding), so the floor is that mechanism's own cost. Shared by
- * bench/uprobe_floor.c, bench/hit_table.c and bench/default_path.c; static functions, one copy
- * per benchmark.
+ * one for the exit as members with sample_period 1 sampling the group into one ring, the
+ * exit's output redirected there, the ring drained while the target runs). The exit is caught
+ * as perfsh's uprobe catcher catches it (core/catch/uprobe/upsites.c): a leaf's returns by a
+ * uretprobe (nothing can unwind through a frame that calls nothing), any other function's by a
+ * plain uprobe at its ret, never touching its return address; so the floor is that
+ * mechanism's own cost. Shared by bench/uprobe_floor.c, bench/hit_table.c and
+ * bench/default_path.c; static functions, one copy per benchmark.
  */
 #ifndef PS_BENCH_UPROBE_FLOOR_H
 #define PS_BENCH_UPROBE_FLOOR_H
@@ -139,8 +140,9 @@ static void close_probes(int *fds)
 	close(fds[0]);
 }
 
-/* The file offset of the one exit (a ret) of @f, where the floor and perfsh probe its returns. */
-static uint64_t floor_exit(const struct fn *f)
+/* How perfsh's uprobe catcher catches the returns of @f: a uretprobe (1) where it is a leaf,
+   else a plain uprobe at its one exit, a ret, at file offset *@exit. */
+static int floor_exit(const struct fn *f, uint64_t *exit_off)
 {
 	struct ps_retsites rs;
 	struct ps_error err;
@@ -149,7 +151,8 @@ static uint64_t floor_exit(const struct fn *f)
 		fprintf(stderr, "uprobe floor: %s: %s\n", f->sym, rs.n != 1 ? "not one exit" : err.msg);
 		exit(1);
 	}
-	return rs.site[0].offset;
+	*exit_off = rs.site[0].offset;
+	return ps_retsites_leaf(&rs);
 }
 
 static uint64_t run_floor(const struct fn *f, uint64_t n)
@@ -178,7 +181,10 @@ static uint64_t run_floor(const struct fn *f, uint64_t n)
 	a.sample_type =
 	    PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_READ;
 	fds[1] = sys_open(&a, pid, fds[0]);
-	a.config2 = floor_exit(f); /* a plain uprobe at the ret */
+	uint64_t exit_off;
+	int uret = floor_exit(f, &exit_off);
+	a.config = uret ? 1ull << ps_uprobe_retprobe_bit() : 0; /* a uretprobe, or a uprobe at the ret */
+	a.config2 = uret ? f->off : exit_off;
 	fds[2] = sys_open(&a, pid, fds[0]);
 	struct perf_event_mmap_page *mp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
 	if (mp == MAP_FAILED)

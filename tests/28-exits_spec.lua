@@ -1,6 +1,7 @@
 -- Function exits under the uprobe catcher: plain uprobes at each ret, each tail-call jmp and the
 -- returns of cold parts, matched to entries by stack pointer; the return address is never touched,
--- so exceptions and longjmp pass, and the frames they leave are recorded unwound. Each case gives
+-- so exceptions and longjmp pass, and the frames they leave are recorded unwound. A leaf's returns
+-- come through a uretprobe (nothing unwinds through a frame that calls nothing). Each case gives
 -- the hits --backend ptrace gives, with no stop per hit.
 local perfsh = require "perfsh"
 local core = require "perfsh.core"
@@ -95,6 +96,33 @@ describe("the uprobe catcher's exits", function()
         assert.are.same({rec[1], rec[1] % 5 == 0, false}, rec)
       end
     end
+  end)
+
+  it("a leaf (its returns through a uretprobe) left by a signal handler's siglongjmp: each such call is "
+    .. "recorded unwound when the next is entered at the same stack pointer, the others complete", function()
+    if not need_uprobes(pending) then return end
+    local exe = build("gcc -O2 -g -o %s tests/fixtures/leafjump.c", "leafjump")
+    local function leaf(backend)
+      local t <close> = perfsh.spawn{exe, "30", events = {"task-clock"}, backend = backend,
+        stdout = dir .. "/out." .. backend}
+      local r = t:region{func = "lj_load", args = {"p", "x"}}
+      assert.are.equal(0, t:run().code)
+      local recs = {}
+      for h in r:hits() do recs[#recs + 1] = {h.x, h.unwound and true or false} end
+      table.sort(recs, function(a, b) return a[1] < b[1] end)
+      return r:stats().hits, recs, t:info(), support.read(dir .. "/out." .. backend)
+    end
+    local hits, recs, info, out = leaf("uprobe")
+    assert.are.equal("sum=320 faults=10\n", out)
+    -- no stop per hit: one per signal (the program is seized, and each SIGSEGV stops it on its way)
+    assert.is_true(info.stops <= 2 + 10, tostring(info.stops))
+    -- calls 0, 3, ..., 27 fault: 10 records unwound, 20 complete hits
+    assert.are.equal(20, hits)
+    assert.are.equal(30, #recs)
+    for i, rec in ipairs(recs) do assert.are.same({i - 1, (i - 1) % 3 == 0}, rec) end
+    local phits, precs = leaf("ptrace")
+    assert.are.equal(hits, phits)
+    assert.are.same(precs, recs)
   end)
 
   it("a function split into a .cold part, a switch whose default case is cold, a tail call out (direct and "

@@ -118,6 +118,8 @@ static int keep_exit(Elf *elf, const struct insn *in, struct ps_retsites *rs, co
 	int kind = 0;
 	struct ps_retsite *site;
 
+	if (in->flow == PS_X86_CALL || in->flow == PS_X86_CALL_IND || in->flow == PS_X86_FAR_CALL)
+		rs->calls++;
 	if (in->flow == PS_X86_RET)
 		kind = PS_RETSITE_RET;
 	else if (in->flow == PS_X86_JMP && !in_parts(rs, in->target))
@@ -191,4 +193,14 @@ out:
 	ps_sym_close(st);
 	ps_elf_close(f);
 	return rc;
+}
+
+int ps_retsites_leaf(const struct ps_retsites *rs)
+{
+	if (rs->calls)
+		return 0;
+	for (int i = 0; i < rs->n; i++)
+		if (rs->site[i].kind != PS_RETSITE_RET)
+			return 0;
+	return 1;
 }

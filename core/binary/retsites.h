@@ -54,10 +54,12 @@ struct ps_retsite {
  * @nparts, @lo, @hi: its address ranges [lo, hi), in address order, the entry's first
  * @cold:           of them, the ones outside the entry's symbol (cold parts)
  * @n, @site:       its exits, in address order
+ * @calls:          the call instructions in its parts (0 and only rets for exits: a leaf,
+ *                  see ps_retsites_leaf())
  */
 struct ps_retsites {
 	uint64_t entry;
-	int nparts, cold;
+	int nparts, cold, calls;
 	uint64_t lo[PS_RETSITES_MAX_PARTS], hi[PS_RETSITES_MAX_PARTS];
 	int n;
 	struct ps_retsite site[PS_RETSITES_MAX];
@@ -74,5 +76,14 @@ struct ps_retsites {
  * no function holds @offset, PS_EUSAGE for the other reasons above).
  */
 int ps_retsites_find(const char *path, uint64_t offset, struct ps_retsites *out, struct ps_error *err);
+
+/**
+ * ps_retsites_leaf() - whether the function of @rs is a leaf: it calls nothing and leaves only by
+ * its rets (no tail call), so no exception, unwinder or longjmp passes through its frame (short
+ * of a signal handler that unwinds or jumps out of it): its return address may be replaced by a
+ * uretprobe's without harm.
+ * Return: 1 or 0.
+ */
+int ps_retsites_leaf(const struct ps_retsites *rs);
 
 #endif

@@ -106,6 +106,31 @@ TEST(retsites_finds_each_ret_and_each_jump_out_of_a_function_and_its_cold_parts)
 	}
 }
 
+TEST(retsites_tells_a_leaf_that_calls_nothing_and_leaves_by_its_rets_only)
+{
+	const char *prog = fixtures_cc("retsites.c", "retsites", "-O2 -g");
+	static const struct {
+		const char *fn;
+		int leaf, calls;
+	} rows[] = {
+	    {"rs_leaf", 1, 0},			  /* x + 1; ret */
+	    {"rs_plain", 0, 1}, {"rs_two", 0, 2}, /* a call (rs_leaf inlined nowhere: noinline) */
+	    {"rs_tail", 0, 0},			  /* no call, but a tail call out: jmp rs_leaf */
+	    {"rs_ptr", 0, 0},			  /* a tail call through a pointer */
+	};
+	struct ps_retsites rs;
+	struct ps_error err;
+
+	CHECK(prog != NULL);
+	if (!prog)
+		return;
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		CHECK_EQ_INT(ps_retsites_find(prog, offset_of(prog, rows[i].fn), &rs, &err), 0);
+		CHECK_EQ_INT(ps_retsites_leaf(&rs), rows[i].leaf);
+		CHECK_EQ_INT(rs.calls, rows[i].calls);
+	}
+}
+
 TEST(retsites_takes_in_the_cold_parts_gcc_split_off)
 {
 	const char *prog = fixtures_cc("retsites.c", "retsites", "-O2 -g");

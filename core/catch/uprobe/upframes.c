@@ -80,7 +80,7 @@ int ps_upframes_left(struct ps_upframes *f, pid_t tid, uint64_t sp, int entry, i
 	if (!t || t->n == 0)
 		return 0;
 	top = &t->v[t->n - 1];
-	if (top->sp > sp || (top->sp == sp && (!entry || top->uret)))
+	if (top->sp > sp || (top->sp == sp && (!entry || top->uret == PS_UPFRAME_URET)))
 		return 0;
 	*region = top->region;
 	*handle = top->handle;

@@ -9,7 +9,9 @@
  * frame was left without an exit: an exception or a longjmp unwound it; so does a function's entry
  * at the sp_entry itself, which takes the frame's place. Frames are kept innermost last; those
  * left are always the innermost ones. A frame whose return a uretprobe catches is the exception:
- * a function entered at its sp_entry was tail-called from it, and returns through it.
+ * a function entered at its sp_entry was tail-called from it, and returns through it; unless it
+ * is a leaf's (PS_UPFRAME_LEAF), which tail-calls nothing: an entry there shows it was left (a
+ * signal handler's longjmp out of it).
  *
  * Limits: code that moves a thread to another stack (a signal handler on sigaltstack, coroutines
  * that swap stacks) can make frames look unwound.
@@ -25,6 +27,12 @@
 
 struct ps_upframes;
 
+/* How a frame's return comes (the @uret of ps_upframes_push()). */
+enum {
+	PS_UPFRAME_URET = 1, /* through a uretprobe, from a function that may tail-call */
+	PS_UPFRAME_LEAF,     /* through a uretprobe, from a leaf (core/binary/retsites.h) */
+};
+
 /* A new, empty set of frames, or NULL when out of memory. */
 struct ps_upframes *ps_upframes_new(void);
 
@@ -33,8 +41,8 @@ void ps_upframes_free(struct ps_upframes *f);
 
 /**
  * ps_upframes_push() - thread @tid entered a frame of region @region at stack pointer @sp; the
- * hit path gave it @handle (what its end carries back); @uret: its return comes through a
- * uretprobe.
+ * hit path gave it @handle (what its end carries back); @uret: 0 (its exits are probed), or how
+ * its return comes through a uretprobe (PS_UPFRAME_URET or PS_UPFRAME_LEAF).
  * Return: 0, or -1 when out of memory (the frame is not kept: its exit then ends nothing).
  */
 int ps_upframes_push(struct ps_upframes *f, pid_t tid, uint64_t sp, int region, int handle, int uret);
@@ -42,7 +50,7 @@ int ps_upframes_push(struct ps_upframes *f, pid_t tid, uint64_t sp, int region, 
 /**
  * ps_upframes_left() - pop the innermost frame of @tid that a probe at stack pointer @sp shows
  * was left: its sp_entry is below @sp, or, with @entry (a function's entry), at @sp unless its
- * return comes through a uretprobe.
+ * return comes through a uretprobe and it may tail-call (PS_UPFRAME_URET).
  * Call until it returns 0.
  * Return: 1 with *@region and *@handle of the frame popped, 0 when there is none.
  */

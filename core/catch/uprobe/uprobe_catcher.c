@@ -7,7 +7,9 @@
  * parts: core/binary/retsites.h) are plain uprobes in one counter group (small functions share
  * one), matched by the stack pointer each hit carries (core/catch/uprobe/upframes.h): the return
  * address is never touched, so unwinders, backtraces and exceptions work, and a frame an
- * exception or a longjmp left ends unwound at the thread's next probe above it. Where the exits
+ * exception or a longjmp left ends unwound at the thread's next probe above it. A leaf's returns
+ * (it calls nothing and leaves by its rets only: nothing unwinds through it) come through a
+ * uretprobe, cheaper than a probe on a ret, which the kernel single-steps. Where the exits
  * cannot be found, a uretprobe catches the returns (with a note), unless the program can unwind
  * exceptions (refused: it needs the ptrace catcher). A line range's start and end points (the addresses the ptrace
  * catcher would break at, core/binary/lines_cfg.c: each is one instruction, never an edge) and an SDT pair's probes are
@@ -113,7 +115,10 @@ static void entry_hit(struct ps_upcatch *u, struct ps_hit *h, const struct ps_up
 	}
 	h->kind = PS_HIT_ENTRY;
 	u->env->reg[h->region].entries++;
-	ps_upframes_entry(u->frames, u->env->hp, h, sp, u->sites[uh->site].ret);
+	ps_upframes_entry(u->frames, u->env->hp, h, sp,
+			  !u->sites[uh->site].ret		     ? 0
+			  : u->site_kind[uh->site] == PS_UPOINT_LEAF ? PS_UPFRAME_LEAF
+								     : PS_UPFRAME_URET);
 }
 
 static void on_hit(void *ctx, const struct ps_uprobe_hit *uh)
@@ -127,7 +132,7 @@ static void on_hit(void *ctx, const struct ps_uprobe_hit *uh)
 	if (uh->site >= (uint32_t)u->nsites)
 		return;
 	h.region = u->site_region[uh->site];
-	kind = u->site_kind[uh->site];
+	kind = u->site_kind[uh->site] == PS_UPOINT_LEAF ? PS_UPOINT_ENTRY : u->site_kind[uh->site];
 	memcpy(r.val, uh->val, (size_t)uh->nval * sizeof uh->val[0]);
 	if (sp && uh->kind == PS_UPROBE_RETURN)
 		sp -= 8; /* the ret popped the return address */

@@ -80,7 +80,10 @@ static int pack_group(struct ps_upcatch *u, int probes)
 
 /* A function's entry at @offset of @path and its exits (core/binary/retsites.h), plain uprobes in
    one counter group; where its exits cannot be found, a uretprobe catches its returns, unless the
-   program can unwind exceptions. */
+   program can unwind exceptions. A leaf (it calls nothing and leaves by its rets only) takes a
+   uretprobe too: nothing can unwind or jump through a frame that calls nothing, and a return
+   through the kernel's trampoline costs a fraction of a probe on a ret, which the kernel cannot
+   emulate and single-steps (a second trap). */
 int ps__up_func_sites(struct ps_upcatch *u, const char *path, uint64_t offset, int region, struct ps_error *err)
 {
 	const char *name = u->env->reg[region].name;
@@ -100,6 +103,8 @@ int ps__up_func_sites(struct ps_upcatch *u, const char *path, uint64_t offset, i
 				name, why.msg);
 		return ps__up_site_add(u, path, offset, region, PS_UPOINT_ENTRY, 0, 0, 1, err);
 	}
+	if (ps_retsites_leaf(&rs))
+		return ps__up_site_add(u, path, offset, region, PS_UPOINT_LEAF, 0, pack_group(u, 2), 1, err);
 	group = pack_group(u, 1 + rs.n);
 	rc = ps__up_site_add(u, path, offset, region, PS_UPOINT_ENTRY, 0, group, 0, err);
 	for (int i = 0; rc == 0 && i < rs.n; i++)

@@ -19,6 +19,7 @@ enum ps_uprobe_point {
 	PS_UPOINT_POINT,
 	PS_UPOINT_EXIT,
 	PS_UPOINT_CATCH, /* where the program catches an exception (no region): frames below end unwound */
+	PS_UPOINT_LEAF,	 /* a leaf function's entry (core/binary/retsites.h), whose returns a uretprobe catches */
 };
 
 #define PACK_PROBES 8			   /* probes of small functions that share one counter group */
