@@ -176,6 +176,90 @@ describe("a function region", function()
   end)
 end)
 
+describe("a library loaded later with dlopen, under the uprobe catcher", function()
+  local dir = os.tmpname()
+  os.remove(dir)
+  local exe = dir .. "/dl"
+  local P = support.perfsh
+
+  setup(function()
+    assert(os.execute("mkdir -p " .. support.q(dir)))
+    local _, err, rc = support.sh(("cc -O2 -o %s tests/fixtures/dl.c -ldl"):format(support.q(exe)))
+    assert.are.equal(0, rc, err)
+  end)
+  teardown(function() os.execute("rm -rf " .. support.q(dir)) end)
+
+  it("is probed in the file its loader will map: every hit caught, and the program never stops for one", function()
+    if not support.need_uprobes(pending) then return end
+    local t <close> = perfsh.spawn{exe, events = events(), backend = "uprobe", stdout = "/dev/null"}
+    local r = t:region{func = "libm.so.6:frexp"}
+    assert.is_true(r:info().pending)
+    assert.are.equal(0, t:run().code)
+    assert.are.equal("uprobe", t.catcher)
+    local info = r:info()
+    assert.is_false(info.pending)
+    assert.is_true(info.addr > 0, "the entry where libm was mapped")
+    assert.are.equal(5, r:stats().hits)
+    assert.are.equal(5, info.entries)
+    assert.is_true(t:info().stops <= 2, "stops " .. t:info().stops) -- its exec, never a hit
+  end)
+
+  it("is caught by uprobe by default (no --backend)", function()
+    if not support.need_uprobes(pending) then return end
+    local out, err, rc = support.sh(("env -u PERFSH_BACKEND %s stat -r libm.so.6:frexp -e task-clock %s")
+      :format(P, exe))
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("caught by uprobe", 1, true), out)
+    assert.truthy(out:find("region libm.so.6:frexp (func, 5 hits)", 1, true), out)
+    assert.falsy(err:find("ptrace", 1, true), err)
+  end)
+
+  it("stays pending where the program never maps its library, as under ptrace", function()
+    if not support.need_uprobes(pending) then return end
+    for _, backend in ipairs{"uprobe", "ptrace"} do
+      local t <close> = perfsh.spawn{"examples/sum", events = events(), backend = backend, stdout = "/dev/null"}
+      local r = t:region{func = "libm.so.6:frexp"}
+      assert.is_true(r:info().pending)
+      assert.are.equal(0, t:run().code)
+      assert.is_true(r:info().pending, backend)
+      assert.are.equal(0, r:stats().hits)
+    end
+  end)
+
+  it("is dropped with the reason where the program maps another file of that name", function()
+    if not support.need_uprobes(pending) then return end
+    local copy = dir .. "/libm.so.6" -- a copy the program never loads: it loads the system's
+    local _, err, rc = support.sh(('cp -L "$(cc -print-file-name=libm.so.6)" %s'):format(support.q(copy)))
+    assert.are.equal(0, rc, err)
+    local t <close> = perfsh.spawn{exe, events = events(), backend = "uprobe", stdout = "/dev/null",
+      stderr = "/dev/null"}
+    local r = t:region{func = copy .. ":frexp"}
+    assert.is_true(r:info().pending)
+    assert.are.equal(0, t:run().code)
+    local info = r:info()
+    assert.is_false(info.pending)
+    assert.is_true(info.dropped)
+    assert.are.equal(0, r:stats().hits)
+    local mapped = info.why:match("^the program mapped (%S+), not ")
+    assert.truthy(mapped, info.why)
+    assert.are.equal(("the program mapped %s, not %s where it was probed: its hits were not caught; name that file "
+      .. "(%s:FUNCTION), or use --backend ptrace"):format(mapped, copy, mapped), info.why)
+  end)
+
+  it("refuses a library name its loader finds no file for, in one line that says what to do", function()
+    if not support.need_uprobes(pending) then return end
+    for _, how in ipairs{"--backend uprobe", ""} do
+      local out, err, rc = support.sh(("env -u PERFSH_BACKEND %s stat %s -r libnothere.so.1:f -e task-clock %s")
+        :format(P, how, exe))
+      assert.are.same({2, ""}, {rc, out})
+      assert.are.equal(("perfsh stat: region 'libnothere.so.1:f': %s loads no library 'libnothere.so.1' at start, "
+        .. "and its loader finds no file of that name to load later; name the library by its path "
+        .. "(/DIR/FILE.so:FUNCTION), or use --backend ptrace, which arms it once the program maps it\n"):format(exe),
+        err)
+    end
+  end)
+end)
+
 describe("t:run()", function()
   it("pauses after N hits, after a time, or when a predicate holds, then goes on", function()
     local t <close> = perfsh.spawn{"examples/threads", "200", "100", events = events(), stdout = "/dev/null"}
