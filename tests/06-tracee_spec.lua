@@ -179,12 +179,18 @@ end)
 describe("a library loaded later with dlopen, under the uprobe catcher", function()
   local dir = os.tmpname()
   os.remove(dir)
-  local exe = dir .. "/dl"
+  local exe, runpath, copy = dir .. "/dl", dir .. "/dl-runpath", dir .. "/libm.so.6"
   local P = support.perfsh
 
   setup(function()
     assert(os.execute("mkdir -p " .. support.q(dir)))
     local _, err, rc = support.sh(("cc -O2 -o %s tests/fixtures/dl.c -ldl"):format(support.q(exe)))
+    assert.are.equal(0, rc, err)
+    -- a copy of libm, which only the program with a RUNPATH there loads
+    _, err, rc = support.sh(('cp -L "$(cc -print-file-name=libm.so.6)" %s'):format(support.q(copy)))
+    assert.are.equal(0, rc, err)
+    _, err, rc = support.sh(("cc -O2 -o %s tests/fixtures/dl.c -ldl -Wl,-rpath,%s -Wl,--enable-new-dtags")
+      :format(support.q(runpath), support.q(dir)))
     assert.are.equal(0, rc, err)
   end)
   teardown(function() os.execute("rm -rf " .. support.q(dir)) end)
@@ -202,6 +208,17 @@ describe("a library loaded later with dlopen, under the uprobe catcher", functio
     assert.are.equal(5, r:stats().hits)
     assert.are.equal(5, info.entries)
     assert.is_true(t:info().stops <= 2, "stops " .. t:info().stops) -- its exec, never a hit
+  end)
+
+  it("is found where its loader finds it: the program's RUNPATH before the system's directories", function()
+    if not support.need_uprobes(pending) then return end
+    -- probed in the system's libm, the hits would be 0 and the region dropped (the copy is mapped)
+    local t <close> = perfsh.spawn{runpath, events = events(), backend = "uprobe", stdout = "/dev/null"}
+    local r = t:region{func = "libm.so.6:frexp"}
+    assert.are.equal(0, t:run().code)
+    assert.are.equal(5, r:stats().hits)
+    assert.is_false(r:info().pending)
+    assert.is_false(r:info().dropped)
   end)
 
   it("is caught by uprobe by default (no --backend)", function()
@@ -228,9 +245,6 @@ describe("a library loaded later with dlopen, under the uprobe catcher", functio
 
   it("is dropped with the reason where the program maps another file of that name", function()
     if not support.need_uprobes(pending) then return end
-    local copy = dir .. "/libm.so.6" -- a copy the program never loads: it loads the system's
-    local _, err, rc = support.sh(('cp -L "$(cc -print-file-name=libm.so.6)" %s'):format(support.q(copy)))
-    assert.are.equal(0, rc, err)
     local t <close> = perfsh.spawn{exe, events = events(), backend = "uprobe", stdout = "/dev/null",
       stderr = "/dev/null"}
     local r = t:region{func = copy .. ":frexp"}

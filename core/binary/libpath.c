@@ -135,6 +135,8 @@ static int pick(char *list, const char *want, const char *exe, char best[PATH_MA
  * (dlopen takes it as it is); a file name (it has ".so") is found where the loader would find
  * it, by the loader itself (`--preload NAME`: the program's RUNPATH, LD_LIBRARY_PATH,
  * ld.so.cache, the standard directories and their glibc-hwcaps). 1 found, 0 not, -1 error.
+ * dlopen searches the RUNPATH of the library that calls it, which may differ: a catcher that
+ * probes the file checks which one the program maps.
  */
 static int resolve_later(pid_t pid, const char *loader, const char *exe, const char *want, char *list,
 			 char best[PATH_MAX], struct ps_error *err)
@@ -148,7 +150,7 @@ static int resolve_later(pid_t pid, const char *loader, const char *exe, const c
 	if (!strstr(want, ".so") || strpbrk(want, ": \t"))
 		return 0; /* a prefix ("libgcc_s") names no file to search for */
 	if (loader_list(pid, loader, exe, want, list, LIST_MAX, err))
-		return -1;
+		return 0; /* a loader without --preload (glibc before 2.30) finds nothing */
 	return pick(list, want, exe, best, err) == 2;
 }
 
