@@ -221,6 +221,26 @@ describe("a library loaded later with dlopen, under the uprobe catcher", functio
     assert.is_false(r:info().dropped)
   end)
 
+  it("is found with the program's own environment (LD_LIBRARY_PATH), when perfsh attaches to it", function()
+    if not support.need_uprobes(pending) then return end
+    local go, out = dir .. "/go", dir .. "/attach.out"
+    os.remove(go)
+    -- perfsh's environment has no LD_LIBRARY_PATH: the program's finds the copy
+    local text, err, rc = support.sh(([=[
+      LD_LIBRARY_PATH=%s %s %s > /dev/null & T=$!
+      env -u LD_LIBRARY_PATH %s stat --backend uprobe -p $T -r libm.so.6:frexp -e task-clock > %s 2>&1 & S=$!
+      for i in $(seq 200); do grep -q "^TracerPid:[[:space:]]*[1-9]" /proc/$T/status && break; sleep 0.05; done
+      touch %s
+      wait $S; echo "perfsh=$?"
+      wait $T; echo "target=$?"
+    ]=]):format(support.q(dir), support.q(exe), support.q(go), P, support.q(out), support.q(go)))
+    assert.are.equal(0, rc, err)
+    assert.truthy(text:find("perfsh=0\ntarget=0", 1, true), text)
+    local st = support.read_if(out) or ""
+    assert.truthy(st:find("caught by uprobe", 1, true), st)
+    assert.truthy(st:find("region libm.so.6:frexp (func, 5 hits)", 1, true), st)
+  end)
+
   it("is caught by uprobe by default (no --backend)", function()
     if not support.need_uprobes(pending) then return end
     local out, err, rc = support.sh(("env -u PERFSH_BACKEND %s stat -r libm.so.6:frexp -e task-clock %s")
