@@ -22,7 +22,8 @@ unmodified binary, per thread, and prints one aggregated table per region.]],
       .. "FILE:L1-FILE:L2 / FILE:L1-L2 (L1 inclusive, L2 exclusive: a hit from entering L1..L2-1 to reaching L2; "
       .. "loops inside cost no stop; where the line table allows more than one reading, from L1's first address "
       .. "to L2's, as Perforator reads it: a header line says which); may be repeated. Inlined copies of a "
-      .. "function are reported too. "
+      .. "function are reported too; a library's function (LIB:FUNC) may be in one the program loads later "
+      .. "(dlopen). "
       .. "sdt:PROVIDER:NAME (a point) or sdt:P:START,sdt:P:END (a pair) name SDT probes (perfsh --list sdt BINARY); "
       .. "marker:NAME a marker of perfsh/marker.h (sdt:perfsh:NAME_begin,sdt:perfsh:NAME_end), its markers left off",
       count = "*", target = "regions", hidden = "-f --function"},

@@ -176,6 +176,124 @@ describe("a function region", function()
   end)
 end)
 
+describe("a library loaded later with dlopen, under the uprobe catcher", function()
+  local dir = os.tmpname()
+  os.remove(dir)
+  local exe, runpath, copy = dir .. "/dl", dir .. "/dl-runpath", dir .. "/libm.so.6"
+  local P = support.perfsh
+
+  setup(function()
+    assert(os.execute("mkdir -p " .. support.q(dir)))
+    local _, err, rc = support.sh(("cc -O2 -o %s tests/fixtures/dl.c -ldl"):format(support.q(exe)))
+    assert.are.equal(0, rc, err)
+    -- a copy of libm, which only the program with a RUNPATH there loads
+    _, err, rc = support.sh(('cp -L "$(cc -print-file-name=libm.so.6)" %s'):format(support.q(copy)))
+    assert.are.equal(0, rc, err)
+    _, err, rc = support.sh(("cc -O2 -o %s tests/fixtures/dl.c -ldl -Wl,-rpath,%s -Wl,--enable-new-dtags")
+      :format(support.q(runpath), support.q(dir)))
+    assert.are.equal(0, rc, err)
+  end)
+  teardown(function() os.execute("rm -rf " .. support.q(dir)) end)
+
+  it("is probed in the file its loader will map: every hit caught, and the program never stops for one", function()
+    if not support.need_uprobes(pending) then return end
+    local t <close> = perfsh.spawn{exe, events = events(), backend = "uprobe", stdout = "/dev/null"}
+    local r = t:region{func = "libm.so.6:frexp"}
+    assert.is_true(r:info().pending)
+    assert.are.equal(0, t:run().code)
+    assert.are.equal("uprobe", t.catcher)
+    local info = r:info()
+    assert.is_false(info.pending)
+    assert.is_true(info.addr > 0, "the entry where libm was mapped")
+    assert.are.equal(5, r:stats().hits)
+    assert.are.equal(5, info.entries)
+    assert.is_true(t:info().stops <= 2, "stops " .. t:info().stops) -- its exec, never a hit
+  end)
+
+  it("is found where its loader finds it: the program's RUNPATH before the system's directories", function()
+    if not support.need_uprobes(pending) then return end
+    -- probed in the system's libm, the hits would be 0 and the region dropped (the copy is mapped)
+    local t <close> = perfsh.spawn{runpath, events = events(), backend = "uprobe", stdout = "/dev/null"}
+    local r = t:region{func = "libm.so.6:frexp"}
+    assert.are.equal(0, t:run().code)
+    assert.are.equal(5, r:stats().hits)
+    assert.is_false(r:info().pending)
+    assert.is_false(r:info().dropped)
+  end)
+
+  it("is found with the program's own environment (LD_LIBRARY_PATH), when perfsh attaches to it", function()
+    if not support.need_uprobes(pending) then return end
+    local go, out = dir .. "/go", dir .. "/attach.out"
+    os.remove(go)
+    -- perfsh's environment has no LD_LIBRARY_PATH: the program's finds the copy
+    local text, err, rc = support.sh(([=[
+      LD_LIBRARY_PATH=%s %s %s > /dev/null & T=$!
+      env -u LD_LIBRARY_PATH %s stat --backend uprobe -p $T -r libm.so.6:frexp -e task-clock > %s 2>&1 & S=$!
+      for i in $(seq 200); do grep -q "^TracerPid:[[:space:]]*[1-9]" /proc/$T/status && break; sleep 0.05; done
+      touch %s
+      wait $S; echo "perfsh=$?"
+      wait $T; echo "target=$?"
+    ]=]):format(support.q(dir), support.q(exe), support.q(go), P, support.q(out), support.q(go)))
+    assert.are.equal(0, rc, err)
+    assert.truthy(text:find("perfsh=0\ntarget=0", 1, true), text)
+    local st = support.read_if(out) or ""
+    assert.truthy(st:find("caught by uprobe", 1, true), st)
+    assert.truthy(st:find("region libm.so.6:frexp (func, 5 hits)", 1, true), st)
+  end)
+
+  it("is caught by uprobe by default (no --backend)", function()
+    if not support.need_uprobes(pending) then return end
+    local out, err, rc = support.sh(("env -u PERFSH_BACKEND %s stat -r libm.so.6:frexp -e task-clock %s")
+      :format(P, exe))
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("caught by uprobe", 1, true), out)
+    assert.truthy(out:find("region libm.so.6:frexp (func, 5 hits)", 1, true), out)
+    assert.falsy(err:find("ptrace", 1, true), err)
+  end)
+
+  it("stays pending where the program never maps its library, as under ptrace", function()
+    if not support.need_uprobes(pending) then return end
+    for _, backend in ipairs{"uprobe", "ptrace"} do
+      local t <close> = perfsh.spawn{"examples/sum", events = events(), backend = backend, stdout = "/dev/null"}
+      local r = t:region{func = "libm.so.6:frexp"}
+      assert.is_true(r:info().pending)
+      assert.are.equal(0, t:run().code)
+      assert.is_true(r:info().pending, backend)
+      assert.are.equal(0, r:stats().hits)
+    end
+  end)
+
+  it("is dropped with the reason where the program maps another file of that name", function()
+    if not support.need_uprobes(pending) then return end
+    local t <close> = perfsh.spawn{exe, events = events(), backend = "uprobe", stdout = "/dev/null",
+      stderr = "/dev/null"}
+    local r = t:region{func = copy .. ":frexp"}
+    assert.is_true(r:info().pending)
+    assert.are.equal(0, t:run().code)
+    local info = r:info()
+    assert.is_false(info.pending)
+    assert.is_true(info.dropped)
+    assert.are.equal(0, r:stats().hits)
+    local mapped = info.why:match("^the program mapped (%S+), not ")
+    assert.truthy(mapped, info.why)
+    assert.are.equal(("the program mapped %s, not %s where it was probed: its hits were not caught; name that file "
+      .. "(%s:FUNCTION), or use --backend ptrace"):format(mapped, copy, mapped), info.why)
+  end)
+
+  it("refuses a library name its loader finds no file for, in one line that says what to do", function()
+    if not support.need_uprobes(pending) then return end
+    for _, how in ipairs{"--backend uprobe", ""} do
+      local out, err, rc = support.sh(("env -u PERFSH_BACKEND %s stat %s -r libnothere.so.1:f -e task-clock %s")
+        :format(P, how, exe))
+      assert.are.same({2, ""}, {rc, out})
+      assert.are.equal(("perfsh stat: region 'libnothere.so.1:f': %s loads no library 'libnothere.so.1' at start, "
+        .. "and its loader finds no file of that name to load later; name the library by its path "
+        .. "(/DIR/FILE.so:FUNCTION), or use --backend ptrace, which arms it once the program maps it\n"):format(exe),
+        err)
+    end
+  end)
+end)
+
 describe("t:run()", function()
   it("pauses after N hits, after a time, or when a predicate holds, then goes on", function()
     local t <close> = perfsh.spawn{"examples/threads", "200", "100", events = events(), stdout = "/dev/null"}

@@ -56,11 +56,15 @@ int ps_lib_name_match(const char *path, const char *want, int how);
 
 /**
  * ps_lib_resolve() - the file the dynamic loader of process @pid (held before its program's
- * first instruction: the loader is mapped, the libraries not yet) will map for library @want
- * of its program: the loader's own answer (`LOADER --list PROGRAM`, what ldd prints).
+ * first instruction: the loader is mapped, the libraries not yet; or running) will map for
+ * library @want of its program: the loader's own answer (`LOADER --list PROGRAM`, what ldd
+ * prints), run with the program's environment and directory. A library it does not load at
+ * start, for dlopen to load later: an absolute path is that file; a file name ("libm.so.6")
+ * is the file the loader finds for it (`LOADER --preload NAME --list PROGRAM`).
  * @path: receives the library's path (@n bytes).
- * Return: 0, or -1 with @err set: no loader mapped (a static program), the loader failed, or
- * no library (or several) of the program matches @want.
+ * Return: 0, or -1 with @err set: no loader mapped (a static program), the loader failed, no
+ * library (or several) of the program matches @want and no file is found for it
+ * (PS_ENOTFOUND, the message says what to do).
  */
 int ps_lib_resolve(pid_t pid, const char *want, char *path, size_t n, struct ps_error *err);
 

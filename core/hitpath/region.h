@@ -57,7 +57,8 @@ struct ps_region_info {
 	uint64_t addr;
 	uint64_t entries, hits, incomplete;
 	int dropped;
-	int pending; /* a library region waiting for its library to be mapped */
+	int pending; /* a library region waiting for its library to be mapped (a stopping catcher arms it
+			then; one that probes files has it probed, and clears this when it sees the file mapped) */
 	char why[1024];
 	char reading[300];
 	/* sampling (ps_session_region_sample): one of these is set */

@@ -361,7 +361,7 @@ int ps_session_region_sample(struct ps_session *s, int id, const struct ps_sampl
 	if (id < 0 || id >= s->env->nreg)
 		return ps_error_set(err, PS_EUSAGE, "no region %d", id);
 	ri = &s->env->reg[id];
-	if (ri->kind != PS_REGION_FUNC || ri->pending)
+	if (ri->kind != PS_REGION_FUNC || (ri->pending && (ps__caps(s) & PS_CATCH_STOPS)))
 		return ps_error_set(err, PS_EUSAGE,
 				    "region '%s': sampling applies to function regions whose code is mapped", ri->name);
 	if (s->env->started || ps_hitpath_recording(s->env->hp))

@@ -48,7 +48,8 @@ int ps__arms_code(struct ps_session *s, const char *name, struct ps_error *err)
 			    name, s->cat->ops->name);
 }
 
-/* A function of a library not mapped yet, armed in the file the loader will map. */
+/* A function of a library not mapped yet (loaded at start, or later with dlopen), armed in the
+   file the loader will map; pending until the catcher sees that file mapped. */
 static int arm_lib_file(struct ps_session *s, struct ps_region_info *ri, const char *lib, const char *fn,
 			struct ps_error *err)
 {
@@ -57,6 +58,7 @@ static int arm_lib_file(struct ps_session *s, struct ps_region_info *ri, const c
 
 	if (ps__lib_func_file(s, lib, fn, path, &p.offset, err))
 		return -1;
+	ri->pending = 1;
 	return s->cat->ops->arm(s->cat, &p, err);
 }
 

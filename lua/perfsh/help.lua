@@ -56,7 +56,8 @@ help.topics = {
   {"r:series", "one number per hit", 'r:series("time_ns")'},
   {"r:stats", "count, sum, mean, stddev, min, p50, p90, p99, max per event", "r:stats().time_ns.p50"},
   {"r:stats_by", "the same per thread or per CPU", 'r:stats_by("thread")'},
-  {"r:info", "what the region is: name, kind, entries, ..., and how a line range was read (reading)", "r:info()"},
+  {"r:info", "what the region is: name, kind, entries, ..., pending (its library is not mapped yet), and how a "
+    .. "line range was read (reading)", "r:info()"},
   {"r:on_slow", "log slow hits while the program runs", "r:on_slow{threshold_us = 500}"},
   {"g:enable", "start counting", "g:enable()"},
   {"g:disable", "stop counting", "g:disable()"},

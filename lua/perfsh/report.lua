@@ -164,7 +164,7 @@ function report.regions(out, regions, opts)
       else
         local extra = ""
         if rinfo.dropped then extra = extra .. ", dropped: " .. (rinfo.why or "") end
-        if rinfo.pending then extra = extra .. ", never armed (its library was not mapped)" end
+        if rinfo.pending then extra = extra .. ", its library was never mapped" end
         if st.incomplete > 0 then extra = extra .. (", %d incomplete (unwound or exited)"):format(st.incomplete) end
         if st.sampled then
           extra = extra .. (", sampled from %d calls"):format(st.entries or 0)

@@ -13,6 +13,8 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -437,4 +439,56 @@ TEST(uprobe_return_depth_limit)
 	CHECK_EQ_INT(kinds[PS_UPROBE_RETURN], 10 + PS_UPROBE_MAX_DEPTH);
 	CHECK_EQ_INT(ps_uprobe_missing(u, &err), 0);
 	ps_uprobe_close(u);
+}
+
+/* Whether @s holds a PS_UPROBE_MAP record of file @path (its inode @ino) mapped by @tid. */
+static int saw_map(const struct seen *s, const char *path, uint64_t ino, pid_t tid)
+{
+	for (int i = 0; i < s->n && i < MAXHITS; i++)
+		if (s->h[i].kind == PS_UPROBE_MAP && s->h[i].tid == tid && s->h[i].map.ino == ino &&
+		    s->h[i].map.len == 4096 && !strcmp(s->h[i].map.path, path))
+			return 1;
+	return 0;
+}
+
+/* With opts.maps, code a thread maps is reported (a library loaded later), not counted as a hit. */
+TEST(uprobe_maps_reports_mapped_code)
+{
+	static struct seen s;
+	char path[4096], why[256];
+	struct ps_uprobe_site site;
+	struct ps_event ev[2];
+	struct ps_error err;
+	struct stat st;
+	uint64_t off;
+
+	if (!ps_uprobe_available(why, sizeof why))
+		SKIP("%s", why);
+	CHECK(realpath("/proc/self/exe", path) != NULL && stat(path, &st) == 0);
+	CHECK(counters(ev) == 0);
+	CHECK(ps_maps_file_offset(0, (uint64_t)(uintptr_t)ut_work, path, sizeof path, &off, &err) == 0);
+	site = (struct ps_uprobe_site){.path = path, .offset = off, .ret = 1};
+	for (int maps = 0; maps < 2; maps++) {
+		struct ps_uprobe_opts o = {.ev = ev, .nev = 2, .sites = &site, .nsites = 1, .enabled = 1, .maps = maps};
+		struct ps_uprobe *u;
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		void *code;
+
+		if (ps_uprobe_open(&u, gettid(), &o, &err)) {
+			fprintf(stderr, "  %s\n", err.msg);
+			CHECK(!"open");
+			close(fd);
+			return;
+		}
+		code = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+		CHECK(code != MAP_FAILED);
+		ut_work(1);
+		s.n = 0;
+		CHECK_EQ_INT(ps_uprobe_drain(u, collect, &s), 2); /* the hit's entry and return only */
+		CHECK_EQ_INT(saw_map(&s, path, st.st_ino, gettid()), maps);
+		CHECK_EQ_INT(s.n, 2 + maps);
+		munmap(code, 4096);
+		close(fd);
+		ps_uprobe_close(u);
+	}
 }

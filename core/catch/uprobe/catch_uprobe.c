@@ -65,6 +65,11 @@ static int deliver(const struct ps_uprobe_hit *h, void *ud)
 	struct ps_catch_uprobe *c = d->c;
 	uint64_t lost = ps_uprobe_lost(d->t->u);
 
+	if (h->kind == PS_UPROBE_MAP) { /* a file mapped, not a hit */
+		if (c->o.on_hit)
+			c->o.on_hit(c->o.ctx, h);
+		return 0;
+	}
 	if (lost != d->t->lost_seen) {
 		/* the kernel reports a loss in order, before the first record it could write again */
 		d->t->lost_seen = lost;

@@ -46,7 +46,8 @@ struct ps_catch_uprobe;
  *            line range two sites with ret = 0 (start and end points).
  *            Its arrays and paths must stay valid until ps_catch_uprobe_free().
  * @drain_us: how often the rings are drained while the target runs; 0 means 2000.
- * @on_hit:   called for each hit (NULL to count them only).
+ * @on_hit:   called for each hit (NULL to count them only), and with @probe.maps for each file
+ *            a thread maps (a record of kind PS_UPROBE_MAP, not counted as a hit).
  * @on_thread: optional: a thread's probes were opened (@born = 1), or the thread ended and
  *            its last hits were delivered (@born = 0).
  * @on_loss:  optional: records of thread @tid were lost (its ring was full) just before the

@@ -117,6 +117,7 @@ static int open_counters(struct ps_uprobe *u, const struct ps_uprobe_opts *o, st
 		a.disabled = k == 0;
 		a.sample_period = 0;
 		a.sample_type = 0;
+		a.mmap = a.mmap2 = o->maps && k == 0 && u->ngroups == 0; /* into the ring it will own */
 		int fd = (int)perf_open(&a, u->tid, leader);
 		if (fd < 0)
 			return open_failed(errno, o->ev[k].name, u->tid, err);
@@ -428,6 +429,26 @@ static int decode_sample(const struct ps_uprobe *u, const uint64_t *p, size_t n,
 	return 0;
 }
 
+/* Decode one PERF_RECORD_MMAP2 (@p: its body, @n u64 words) into @h. 0, or -1 if malformed. */
+static int decode_map(const uint64_t *p, size_t n, struct ps_uprobe_hit *h)
+{
+	const char *path = (const char *)(p + 8);
+
+	if (n < 9 || !memchr(path, '\0', (n - 8) * 8))
+		return -1;
+	memset(h, 0, sizeof *h);
+	h->kind = PS_UPROBE_MAP;
+	h->tid = (pid_t)(uint32_t)(p[0] >> 32);
+	h->map = (struct ps_uprobe_map){.addr = p[1],
+					.len = p[2],
+					.pgoff = p[3],
+					.maj = (uint32_t)p[4],
+					.min = (uint32_t)(p[4] >> 32),
+					.ino = p[5],
+					.path = path};
+	return 0;
+}
+
 long ps_uprobe_drain(struct ps_uprobe *u, ps_uprobe_cb cb, void *ud)
 {
 	struct perf_event_mmap_page *mp = u->base;
@@ -460,6 +481,9 @@ long ps_uprobe_drain(struct ps_uprobe *u, ps_uprobe_cb cb, void *ud)
 		if (hdr.type == PERF_RECORD_SAMPLE && decode_sample(u, body, words, &h) == 0) {
 			u->hits++;
 			got++;
+			if (cb && cb(&h, ud))
+				stop = 1;
+		} else if (hdr.type == PERF_RECORD_MMAP2 && decode_map(body, words, &h) == 0) {
 			if (cb && cb(&h, ud))
 				stop = 1;
 		} else if (hdr.type == PERF_RECORD_LOST && words >= 2) {

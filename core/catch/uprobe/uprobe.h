@@ -59,6 +59,7 @@
 enum ps_uprobe_kind {
 	PS_UPROBE_ENTRY = 0,  /* the uprobe: the site was reached */
 	PS_UPROBE_RETURN = 1, /* the uretprobe: the function of a site returned */
+	PS_UPROBE_MAP = 2,    /* not a hit: the thread mapped code of a file (opts.maps; the hit's @map) */
 };
 
 /**
@@ -97,6 +98,9 @@ struct ps_uprobe_site {
  *                  events (uprobe_defs.h): a probe with a non-zero id is a PERF_TYPE_TRACEPOINT
  *                  event on it, shared with the other threads' (cheap to close); else it is a
  *                  uprobe-PMU event of its own.
+ * @maps:           1 to also deliver the files whose code the thread maps (PERF_RECORD_MMAP2 of
+ *                  the ring's leader, while it is enabled), as records of kind PS_UPROBE_MAP: a
+ *                  probe in a file not mapped yet is installed when the file is, and only then.
  */
 struct ps_uprobe_opts {
 	const struct ps_event *ev;
@@ -108,10 +112,24 @@ struct ps_uprobe_opts {
 	uint64_t regs_mask;
 	int enabled;
 	const uint32_t *tp_ids;
+	int maps;
 };
 
 /**
- * struct ps_uprobe_hit - one decoded probe record.
+ * struct ps_uprobe_map - code of a file mapped by a thread (PERF_RECORD_MMAP2).
+ * @addr, @len, @pgoff: where, how long, and from which file offset
+ * @maj, @min, @ino:    the file's device and inode
+ * @path:               its path as the kernel names it (valid during the callback only)
+ */
+struct ps_uprobe_map {
+	uint64_t addr, len, pgoff, ino;
+	uint32_t maj, min;
+	const char *path;
+};
+
+/**
+ * struct ps_uprobe_hit - one decoded probe record (or, of kind PS_UPROBE_MAP, a file mapped:
+ * @tid and @map only).
  * @tid, @cpu, @time: where and when (CLOCK_MONOTONIC ns).
  * @site:             index in the opts' sites.
  * @kind:             enum ps_uprobe_kind.
@@ -133,6 +151,7 @@ struct ps_uprobe_hit {
 	int nval, nregs;
 	uint64_t val[PS_MAX_EVENTS];
 	uint64_t regs[PS_UPROBE_MAX_REGS];
+	struct ps_uprobe_map map;
 };
 
 struct ps_uprobe; /* one thread's groups, probes and ring */
@@ -183,6 +202,8 @@ typedef int (*ps_uprobe_cb)(const struct ps_uprobe_hit *h, void *ud);
  *
  * PERF_RECORD_LOST and PERF_RECORD_LOST_SAMPLES add to ps_uprobe_lost(); the kernel writes
  * the count of records it dropped for lack of space before the next record it can write.
+ * With opts.maps, the files mapped are delivered too, in order, as records of kind
+ * PS_UPROBE_MAP (not counted as hits).
  * Return: the number of hits delivered.
  */
 long ps_uprobe_drain(struct ps_uprobe *u, ps_uprobe_cb cb, void *ud);

@@ -27,8 +27,12 @@
  * edges (PERF_EVENT_IOC_ENABLE/DISABLE on the groups, never per hit), so one window covers
  * every region; what is open when a window closes ends there, cut short (its return may
  * never come), and a return whose entry came while closed is ignored. Entries are counted in
- * the windows only. Regions in libraries not mapped yet and several counter groups need the
- * ptrace catcher, and are refused with a line saying so.
+ * the windows only. Several counter groups need the ptrace catcher, and are refused with a
+ * line saying so.
+ *
+ * Regions in libraries not mapped yet (loaded at start, or later with dlopen) are probed in the
+ * file the loader will map; they stay pending until it is seen mapped, and are dropped with
+ * the reason where the program maps another file in its name (core/catch/uprobe/uplibs.c).
  *
  * Inlined copies of a function are range regions (the session arms them, core/binary/lines_inline.c):
  * a plain uprobe at the copy's entry (START) and at each place control leaves it (END).
@@ -56,7 +60,7 @@
 #include "procmaps.h"
 #include "run.h"
 #include "upframes.h"
-
+#include "uplibs.h"
 #include "upsites.h"
 
 static struct ps_upcatch *of(struct ps_catch *c)
@@ -129,6 +133,10 @@ static void on_hit(void *ctx, const struct ps_uprobe_hit *uh)
 	enum ps_uprobe_point kind;
 	uint64_t sp = reg_at(uh, u->regs_mask, PS_UPROBE_REG_SP);
 
+	if (uh->kind == PS_UPROBE_MAP) {
+		ps__up_lib_mapped(u, &uh->map);
+		return;
+	}
 	if (uh->site >= (uint32_t)u->nsites)
 		return;
 	h.region = u->site_region[uh->site];
@@ -142,6 +150,7 @@ static void on_hit(void *ctx, const struct ps_uprobe_hit *uh)
 					uh->kind == PS_UPROBE_ENTRY);
 	if (kind == PS_UPOINT_CATCH)
 		return;
+	u->env->reg[h.region].pending = 0; /* its file is mapped */
 	if (kind == PS_UPOINT_EXIT || (kind == PS_UPOINT_ENTRY && uh->kind == PS_UPROBE_RETURN))
 		ps_upframes_exit(u->frames, u->env->hp, &h, sp);
 	else if (kind == PS_UPOINT_ENTRY)
@@ -281,8 +290,8 @@ static int up_arm(struct ps_catch *c, const struct ps_catch_point *p, struct ps_
 
 	if (p->role > PS_ROLE_POINT && p->role != PS_ROLE_CATCH)
 		return ps_error_set(err, PS_ENEEDS_PTRACE,
-				    "the uprobe catcher probes only code mapped at the start; a function in a library "
-				    "loaded later needs the ptrace catcher (--backend ptrace)");
+				    "the uprobe catcher never stops the program: main's, the loader's and the "
+				    "unwinder's points are the ptrace catcher's (--backend ptrace)");
 	if (p->name)
 		return ps_error_set(err, PS_EUSAGE,
 				    "region 'marker:%s': the marker catcher (backend marker) measures markers in the "
@@ -292,8 +301,16 @@ static int up_arm(struct ps_catch *c, const struct ps_catch_point *p, struct ps_
 		snprintf(path, sizeof path, "%s", p->path);
 	else if (file_at(u, p->addr, name, path, &offset, err))
 		return -1;
-	if (kind == PS_UPOINT_ENTRY)
-		return ps__up_func_sites(u, path, offset, p->region, err);
+	if (kind == PS_UPOINT_ENTRY) {
+		if (ps__up_func_sites(u, path, offset, p->region, err))
+			return -1;
+		if (p->path && p->region >= 0 && u->env->reg[p->region].pending &&
+		    ps__up_lib_await(u, path, offset, p->region, err)) {
+			c->ops->disarm(c, p->region);
+			return -1;
+		}
+		return 0;
+	}
 	return ps__up_site_add(u, path, offset, p->region, kind, p->path ? p->ref_ctr_offset : 0, 0, 0, err);
 }
 
@@ -302,7 +319,10 @@ static void up_disarm(struct ps_catch *c, int region)
 	struct ps_upcatch *u = of(c);
 	struct ps_error e2;
 
-	while (u && u->nsites > 0 && u->site_region[u->nsites - 1] == region) {
+	if (!u)
+		return;
+	ps__up_lib_forget(u, region);
+	while (u->nsites > 0 && u->site_region[u->nsites - 1] == region) {
 		u->nsites--;
 		u->nop5 -= ps_uprobe_site_is_nop5(u->paths[u->nsites], u->sites[u->nsites].offset, &e2) == 1;
 	}
@@ -394,7 +414,9 @@ static int up_run(struct ps_catch *c, struct ps_error *err)
 				   .nsites = u->nsites,
 				   .ring_pages = u->ring_pages ? u->ring_pages : 256,
 				   .regs_mask = u->regs_mask,
-				   .enabled = !u->period_ms};
+				   .enabled = !u->period_ms,
+				   .maps = ps__up_lib_awaits(u)};
+	int rc;
 
 	u->regs_mask = REGS_SP | (u->env->nargs ? PS_UPROBE_REGS_ARGS : 0);
 	p.regs_mask = u->regs_mask;
@@ -416,10 +438,14 @@ static int up_run(struct ps_catch *c, struct ps_error *err)
 			return -1;
 		u->probed = 1;
 	}
-	if (u->period_ms)
-		return run_windows(u, err);
-	ps_catch_uprobe_set_deadline(u->c, u->env->deadline);
-	return ps_catch_uprobe_run(u->c, err);
+	if (u->period_ms) {
+		rc = run_windows(u, err);
+	} else {
+		ps_catch_uprobe_set_deadline(u->c, u->env->deadline);
+		rc = ps_catch_uprobe_run(u->c, err);
+	}
+	ps__up_lib_verdict(u);
+	return rc;
 }
 
 static int up_hold(struct ps_catch *c, struct ps_error *err)
@@ -447,7 +473,10 @@ static int up_ring(struct ps_catch *c, unsigned pages, struct ps_error *err)
 
 static int up_detach(struct ps_catch *c, struct ps_error *err)
 {
-	return ps_catch_uprobe_detach(of(c)->c, err);
+	int rc = ps_catch_uprobe_detach(of(c)->c, err);
+
+	ps__up_lib_verdict(of(c));
+	return rc;
 }
 
 static uint64_t up_lost(const struct ps_catch *c)
@@ -474,6 +503,7 @@ static void up_free(struct ps_catch *c)
 
 	ps_catch_uprobe_free(u->c);
 	ps_upframes_free(u->frames);
+	ps__up_lib_free(u);
 	free(u->sites);
 	free(u->paths);
 	free(u->site_region);

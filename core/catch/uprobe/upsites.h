@@ -42,6 +42,8 @@ struct ps_upcatch {
 	struct ps_upframes *frames;    /* each thread's open function frames, by stack pointer */
 	uint64_t regs_mask;	       /* the registers each hit carries */
 	int pack, npacks, pack_probes; /* the counter group small functions are packed into (-1, -2, ...) */
+	struct ps_uplib *libs;	       /* regions awaiting their library's mapping (uplibs.c) */
+	int nlibs;
 };
 
 /* Probe file @path at @offset for @region (semaphore at @ref_ctr_offset, 0 for none), in counter
