@@ -1,0 +1,37 @@
+/* core/binary/entryreloc.h - a function's entry, made ready for a jmp patched over it: its first
+ * instructions moved to a trampoline (core/binary/x86/x86reloc.h), with what only its file
+ * tells checked too, through the line flow graph (lines_graph.h) of all its code: its cold
+ * parts ("f.cold", DWARF ranges) and its jump tables. A branch from any of them into the
+ * displaced bytes (after their first) refuses the site, and so does an indirect jump through
+ * a register or an indexed address for which no jump table is found (a switch whose targets
+ * are unknown: they may be there). A jump through a pointer in memory (a tail call through the
+ * GOT) is no such jump.
+ *
+ * Branches from other functions into this one's first bytes are not looked for (compilers do
+ * not write them), nor are exception landing pads (one follows a call, never the entry).
+ */
+#ifndef PS_ENTRYRELOC_H
+#define PS_ENTRYRELOC_H
+
+#include <stdint.h>
+
+#include "error.h"
+#include "x86reloc.h"
+
+/**
+ * ps_entry_reloc() - move the first instructions of the function that begins at link-time
+ * address @addr of ELF file @path, for a patch of @patch bytes, to a trampoline at @tramp.
+ * @bias:  what the file is loaded at (a run-time address minus its link-time one); @tramp
+ *         and @out are in run-time addresses
+ * @out:   as ps_x86_reloc() fills it
+ * @err:   PS_ENOTFOUND when no function begins at @addr; PS_EUSAGE and a line naming the
+ *         function and the offset for a site that is refused ("sum+0x2: ...", or where the
+ *         branch is outside the function's symbol "sum: a branch at 0x1040 (sum.cold) lands
+ *         inside the 5 bytes displaced for the patch")
+ *
+ * Return: 0, or -1 with @err set.
+ */
+int ps_entry_reloc(const char *path, uint64_t addr, uint64_t bias, unsigned patch, uint64_t tramp,
+		   struct ps_x86_reloc *out, struct ps_error *err);
+
+#endif

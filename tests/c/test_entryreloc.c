@@ -1,0 +1,85 @@
+/* tests/c/test_entryreloc.c - core/binary/entryreloc.c on tests/fixtures/entryreloc.c: what only the
+ * whole code of a function tells (its jump tables, its cold parts) refuses an entry or lets it
+ * be moved. */
+#include "ctest.h"
+#include "fixtures.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "elffile.h"
+#include "entryreloc.h"
+#include "symbols.h"
+
+TEST(entry_reloc_refuses_an_entry_that_a_jump_table_or_a_cold_part_jumps_into)
+{
+	const char *prog = fixtures_cc("entryreloc.c", "entryreloc", "-O2 -g -no-pie -fno-pie");
+	static const struct {
+		const char *fn, *why;
+	} rows[] = {
+	    {"er_table", "er_table: a branch at +0xb lands inside the 7 bytes displaced for the patch"},
+	    {"er_hot", "er_hot: a branch at 0x%llx (er_hot.cold) lands inside the 6 bytes displaced for the patch"},
+	    {"er_reg",
+	     "er_reg: an indirect jump at +0x8 whose targets are not known may land inside the patched bytes"},
+	};
+	if (!prog)
+		SKIP("tests/fixtures/entryreloc.c does not build");
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		struct ps_x86_reloc r;
+		struct ps_error err = {0};
+		char why[256];
+		uint64_t a = fixtures_addr_of(prog, rows[i].fn);
+		snprintf(why, sizeof why, rows[i].why, (unsigned long long)fixtures_addr_of(prog, "er_hot.cold") + 2);
+		CHECK(a != 0);
+		CHECK_EQ_INT(ps_entry_reloc(prog, a, 0, 5, a + 0x100000, &r, &err), -1);
+		CHECK_EQ_INT(err.code, PS_EUSAGE);
+		CHECK_STR(err.msg, why);
+	}
+}
+
+TEST(entry_reloc_moves_an_entry_whose_jump_table_and_pointer_jumps_land_elsewhere)
+{
+	const char *prog = fixtures_cc("entryreloc.c", "entryreloc", "-O2 -g -no-pie -fno-pie");
+	static const char *const fns[] = {"er_switch", "er_ptr"};
+
+	if (!prog)
+		SKIP("tests/fixtures/entryreloc.c does not build");
+	for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+		struct ps_x86_reloc r;
+		struct ps_error err = {0};
+		uint64_t a = fixtures_addr_of(prog, fns[i]), bias = 0x7f0000000000ull;
+		CHECK(a != 0);
+		CHECK_EQ_INT(ps_entry_reloc(prog, a, bias, 5, a + bias - 0x10000, &r, &err), 0);
+		CHECK_STR(err.msg, "");
+		CHECK(r.site == a + bias && r.len >= 5 && r.size > 5);
+	}
+	/* without its jump table read, er_switch's jmp *TABLE(,%rdi,8) would refuse it */
+	struct ps_elf_file *f;
+	struct ps_x86_reloc r;
+	struct ps_error err = {0};
+	uint64_t a = fixtures_addr_of(prog, "er_switch");
+	uint8_t *code;
+	CHECK(ps_elf_open(&f, prog, &err) == 0);
+	CHECK((code = ps_elf_code(f, a, 0x40)) != NULL);
+	CHECK_EQ_INT(ps_x86_reloc(code, 0x40, a, 5, a + 0x1000, 0, "er_switch", &r, &err), -1);
+	CHECK(strstr(err.msg, "an indirect jump whose targets are not known") != NULL);
+	free(code);
+	ps_elf_close(f);
+}
+
+TEST(entry_reloc_wants_the_first_byte_of_a_function)
+{
+	const char *prog = fixtures_cc("entryreloc.c", "entryreloc", "-O2 -g -no-pie -fno-pie");
+	struct ps_x86_reloc r;
+	struct ps_error err = {0};
+	char want[600];
+	uint64_t a;
+
+	if (!prog)
+		SKIP("tests/fixtures/entryreloc.c does not build");
+	a = fixtures_addr_of(prog, "er_switch") + 1;
+	CHECK_EQ_INT(ps_entry_reloc(prog, a, 0, 5, a + 0x1000, &r, &err), -1);
+	CHECK_EQ_INT(err.code, PS_ENOTFOUND);
+	snprintf(want, sizeof want, "%s: no function begins at 0x%llx", prog, (unsigned long long)a);
+	CHECK_STR(err.msg, want);
+}
