@@ -63,6 +63,21 @@ static int edge_into(const struct fn *f, uint64_t lo, uint64_t hi)
 	return -1;
 }
 
+/* A jump of @f (a branch or a jump table's, not a fall-through, not a call) to @site or the
+   entry, from outside [@site, @hi): its address, or 0. */
+static uint64_t jump_back(const struct fn *f, uint64_t site, uint64_t hi)
+{
+	for (int k = 0; k < f->ne; k++) {
+		const struct insn *from = &f->in[f->e[k].from], *to = &f->in[f->e[k].to];
+		bool branch = from->kind == K_JMP || from->kind == K_IND ||
+			      (from->kind == K_JCC && from->addr + from->len != to->addr);
+
+		if (branch && (to->addr == site || to->addr == f->entry) && (from->addr < site || from->addr >= hi))
+			return from->addr;
+	}
+	return 0;
+}
+
 /* What ps_entry_reloc() asks: @req for the function @s (its bytes @code), moved into @out. */
 struct req {
 	struct ps_elf_file *file;
@@ -96,7 +111,10 @@ static int move_checked(const struct req *r, struct ps_x86_reloc *out, struct ps
 			     r->name, where(at, sizeof at, r->st, r->s, f.in[i].addr));
 	else if (ps_x86_reloc(r->code, r->s->size, r->s->addr + r->bias, r->patch, r->tramp, PS_X86_RELOC_IND_CHECKED,
 			      r->name, out, err) == 0) {
-		if ((i = edge_into(&f, out->site - r->bias, out->site - r->bias + out->len)) < 0)
+		uint64_t lo = out->site - r->bias, back = jump_back(&f, lo, lo + out->len);
+		if (!out->again && back)
+			out->again = back + r->bias;
+		if ((i = edge_into(&f, lo, lo + out->len)) < 0)
 			rc = 0;
 		else
 			ps_error_set(err, PS_EUSAGE,

@@ -5,7 +5,8 @@
  * displaced bytes (after their first) refuses the site, and so does an indirect jump through
  * a register or an indexed address for which no jump table is found (a switch whose targets
  * are unknown: they may be there). A jump through a pointer in memory (a tail call through the
- * GOT) is no such jump.
+ * GOT) is no such jump. A jump back to the entry from a cold part or a jump table is reported
+ * in @again as ps_x86_reloc() reports one from the function's own bytes.
  *
  * Branches from other functions into this one's first bytes are not looked for (compilers do
  * not write them), nor are exception landing pads (one follows a call, never the entry).

@@ -83,3 +83,22 @@ TEST(entry_reloc_wants_the_first_byte_of_a_function)
 	snprintf(want, sizeof want, "%s: no function begins at 0x%llx", prog, (unsigned long long)a);
 	CHECK_STR(err.msg, want);
 }
+
+TEST(entry_reloc_names_a_jump_back_to_the_entry_from_a_cold_part)
+{
+	const char *prog = fixtures_cc("entryreloc.c", "entryreloc", "-O2 -g -no-pie -fno-pie");
+	struct ps_x86_reloc r;
+	struct ps_error err = {0};
+	uint64_t a, bias = 0x1000;
+
+	if (!prog)
+		SKIP("tests/fixtures/entryreloc.c does not build");
+	a = fixtures_addr_of(prog, "er_back");
+	CHECK_EQ_INT(ps_entry_reloc(prog, a, bias, 5, a + bias + 0x1000, &r, &err), 0);
+	CHECK_STR(err.msg, "");
+	CHECK(r.again == fixtures_addr_of(prog, "er_back.cold") + 2 + bias);
+	/* er_switch goes back to nowhere */
+	a = fixtures_addr_of(prog, "er_switch");
+	CHECK_EQ_INT(ps_entry_reloc(prog, a, bias, 5, a + bias + 0x1000, &r, &err), 0);
+	CHECK(r.again == 0);
+}

@@ -61,6 +61,8 @@ static int copies_agree(const uint8_t *code, uint64_t addr, uint64_t tramp, cons
 			       j.target != o.target || over.target != tramp + at3 + j.len;
 			continue;
 		}
+		if (o.flow == PS_X86_JCC || o.flow == PS_X86_JMP) /* a loop to the entry: to the copies */
+			o.target = o.target == addr || o.target == r->site ? tramp : o.target;
 		bad += c.flow != o.flow || c.cc != o.cc || c.target != o.target;
 		bad += riprel_target(&c, ca) != riprel_target(&o, addr + off);
 		if (o.flow != PS_X86_JCC && o.flow != PS_X86_JMP && o.flow != PS_X86_LOOP && !o.riprel)
@@ -307,4 +309,25 @@ TEST(reloc_lets_indirect_jumps_through_pointers_and_checked_tables_pass)
 	CHECK_EQ_INT(ps_x86_reloc(got, sizeof got, FN, 5, FN + 0x1000, 0, "got", &r, &err), 0);
 	CHECK_EQ_INT(ps_x86_reloc(reg, sizeof reg, FN, 5, FN + 0x1000, PS_X86_RELOC_IND_CHECKED, "reg", &r, &err), 0);
 	CHECK_EQ_INT(r.len, 5);
+}
+
+TEST(reloc_sends_a_loop_to_the_entry_to_the_copies_and_names_one_from_further_on)
+{
+	/* dec %edi; jg -4 (to +0); mov %edi,%eax; ret: the copy of the jg goes to the copy of dec */
+	static const uint8_t in[] = {0xff, 0xcf, 0x7f, 0xfc, 0x89, 0xf8, 0xc3};
+	/* xor %eax,%eax; nop x3; add %edi,%eax; dec %edi; jne -0xb (to +0); ret */
+	static const uint8_t on[] = {0x31, 0xc0, 0x90, 0x90, 0x90, 0x01, 0xf8, 0xff, 0xcf, 0x75, 0xf5, 0xc3};
+	struct ps_x86_reloc r;
+	struct ps_error err = {0};
+	struct ps_x86_insn j;
+	uint64_t t = FN + 0x2000;
+
+	CHECK_EQ_INT(ps_x86_reloc(in, sizeof in, FN, 5, t, 0, "in", &r, &err), 0);
+	CHECK(ps_x86_decode(r.code + r.to[1], r.size - r.to[1], t + r.to[1], &j) == 0 && j.flow == PS_X86_JCC &&
+	      j.target == t);
+	CHECK(r.again == 0);
+	CHECK_EQ_INT(copies_agree(in, FN, t, &r), 0);
+	CHECK_EQ_INT(ps_x86_reloc(on, sizeof on, FN, 5, t, 0, "on", &r, &err), 0);
+	CHECK(r.again == FN + 9);
+	CHECK_EQ_INT(copies_agree(on, FN, t, &r), 0);
 }

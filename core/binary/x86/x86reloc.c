@@ -254,10 +254,18 @@ static int displace(const uint8_t *code, size_t n, uint64_t addr, unsigned patch
 	return 0;
 }
 
+/* Is @in a jump (not a call) to the function's entry @addr or the patch site @site? */
+static bool loops_to_entry(const struct ps_x86_insn *in, uint64_t addr, uint64_t site)
+{
+	return (in->flow == PS_X86_JCC || in->flow == PS_X86_JMP || in->flow == PS_X86_LOOP) &&
+	       (in->target == addr || in->target == site);
+}
+
 /* Does a branch of the function land inside the displaced bytes (after their first)? 0 when
-   none does, or -1 with @err. */
+   none does (out->again set to the first jump back to the entry from elsewhere), or -1 with
+   @err. */
 static int branches_in(const uint8_t *code, size_t n, uint64_t addr, unsigned flags, const char *name,
-		       const struct ps_x86_reloc *out, struct ps_error *err)
+		       struct ps_x86_reloc *out, struct ps_error *err)
 {
 	struct ps_x86_insn in;
 	uint64_t lo = out->site, hi = out->site + out->len;
@@ -270,6 +278,8 @@ static int branches_in(const uint8_t *code, size_t n, uint64_t addr, unsigned fl
 			return refuse(err, name, off, "the code does not decode");
 		direct = in.flow == PS_X86_JCC || in.flow == PS_X86_JMP || in.flow == PS_X86_CALL ||
 			 in.flow == PS_X86_LOOP || in.flow == PS_X86_XBEGIN;
+		if (!out->again && (off < lo - addr || off >= hi - addr) && loops_to_entry(&in, addr, lo))
+			out->again = addr + off;
 		if (direct && in.target > lo && in.target < hi)
 			return refuse(err, name, off,
 				      "a branch to +0x%llx lands inside the %u bytes displaced for the patch",
@@ -294,6 +304,8 @@ static int write_copies(const uint8_t *code, size_t n, uint64_t addr, uint64_t t
 	for (int i = 0; i < out->n; i++) {
 		size_t off = first + out->from[i];
 		ps_x86_decode(code + off, n - off, addr + off, &in); /* decoded once already */
+		if (loops_to_entry(&in, addr, out->site))
+			in.target = tramp; /* a loop to the entry goes on in the copies, not through the hook */
 		out->to[i] = (uint8_t)e.n;
 		if (move(&e, &in, code + off, addr + off, i == out->n - 1, name, off, err))
 			return -1;

@@ -9,7 +9,9 @@
  *     the copy (refused beyond +-2 GB);
  *   - jcc (rel8 or rel32) becomes jcc rel32, jmp rel8/rel32 jmp rel32, loop/jrcxz a rel8 over
  *     two jumps; a target beyond +-2 GB of the copy is reached with jmp *0(%rip) and the
- *     8-byte address after it;
+ *     8-byte address after it; a jump to the function's entry goes to the first copy, so a
+ *     loop through the entry does not run what precedes the copies at the trampoline (the
+ *     hook) again;
  *   - a call (direct, or through a register or memory that is not addressed by rsp) becomes a
  *     push of its original return address and a jump to its target: the callee returns into
  *     the original code, where unwinders find the frame they expect. That needs the call to
@@ -62,9 +64,12 @@ enum {
  *         the trampoline + @to[i])
  * @size:  bytes of @code: the copies, then a jmp rel32 to @site + @len
  * @code:  what the trampoline holds at its address
+ * @again: the address of a jump of the function (outside the displaced bytes) back to its
+ *         entry, or 0: a loop through the entry would run the hook on each turn (a jump
+ *         displaced goes to the copies instead)
  */
 struct ps_x86_reloc {
-	uint64_t site;
+	uint64_t site, again;
 	unsigned len;
 	bool nop;
 	int n;
