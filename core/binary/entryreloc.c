@@ -86,7 +86,7 @@ struct req {
 	const char *name;
 	const uint8_t *code;
 	uint64_t bias, tramp;
-	unsigned patch;
+	unsigned patch, flags;
 };
 
 /* Build the graph of @r's code through its parts, refuse what may jump into the displaced
@@ -109,8 +109,8 @@ static int move_checked(const struct req *r, struct ps_x86_reloc *out, struct ps
 			     "%s: an indirect jump at %s whose targets are not known may land inside the "
 			     "patched bytes",
 			     r->name, where(at, sizeof at, r->st, r->s, f.in[i].addr));
-	else if (ps_x86_reloc(r->code, r->s->size, r->s->addr + r->bias, r->patch, r->tramp, PS_X86_RELOC_IND_CHECKED,
-			      r->name, out, err) == 0) {
+	else if (ps_x86_reloc(r->code, r->s->size, r->s->addr + r->bias, r->patch, r->tramp, r->flags, r->name, out,
+			      err) == 0) {
 		uint64_t lo = out->site - r->bias, back = jump_back(&f, lo, lo + out->len);
 		if (!out->again && back)
 			out->again = back + r->bias;
@@ -126,10 +126,10 @@ static int move_checked(const struct req *r, struct ps_x86_reloc *out, struct ps
 	return rc;
 }
 
-int ps_entry_reloc(const char *path, uint64_t addr, uint64_t bias, unsigned patch, uint64_t tramp,
+int ps_entry_reloc(const char *path, uint64_t addr, uint64_t bias, unsigned patch, uint64_t tramp, unsigned flags,
 		   struct ps_x86_reloc *out, struct ps_error *err)
 {
-	struct req r = {.bias = bias, .tramp = tramp, .patch = patch};
+	struct req r = {.bias = bias, .tramp = tramp, .patch = patch, .flags = flags | PS_X86_RELOC_IND_CHECKED};
 	struct ps_symtab *st = NULL;
 	uint8_t *code = NULL;
 	int rc = -1;

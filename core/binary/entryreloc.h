@@ -24,6 +24,7 @@
  * address @addr of ELF file @path, for a patch of @patch bytes, to a trampoline at @tramp.
  * @bias:  what the file is loaded at (a run-time address minus its link-time one); @tramp
  *         and @out are in run-time addresses
+ * @flags: PS_X86_RELOC_SHADOW_STACK or 0 (the indirect jumps are checked here)
  * @out:   as ps_x86_reloc() fills it
  * @err:   PS_ENOTFOUND when no function begins at @addr; PS_EUSAGE and a line naming the
  *         function and the offset for a site that is refused ("sum+0x2: ...", or where the
@@ -32,7 +33,7 @@
  *
  * Return: 0, or -1 with @err set.
  */
-int ps_entry_reloc(const char *path, uint64_t addr, uint64_t bias, unsigned patch, uint64_t tramp,
+int ps_entry_reloc(const char *path, uint64_t addr, uint64_t bias, unsigned patch, uint64_t tramp, unsigned flags,
 		   struct ps_x86_reloc *out, struct ps_error *err);
 
 #endif

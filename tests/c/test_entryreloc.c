@@ -31,7 +31,7 @@ TEST(entry_reloc_refuses_an_entry_that_a_jump_table_or_a_cold_part_jumps_into)
 		uint64_t a = fixtures_addr_of(prog, rows[i].fn);
 		snprintf(why, sizeof why, rows[i].why, (unsigned long long)fixtures_addr_of(prog, "er_hot.cold") + 2);
 		CHECK(a != 0);
-		CHECK_EQ_INT(ps_entry_reloc(prog, a, 0, 5, a + 0x100000, &r, &err), -1);
+		CHECK_EQ_INT(ps_entry_reloc(prog, a, 0, 5, a + 0x100000, 0, &r, &err), -1);
 		CHECK_EQ_INT(err.code, PS_EUSAGE);
 		CHECK_STR(err.msg, why);
 	}
@@ -49,7 +49,7 @@ TEST(entry_reloc_moves_an_entry_whose_jump_table_and_pointer_jumps_land_elsewher
 		struct ps_error err = {0};
 		uint64_t a = fixtures_addr_of(prog, fns[i]), bias = 0x7f0000000000ull;
 		CHECK(a != 0);
-		CHECK_EQ_INT(ps_entry_reloc(prog, a, bias, 5, a + bias - 0x10000, &r, &err), 0);
+		CHECK_EQ_INT(ps_entry_reloc(prog, a, bias, 5, a + bias - 0x10000, 0, &r, &err), 0);
 		CHECK_STR(err.msg, "");
 		CHECK(r.site == a + bias && r.len >= 5 && r.size > 5);
 	}
@@ -78,7 +78,7 @@ TEST(entry_reloc_wants_the_first_byte_of_a_function)
 	if (!prog)
 		SKIP("tests/fixtures/entryreloc.c does not build");
 	a = fixtures_addr_of(prog, "er_switch") + 1;
-	CHECK_EQ_INT(ps_entry_reloc(prog, a, 0, 5, a + 0x1000, &r, &err), -1);
+	CHECK_EQ_INT(ps_entry_reloc(prog, a, 0, 5, a + 0x1000, 0, &r, &err), -1);
 	CHECK_EQ_INT(err.code, PS_ENOTFOUND);
 	snprintf(want, sizeof want, "%s: no function begins at 0x%llx", prog, (unsigned long long)a);
 	CHECK_STR(err.msg, want);
@@ -94,11 +94,11 @@ TEST(entry_reloc_names_a_jump_back_to_the_entry_from_a_cold_part)
 	if (!prog)
 		SKIP("tests/fixtures/entryreloc.c does not build");
 	a = fixtures_addr_of(prog, "er_back");
-	CHECK_EQ_INT(ps_entry_reloc(prog, a, bias, 5, a + bias + 0x1000, &r, &err), 0);
+	CHECK_EQ_INT(ps_entry_reloc(prog, a, bias, 5, a + bias + 0x1000, 0, &r, &err), 0);
 	CHECK_STR(err.msg, "");
 	CHECK(r.again == fixtures_addr_of(prog, "er_back.cold") + 2 + bias);
 	/* er_switch goes back to nowhere */
 	a = fixtures_addr_of(prog, "er_switch");
-	CHECK_EQ_INT(ps_entry_reloc(prog, a, bias, 5, a + bias + 0x1000, &r, &err), 0);
+	CHECK_EQ_INT(ps_entry_reloc(prog, a, bias, 5, a + bias + 0x1000, 0, &r, &err), 0);
 	CHECK(r.again == 0);
 }

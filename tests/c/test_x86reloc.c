@@ -203,7 +203,7 @@ TEST(reloc_reaches_a_branch_target_beyond_2gb_of_the_trampoline_through_an_absol
 	CHECK_EQ_INT(r.size, 16 + 5);
 }
 
-TEST(reloc_turns_a_call_into_a_push_of_its_return_address_and_a_jump)
+TEST(reloc_turns_a_call_into_a_push_of_its_return_address_and_a_jump_without_a_shadow_stack)
 {
 	/* sub $0x8,%rsp; call +0x100 */
 	static const uint8_t f[] = {0x48, 0x83, 0xec, 0x08, 0xe8, 0x00, 0x01, 0x00, 0x00, 0x48, 0x83, 0xc4, 0x08, 0xc3};
@@ -212,6 +212,8 @@ TEST(reloc_turns_a_call_into_a_push_of_its_return_address_and_a_jump)
 	struct ps_error err = {0};
 	struct ps_x86_insn j;
 
+	CHECK_EQ_INT(ps_x86_reloc(f, sizeof f, FN, 5, FN + 0x1000, PS_X86_RELOC_SHADOW_STACK, "call", &r, &err), -1);
+	CHECK_STR(err.msg, "call+0x4: a call cannot be moved under a shadow stack");
 	CHECK_EQ_INT(ps_x86_reloc(f, sizeof f, FN, 5, FN + 0x1000, 0, "call", &r, &err), 0);
 	CHECK_EQ_INT(r.len, 9);
 	CHECK_EQ_INT(copies_agree(f, FN, FN + 0x1000, &r), 0);

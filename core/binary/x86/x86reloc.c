@@ -184,9 +184,9 @@ static int call(struct emit *e, const struct ps_x86_insn *in, const uint8_t *b, 
 	return copy(e, in, c, a);
 }
 
-/* Write the copy of displaced instruction @in at @a (bytes @b); @last: nothing is displaced
-   after it. 0, or -1 with @err. */
-static int move(struct emit *e, const struct ps_x86_insn *in, const uint8_t *b, uint64_t a, bool last, const char *name,
+/* Write the copy of displaced instruction @in (bytes @b, at @a, offset @off in the function).
+   0, or -1 with @err. */
+static int move(struct emit *e, const struct ps_x86_insn *in, const uint8_t *b, uint64_t a, const char *name,
 		uint64_t off, struct ps_error *err)
 {
 	bool branch = in->flow == PS_X86_JCC || in->flow == PS_X86_JMP || in->flow == PS_X86_CALL;
@@ -204,11 +204,7 @@ static int move(struct emit *e, const struct ps_x86_insn *in, const uint8_t *b, 
 		loop(e, in, b);
 		return 0;
 	case PS_X86_CALL:
-	case PS_X86_CALL_IND:
-		if (!last)
-			return refuse(err, name, off,
-				      "a call is displaced with instructions after it (it would return "
-				      "inside the patch)");
+	case PS_X86_CALL_IND: /* the last one displaced (displace()) */
 		return call(e, in, b, a) ? refuse(err, name, off,
 						  "a call through rsp or beyond +-2 GB of the "
 						  "trampoline cannot be moved")
@@ -229,12 +225,12 @@ static int move(struct emit *e, const struct ps_x86_insn *in, const uint8_t *b, 
 
 /* The instructions displaced from out->site for @patch bytes: out->len, out->n, out->from,
    out->nop. 0, or -1 with @err. */
-static int displace(const uint8_t *code, size_t n, uint64_t addr, unsigned patch, const char *name,
+static int displace(const uint8_t *code, size_t n, uint64_t addr, unsigned patch, unsigned flags, const char *name,
 		    struct ps_x86_reloc *out, struct ps_error *err)
 {
 	size_t first = (size_t)(out->site - addr), off = first;
 	struct ps_x86_insn in;
-	bool nop = true;
+	bool nop = true, call;
 
 	while (off < first + patch) {
 		if (off >= n)
@@ -242,6 +238,13 @@ static int displace(const uint8_t *code, size_t n, uint64_t addr, unsigned patch
 				      n, patch);
 		if (ps_x86_decode(code + off, n - off, addr + off, &in))
 			return refuse(err, name, off, "the code does not decode");
+		call = in.flow == PS_X86_CALL || in.flow == PS_X86_CALL_IND;
+		if (call && off + in.len < first + patch)
+			return refuse(err, name, off,
+				      "a call is displaced with instructions after it (it would return "
+				      "inside the patch)");
+		if (call && (flags & PS_X86_RELOC_SHADOW_STACK))
+			return refuse(err, name, off, "a call cannot be moved under a shadow stack");
 		out->from[out->n++] = (uint8_t)(off - first);
 		nop &= in.flow == PS_X86_NOP;
 		off += in.len;
@@ -307,7 +310,7 @@ static int write_copies(const uint8_t *code, size_t n, uint64_t addr, uint64_t t
 		if (loops_to_entry(&in, addr, out->site))
 			in.target = tramp; /* a loop to the entry goes on in the copies, not through the hook */
 		out->to[i] = (uint8_t)e.n;
-		if (move(&e, &in, code + off, addr + off, i == out->n - 1, name, off, err))
+		if (move(&e, &in, code + off, addr + off, name, off, err))
 			return -1;
 	}
 	if (!fits32((int64_t)(out->site + out->len - (e.at + e.n + 5))))
@@ -330,7 +333,7 @@ int ps_x86_reloc(const uint8_t *code, size_t n, uint64_t addr, unsigned patch, u
 			      PS_X86_RELOC_MAX_PATCH);
 	if (n >= sizeof endbr64 && !memcmp(code, endbr64, sizeof endbr64))
 		out->site += sizeof endbr64;
-	if (displace(code, n, addr, patch, name, out, err) || branches_in(code, n, addr, flags, name, out, err))
+	if (displace(code, n, addr, patch, flags, name, out, err) || branches_in(code, n, addr, flags, name, out, err))
 		return -1;
 	if (out->nop) {
 		out->n = 0;

@@ -15,7 +15,8 @@
  *   - a call (direct, or through a register or memory that is not addressed by rsp) becomes a
  *     push of its original return address and a jump to its target: the callee returns into
  *     the original code, where unwinders find the frame they expect. That needs the call to
- *     be the last instruction displaced (a direct call always is: it takes 5 bytes);
+ *     be the last instruction displaced (a direct call always is: it takes 5 bytes), and no
+ *     shadow stack (PS_X86_RELOC_SHADOW_STACK);
  *   - everything else is copied unchanged.
  * The copies are followed by a jmp rel32 back to the first instruction not displaced.
  *
@@ -51,6 +52,10 @@ enum {
 	   site; one through memory without an index (a tail call through a pointer) does not: a
 	   code pointer never holds an address inside a function's first bytes. */
 	PS_X86_RELOC_IND_CHECKED = 1,
+	/* The program runs with a shadow stack (CET; "x86_Thread_features: shstk" in
+	   /proc/PID/status): a call displaced is refused, since its push and jump put no return
+	   address on the shadow stack and the callee's ret would fault. */
+	PS_X86_RELOC_SHADOW_STACK = 2,
 };
 
 /**
