@@ -5,11 +5,15 @@
  * the direct call's. */
 #include "ctest.h"
 
+#include <dlfcn.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "elffile.h"
+#include "symbols.h"
 #include "x86insn.h"
 #include "x86reloc.h"
 
@@ -22,6 +26,22 @@ static uint64_t riprel_target(const struct ps_x86_insn *in, uint64_t a)
 		if (in->opnd[i].kind == PS_X86_OPND_MEM && in->opnd[i].riprel)
 			return a + in->len + (uint64_t)in->opnd[i].val;
 	return 0;
+}
+
+/* A copy's jump or jcc beyond +-2 GB (jmp *0(%rip) and the address; under a jcc of the
+   opposite condition that skips it) as @c would be the near one, with its target. */
+static void as_near(const uint8_t *p, size_t n, struct ps_x86_insn *c)
+{
+	static const uint8_t abs[6] = {0xff, 0x25, 0, 0, 0, 0};
+	size_t skip = c->flow == PS_X86_JCC && c->len == 2 && p[1] == 14 ? 2 : 0;
+
+	if (n < skip + 14 || memcmp(p + skip, abs, sizeof abs) || (!skip && c->flow != PS_X86_JMP_IND))
+		return;
+	memcpy(&c->target, p + skip + 6, 8);
+	c->flow = skip ? PS_X86_JCC : PS_X86_JMP;
+	c->cc = skip ? c->cc ^ 1 : 0;
+	c->nopnd = 0;
+	c->riprel = 0;
 }
 
 /* Check that copy @r (made for @tramp from @code at @addr) does what the displaced
@@ -46,11 +66,22 @@ static int copies_agree(const uint8_t *code, uint64_t addr, uint64_t tramp, cons
 			continue;
 		}
 		ps_x86_decode(code + off, 15, addr + off, &o);
-		if (o.flow == PS_X86_CALL || o.flow == PS_X86_CALL_IND) {
-			uint32_t lo;
+		if (o.flow == PS_X86_CALL || o.flow == PS_X86_CALL_IND) { /* push, then jmp */
+			uint32_t lo, hi = 0;
+			uint64_t ret = addr + off + o.len;
+			size_t j = at + (r->code[at + 5] == 0xc7 ? 13 : 5);
 			memcpy(&lo, r->code + at + 1, 4);
-			bad += r->code[at] != 0x68 || lo != (uint32_t)(addr + off + o.len);
-			continue; /* the pushed high half and the jump: by the runs below */
+			if (j == at + 13)
+				memcpy(&hi, r->code + at + 9, 4);
+			else
+				hi = lo & 0x80000000u ? ~0u : 0;
+			bad += r->code[at] != 0x68 || ((uint64_t)hi << 32 | lo) != ret;
+			bad += ps_x86_decode(r->code + j, r->size - j, tramp + j, &c) != 0;
+			as_near(r->code + j, r->size - j, &c);
+			bad += o.flow == PS_X86_CALL ? c.flow != PS_X86_JMP || c.target != o.target
+						     : c.flow != PS_X86_JMP_IND || riprel_target(&c, tramp + j) !=
+										       riprel_target(&o, addr + off);
+			continue;
 		}
 		if (o.flow == PS_X86_LOOP) { /* loop +2 to a jmp to the target, over a jmp past it */
 			struct ps_x86_insn over, j;
@@ -61,6 +92,7 @@ static int copies_agree(const uint8_t *code, uint64_t addr, uint64_t tramp, cons
 			       j.target != o.target || over.target != tramp + at3 + j.len;
 			continue;
 		}
+		as_near(r->code + at, r->size - at, &c);
 		if (o.flow == PS_X86_JCC || o.flow == PS_X86_JMP) /* a loop to the entry: to the copies */
 			o.target = o.target == addr || o.target == r->site ? tramp : o.target;
 		bad += c.flow != o.flow || c.cc != o.cc || c.target != o.target;
@@ -201,6 +233,12 @@ TEST(reloc_reaches_a_branch_target_beyond_2gb_of_the_trampoline_through_an_absol
 	memcpy(&to, r.code + 8, 8);
 	CHECK(to == FN + 0x80000000ull + 6 + 0x7ff00000ull);
 	CHECK_EQ_INT(r.size, 16 + 5);
+	CHECK_EQ_INT(copies_agree(f, FN + 0x80000000ull, FN + 0x40000000ull, &r), 0);
+	/* call +0x70000000 there: the push, then the absolute jump */
+	static const uint8_t c[] = {0xe8, 0x00, 0x00, 0x00, 0x70, 0xc3};
+	CHECK_EQ_INT(ps_x86_reloc(c, sizeof c, FN + 0x80000000ull, 5, FN + 0x40000000ull, 0, "farcall", &r, &err), 0);
+	CHECK(r.size == 13 + 14 + 5 && memcmp(r.code + 13, skip + 2, 6) == 0);
+	CHECK_EQ_INT(copies_agree(c, FN + 0x80000000ull, FN + 0x40000000ull, &r), 0);
 }
 
 TEST(reloc_turns_a_call_into_a_push_of_its_return_address_and_a_jump_without_a_shadow_stack)
@@ -332,4 +370,58 @@ TEST(reloc_sends_a_loop_to_the_entry_to_the_copies_and_names_one_from_further_on
 	CHECK_EQ_INT(ps_x86_reloc(on, sizeof on, FN, 5, t, 0, "on", &r, &err), 0);
 	CHECK(r.again == FN + 9);
 	CHECK_EQ_INT(copies_agree(on, FN, t, &r), 0);
+}
+
+/* Every function of ELF file @path moved for a trampoline @d bytes from it: how many were moved
+   (@moved), refused (@refused), and moved copies that do not agree with the original. */
+static int move_all(const char *path, int64_t d, int *moved, int *refused)
+{
+	struct ps_symtab *st = NULL;
+	struct ps_elf_file *f = NULL;
+	struct ps_error err;
+	int bad = 0;
+
+	*moved = *refused = 0;
+	if (ps_sym_open(&st, path, &err) || ps_elf_open(&f, path, &err)) {
+		ps_sym_close(st);
+		return 0;
+	}
+	for (size_t i = 0; i < ps_sym_count(st); i++) {
+		const struct ps_sym *s = ps_sym_at(st, i);
+		struct ps_x86_reloc r;
+		uint8_t *code;
+		if (!s->size || (i > 0 && ps_sym_at(st, i - 1)->addr == s->addr) ||
+		    !(code = ps_elf_code(f, s->addr, s->size)))
+			continue;
+		if (ps_x86_reloc(code, s->size, s->addr, 5, s->addr + (uint64_t)d, 0, s->name, &r, &err)) {
+			++*refused;
+		} else {
+			++*moved;
+			bad += !r.nop && copies_agree(code, s->addr, s->addr + (uint64_t)d, &r) != 0;
+		}
+		free(code);
+	}
+	ps_elf_close(f);
+	ps_sym_close(st);
+	return bad;
+}
+
+TEST(reloc_moves_the_functions_of_libc_and_of_this_test_near_and_far_with_copies_that_agree)
+{
+	Dl_info dl;
+	const char *paths[2] = {"/proc/self/exe", NULL};
+	int moved, refused;
+
+	if (dladdr((void *)printf, &dl) && dl.dli_fname)
+		paths[1] = dl.dli_fname;
+	for (int i = 0; i < 2 && paths[i]; i++) {
+		/* 256 MB above; and 2 GB below less 1 MB, where branches to the rest of the file need
+		   the absolute form and rip-relative operands beyond the trampoline's reach refuse */
+		CHECK_EQ_INT(move_all(paths[i], 0x10000000, &moved, &refused), 0);
+		CHECK(moved > 100);
+		fprintf(stderr, "     %s: %d functions moved, %d refused\n", paths[i], moved, refused);
+		CHECK_EQ_INT(move_all(paths[i], -0x7ff00000, &moved, &refused), 0);
+		CHECK(moved > 100);
+		fprintf(stderr, "     %s, 2 GB away: %d functions moved, %d refused\n", paths[i], moved, refused);
+	}
 }
