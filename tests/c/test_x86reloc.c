@@ -94,7 +94,7 @@ static int copies_agree(const uint8_t *code, uint64_t addr, uint64_t tramp, cons
 		}
 		as_near(r->code + at, r->size - at, &c);
 		if (o.flow == PS_X86_JCC || o.flow == PS_X86_JMP) /* a loop to the entry: to the copies */
-			o.target = o.target == addr || o.target == r->site ? tramp : o.target;
+			o.target = o.target == r->entry || o.target == r->site ? tramp : o.target;
 		bad += c.flow != o.flow || c.cc != o.cc || c.target != o.target;
 		bad += riprel_target(&c, ca) != riprel_target(&o, addr + off);
 		if (o.flow != PS_X86_JCC && o.flow != PS_X86_JMP && o.flow != PS_X86_LOOP && !o.riprel)
@@ -289,7 +289,7 @@ TEST(reloc_refuses_what_cannot_be_moved_naming_the_function_and_offset)
 	     3,
 	     0,
 	     FN + 0x1000,
-	     "tiny+0x0: the function is 3 bytes long: too short for a patch of 5"},
+	     "tiny+0x0: only 3 bytes of the function are left: too few for a patch of 5"},
 	    {{0xcc, 0x90, 0x90, 0x90, 0x90, 0xc3}, 6, 0, FN + 0x1000, "trap+0x0: an int3 or int cannot be moved"},
 	    {{0x90, 0x0f, 0x0b, 0x90, 0x90, 0x90},
 	     6,
@@ -424,4 +424,29 @@ TEST(reloc_moves_the_functions_of_libc_and_of_this_test_near_and_far_with_copies
 		CHECK(moved > 100);
 		fprintf(stderr, "     %s, 2 GB away: %d functions moved, %d refused\n", paths[i], moved, refused);
 	}
+}
+
+TEST(reloc_at_moves_the_instructions_at_a_boundary_inside_a_function)
+{
+	/* push %rbp; mov %rsp,%rbp; mov %edi,-0x4(%rbp); mov -0x4(%rbp),%eax; pop %rbp; ret */
+	static const uint8_t o0[] = {0x55, 0x48, 0x89, 0xe5, 0x89, 0x7d, 0xfc, 0x8b, 0x45, 0xfc, 0x5d, 0xc3};
+	/* xor %eax,%eax; add %edi,%eax; dec %edi; jne -6 (to +2); ret; then jmp -9 (to +2) */
+	static const uint8_t loop[] = {0x31, 0xc0, 0x01, 0xf8, 0xff, 0xcf, 0x75, 0xfa, 0xc3, 0xeb, 0xf7};
+	struct ps_x86_reloc r;
+	struct ps_error err = {0};
+	struct ps_x86_insn j;
+	uint64_t t = FN + 0x3000;
+
+	CHECK_EQ_INT(ps_x86_reloc_at(o0, sizeof o0, FN, FN + 4, 5, t, 0, "o0", &r, &err), 0);
+	CHECK(r.site == FN + 4 && r.entry == FN + 4 && r.len == 6 && r.n == 2);
+	CHECK_EQ_INT(copies_agree(o0, FN, t, &r), 0);
+	CHECK_EQ_INT(ps_x86_reloc_at(o0, sizeof o0, FN, FN + 2, 5, t, 0, "o0", &r, &err), -1);
+	CHECK_STR(err.msg, "o0+0x2: no instruction of the function begins there");
+	CHECK_EQ_INT(ps_x86_reloc_at(o0, sizeof o0, FN, FN + 10, 5, t, 0, "o0", &r, &err), -1);
+	CHECK_STR(err.msg, "o0+0xb: a ret leaves the function within the 5 bytes of the patch");
+	/* the loop's head: its back edge is moved with it (to the copies); the jmp after the ret
+	   comes back through the patch */
+	CHECK_EQ_INT(ps_x86_reloc_at(loop, sizeof loop, FN, FN + 2, 5, t, 0, "loop", &r, &err), 0);
+	CHECK(r.len == 6 && r.again == FN + 9);
+	CHECK(ps_x86_decode(r.code + r.to[2], r.size - r.to[2], t + r.to[2], &j) == 0 && j.target == t);
 }

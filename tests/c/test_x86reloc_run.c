@@ -1,10 +1,10 @@
 /* tests/c/test_x86reloc_run.c - prologues moved by core/binary/x86/x86reloc.c, run for real: a
  * function's entry is patched with a jmp to a trampoline mmapped within +-2 GB of it, which
- * counts the hit (lock incq, the hook) and runs the moved instructions, which jump back. Each
- * call must give the direct call's result and count one hit; with the bytes restored, no hit.
- * The functions are written here in assembly (exact encodings: a rip-relative load, jcc rel8,
- * jrcxz, a call, a loop to the entry, which must not count a hit per turn) and compiled from tests/fixtures/reloc.c
- * (gcc -O0, -O2) into shared objects, whose code is read from the file as the agent will. */
+ * counts the hit (the hook: lock incq, the flags and the red zone kept) and runs the moved instructions, which jump
+ * back. Each call must give the direct call's result and count one hit; with the bytes restored, no hit. The functions
+ * are written here in assembly (exact encodings: a rip-relative load, jcc rel8, jrcxz, a call, a loop to the entry,
+ * which must not count a hit per turn) and compiled from tests/fixtures/reloc.c (gcc -O0, -O2) into shared objects,
+ * whose code is read from the file as the agent will. */
 #include "ctest.h"
 #include "fixtures.h"
 
@@ -55,7 +55,10 @@ __asm__(".intel_syntax noprefix\n"
 	".popsection\n"
 	".att_syntax prefix\n");
 
-#define HOOK 8 /* lock incq COUNT(%rip): the trampoline's first bytes */
+/* The trampoline's hook: counts the hit at COUNT, leaving the flags and the red zone below rsp
+   as they were (a patch inside a function may be where both are live):
+   lea -0x80(%rsp),%rsp; pushfq; lock incq COUNT(%rip); popfq; lea 0x80(%rsp),%rsp */
+#define HOOK 23
 #define COUNT 0x800
 
 /* A page within 1 GB of @a for a trampoline, or NULL. */
@@ -87,21 +90,33 @@ struct patch {
 	struct ps_x86_reloc r;
 };
 
-/* Move the prologue of @fn (its bytes @code, @n of them) to a trampoline that counts hits, and
-   patch a jmp to it over the entry. 0, or -1 with @err. */
-static int patch_on(struct patch *p, void *fn, const uint8_t *code, size_t n, const char *name, struct ps_error *err)
-{
-	static const uint8_t hook[HOOK] = {0xf0, 0x48, 0xff, 0x05}; /* its displacement below */
-	int32_t d = COUNT - HOOK, jmp;
+/* A function to patch: its bytes @code (@n of them), the patch @at bytes into it. */
+struct subject {
+	int (*fn)(int);
+	const uint8_t *code;
+	size_t n, at;
+	const char *name;
+};
 
-	if (!(p->page = page_near((uint64_t)fn)))
-		return ps_error_set(err, ENOMEM, "no page near %p", fn);
-	if (ps_x86_reloc(code, n, (uint64_t)fn, 5, (uint64_t)p->page + HOOK, 0, name, &p->r, err) || p->r.nop) {
+/* Move the instructions at @s's patch site to a trampoline that counts hits, and patch a jmp to
+   it over them. 0, or -1 with @err. */
+static int patch_on(struct patch *p, const struct subject *s, struct ps_error *err)
+{
+	uint64_t fn = (uint64_t)s->fn;
+
+	static const uint8_t hook[HOOK] = {0x48, 0x8d, 0x64, 0x24, 0x80, 0x9c, 0xf0, 0x48, 0xff, 0x05, 0, 0,
+					   0,	 0,    0x9d, 0x48, 0x8d, 0xa4, 0x24, 0x80, 0,	 0,    0};
+	int32_t d = COUNT - 14, jmp; /* from the end of the lock incq */
+
+	if (!(p->page = page_near(fn)))
+		return ps_error_set(err, ENOMEM, "no page near 0x%llx", (unsigned long long)fn);
+	if (ps_x86_reloc_at(s->code, s->n, fn, fn + s->at, 5, (uint64_t)p->page + HOOK, 0, s->name, &p->r, err) ||
+	    p->r.nop) {
 		munmap(p->page, (size_t)sysconf(_SC_PAGESIZE));
-		return p->r.nop ? ps_error_set(err, PS_EUSAGE, "%s: a no-op entry", name) : -1;
+		return p->r.nop ? ps_error_set(err, PS_EUSAGE, "%s: a no-op entry", s->name) : -1;
 	}
 	memcpy(p->page, hook, HOOK);
-	memcpy(p->page + 4, &d, 4);
+	memcpy(p->page + 10, &d, 4);
 	memcpy(p->page + HOOK, p->r.code, p->r.size);
 	mprotect(p->page, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE | PROT_EXEC);
 	jmp = (int32_t)((uint64_t)p->page - (p->r.site + 5));
@@ -127,17 +142,18 @@ static void patch_off(struct patch *p)
 	munmap(p->page, (size_t)sysconf(_SC_PAGESIZE));
 }
 
-/* Call @fn on each of @args directly, patched and restored: the results must agree and the
+/* Call @s on each of @args directly, patched and restored: the results must agree and the
    patched calls count one hit each. The failed checks, or -1 when the patch was refused. */
-static int runs_alike_here(int (*fn)(int), const uint8_t *code, size_t n, const char *name, struct ps_error *err)
+static int runs_alike_here(const struct subject *s, struct ps_error *err)
 {
+	int (*fn)(int) = s->fn;
 	static const int args[] = {0, 1, 2, 5, -1, -3, 7, 100};
 	int direct[8], bad = 0;
 	struct patch p;
 
 	for (int i = 0; i < 8; i++)
 		direct[i] = fn(args[i]);
-	if (patch_on(&p, (void *)fn, code, n, name, err))
+	if (patch_on(&p, s, err))
 		return -1;
 	for (int i = 0; i < 8; i++)
 		bad += fn(args[i]) != direct[i];
@@ -151,7 +167,7 @@ static int runs_alike_here(int (*fn)(int), const uint8_t *code, size_t n, const 
 /* The same in a child, so a copy that goes wrong fails the test rather than the runner: the
    failed checks, -1 when the patch was refused (@err says why), 1000 when the child was
    killed. */
-static int runs_alike(int (*fn)(int), const uint8_t *code, size_t n, const char *name, struct ps_error *err)
+static int runs_alike(const struct subject *s, struct ps_error *err)
 {
 	int st, rc;
 	pid_t pid;
@@ -163,37 +179,41 @@ static int runs_alike(int (*fn)(int), const uint8_t *code, size_t n, const char 
 	}
 	if (pid == 0) {
 		alarm(30); /* a copy that loops ends too */
-		rc = runs_alike_here(fn, code, n, name, err);
+		rc = runs_alike_here(s, err);
 		if (rc < 0)
 			fprintf(stderr, "  %s\n", err->msg);
 		_exit(rc < 0 ? 254 : rc > 253 ? 253 : rc);
 	}
 	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) {
-		ps_error_set(err, PS_EUSAGE, "%s: the child was killed by signal %d", name,
+		ps_error_set(err, PS_EUSAGE, "%s: the child was killed by signal %d", s->name,
 			     WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 		return 1000;
 	}
 	return WEXITSTATUS(st) == 254 ? -1 : WEXITSTATUS(st);
 }
 
-TEST(reloc_run_patched_functions_of_this_binary_give_the_direct_results)
+TEST(reloc_run_functions_of_this_binary_patched_at_entry_and_inside_give_the_direct_results)
 {
 	static const struct {
 		int (*fn)(int);
 		const char *end, *name;
+		size_t at;
 	} rows[] = {
-	    {rx_riprel, rx_riprel_end, "rx_riprel"},
-	    {rx_jcc, rx_jcc_end, "rx_jcc"},
-	    {rx_call, rx_call_end, "rx_call"},
-	    {rx_jrcxz, rx_jrcxz_end, "rx_jrcxz"},
-	    {rx_o0, rx_o0_end, "rx_o0"},
-	    {rx_count, rx_count_end, "rx_count"},
+	    {rx_riprel, rx_riprel_end, "rx_riprel", 0},
+	    {rx_jcc, rx_jcc_end, "rx_jcc", 0},
+	    {rx_call, rx_call_end, "rx_call", 0},
+	    {rx_jrcxz, rx_jrcxz_end, "rx_jrcxz", 0},
+	    {rx_o0, rx_o0_end, "rx_o0", 0},
+	    {rx_count, rx_count_end, "rx_count", 0},
+	    {rx_o0, rx_o0_end, "rx_o0", 4},    /* inside: mov %edi,-0x4(%rbp); mov -0x4(%rbp),%eax */
+	    {rx_jcc, rx_jcc_end, "rx_jcc", 2}, /* inside: jle; lea */
 	};
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
 		struct ps_error err = {0};
 		const uint8_t *code = (const uint8_t *)rows[i].fn;
-		int bad =
-		    runs_alike(rows[i].fn, code, (size_t)((const uint8_t *)rows[i].end - code), rows[i].name, &err);
+		struct subject s = {rows[i].fn, code, (size_t)((const uint8_t *)rows[i].end - code), rows[i].at,
+				    rows[i].name};
+		int bad = runs_alike(&s, &err);
 		if (bad)
 			fprintf(stderr, "  %s: %d (%s)\n", rows[i].name, bad, err.msg);
 		CHECK_EQ_INT(bad, 0);
@@ -256,7 +276,7 @@ TEST(reloc_run_compiled_functions_moved_from_their_file_give_the_direct_results)
 			CHECK(fn && file_code(path, fns[i], code, &n) == 0);
 			if (!fn || n == sizeof code || (b == B_O2 && !strcmp(fns[i], "rl_loop")))
 				continue; /* refused: below */
-			bad = runs_alike((int (*)(int))fn, code, n, fns[i], &err);
+			bad = runs_alike(&(struct subject){(int (*)(int))fn, code, n, 0, fns[i]}, &err);
 			if (bad)
 				fprintf(stderr, "  %s %s: %d (%s)\n", builds[b][0], fns[i], bad, err.msg);
 			CHECK_EQ_INT(bad, 0);

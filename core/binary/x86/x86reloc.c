@@ -234,8 +234,9 @@ static int displace(const uint8_t *code, size_t n, uint64_t addr, unsigned patch
 
 	while (off < first + patch) {
 		if (off >= n)
-			return refuse(err, name, first, "the function is %zu bytes long: too short for a patch of %u",
-				      n, patch);
+			return refuse(err, name, first,
+				      "only %zu bytes of the function are left: too few for a patch of %u", n - first,
+				      patch);
 		if (ps_x86_decode(code + off, n - off, addr + off, &in))
 			return refuse(err, name, off, "the code does not decode");
 		call = in.flow == PS_X86_CALL || in.flow == PS_X86_CALL_IND;
@@ -257,11 +258,11 @@ static int displace(const uint8_t *code, size_t n, uint64_t addr, unsigned patch
 	return 0;
 }
 
-/* Is @in a jump (not a call) to the function's entry @addr or the patch site @site? */
-static bool loops_to_entry(const struct ps_x86_insn *in, uint64_t addr, uint64_t site)
+/* Is @in a jump (not a call) to the patch site of @r, or to the endbr64 before it? */
+static bool loops_to_entry(const struct ps_x86_insn *in, const struct ps_x86_reloc *r)
 {
 	return (in->flow == PS_X86_JCC || in->flow == PS_X86_JMP || in->flow == PS_X86_LOOP) &&
-	       (in->target == addr || in->target == site);
+	       (in->target == r->entry || in->target == r->site);
 }
 
 /* Does a branch of the function land inside the displaced bytes (after their first)? 0 when
@@ -281,7 +282,7 @@ static int branches_in(const uint8_t *code, size_t n, uint64_t addr, unsigned fl
 			return refuse(err, name, off, "the code does not decode");
 		direct = in.flow == PS_X86_JCC || in.flow == PS_X86_JMP || in.flow == PS_X86_CALL ||
 			 in.flow == PS_X86_LOOP || in.flow == PS_X86_XBEGIN;
-		if (!out->again && (off < lo - addr || off >= hi - addr) && loops_to_entry(&in, addr, lo))
+		if (!out->again && (off < lo - addr || off >= hi - addr) && loops_to_entry(&in, out))
 			out->again = addr + off;
 		if (direct && in.target > lo && in.target < hi)
 			return refuse(err, name, off,
@@ -307,7 +308,7 @@ static int write_copies(const uint8_t *code, size_t n, uint64_t addr, uint64_t t
 	for (int i = 0; i < out->n; i++) {
 		size_t off = first + out->from[i];
 		ps_x86_decode(code + off, n - off, addr + off, &in); /* decoded once already */
-		if (loops_to_entry(&in, addr, out->site))
+		if (loops_to_entry(&in, out))
 			in.target = tramp; /* a loop to the entry goes on in the copies, not through the hook */
 		out->to[i] = (uint8_t)e.n;
 		if (move(&e, &in, code + off, addr + off, name, off, err))
@@ -323,16 +324,21 @@ static int write_copies(const uint8_t *code, size_t n, uint64_t addr, uint64_t t
 	return 0;
 }
 
-int ps_x86_reloc(const uint8_t *code, size_t n, uint64_t addr, unsigned patch, uint64_t tramp, unsigned flags,
-		 const char *name, struct ps_x86_reloc *out, struct ps_error *err)
+int ps_x86_reloc_at(const uint8_t *code, size_t n, uint64_t addr, uint64_t at, unsigned patch, uint64_t tramp,
+		    unsigned flags, const char *name, struct ps_x86_reloc *out, struct ps_error *err)
 {
+	uint64_t holder, next;
+
 	memset(out, 0, sizeof *out);
-	out->site = addr;
+	out->site = at;
 	if (patch == 0 || patch > PS_X86_RELOC_MAX_PATCH)
-		return refuse(err, name, 0, "a patch of %u bytes (1 to %d can be displaced)", patch,
+		return refuse(err, name, at - addr, "a patch of %u bytes (1 to %d can be displaced)", patch,
 			      PS_X86_RELOC_MAX_PATCH);
-	if (n >= sizeof endbr64 && !memcmp(code, endbr64, sizeof endbr64))
+	if (at < addr || at >= addr + n || (at > addr && ps_x86_find_boundary(code, n, addr, at, &holder, &next)))
+		return refuse(err, name, at - addr, "no instruction of the function begins there");
+	if (at == addr && n >= sizeof endbr64 && !memcmp(code, endbr64, sizeof endbr64))
 		out->site += sizeof endbr64;
+	out->entry = out->site == at ? at : addr;
 	if (displace(code, n, addr, patch, flags, name, out, err) || branches_in(code, n, addr, flags, name, out, err))
 		return -1;
 	if (out->nop) {
@@ -343,4 +349,10 @@ int ps_x86_reloc(const uint8_t *code, size_t n, uint64_t addr, unsigned patch, u
 		return refuse(err, name, out->site - addr, "the trampoline at 0x%llx is beyond +-2 GB of the patch",
 			      (unsigned long long)tramp);
 	return write_copies(code, n, addr, tramp, name, out, err);
+}
+
+int ps_x86_reloc(const uint8_t *code, size_t n, uint64_t addr, unsigned patch, uint64_t tramp, unsigned flags,
+		 const char *name, struct ps_x86_reloc *out, struct ps_error *err)
+{
+	return ps_x86_reloc_at(code, n, addr, addr, patch, tramp, flags, name, out, err);
 }

@@ -2,7 +2,8 @@
  * jmp can be written over them: what an in-process catcher does at a function's entry.
  *
  * The bytes from the patch site (the entry, or just after an endbr64 there, which stays so
- * indirect branches still land on one) are displaced in whole instructions until at least
+ * indirect branches still land on one; or an instruction boundary inside the function) are
+ * displaced in whole instructions until at least
  * the patch length is covered. Each is copied for the trampoline's address, decoded through
  * x86insn.h:
  *   - a rip-relative memory operand gets the displacement that reaches the same address from
@@ -69,12 +70,14 @@ enum {
  *         the trampoline + @to[i])
  * @size:  bytes of @code: the copies, then a jmp rel32 to @site + @len
  * @code:  what the trampoline holds at its address
- * @again: the address of a jump of the function (outside the displaced bytes) back to its
- *         entry, or 0: a loop through the entry would run the hook on each turn (a jump
+ * @entry: where a jump counts as one to @site: the function's entry when the patch is there
+ *         (an endbr64 before @site), else @site
+ * @again: the address of a jump of the function (outside the displaced bytes) back to @site
+ *         or @entry, or 0: a loop through the patch would run the hook on each turn (a jump
  *         displaced goes to the copies instead)
  */
 struct ps_x86_reloc {
-	uint64_t site, again;
+	uint64_t site, entry, again;
 	unsigned len;
 	bool nop;
 	int n;
@@ -100,5 +103,14 @@ struct ps_x86_reloc {
  */
 int ps_x86_reloc(const uint8_t *code, size_t n, uint64_t addr, unsigned patch, uint64_t tramp, unsigned flags,
 		 const char *name, struct ps_x86_reloc *out, struct ps_error *err);
+
+/**
+ * ps_x86_reloc_at() - ps_x86_reloc() for a patch at @at, an instruction boundary of the function
+ * (its entry, or inside it: where a line range starts or ends).
+ *
+ * Return: 0, or -1 with @err set (also when no instruction of the function begins at @at).
+ */
+int ps_x86_reloc_at(const uint8_t *code, size_t n, uint64_t addr, uint64_t at, unsigned patch, uint64_t tramp,
+		    unsigned flags, const char *name, struct ps_x86_reloc *out, struct ps_error *err);
 
 #endif
