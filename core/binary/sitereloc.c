@@ -1,6 +1,7 @@
-/* core/binary/entryreloc.c - a function's entry moved to a trampoline, its whole code's flow graph
- * looked through for branches into the displaced bytes (entryreloc.h). */
-#include "entryreloc.h"
+/* core/binary/sitereloc.c - the instructions at a patch site moved to a trampoline, the whole code's
+ * flow graph of the function that holds it looked through for branches into them
+ * (sitereloc.h). */
+#include "sitereloc.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -63,29 +64,29 @@ static int edge_into(const struct fn *f, uint64_t lo, uint64_t hi)
 	return -1;
 }
 
-/* A jump of @f (a branch or a jump table's, not a fall-through, not a call) to @site or the
-   entry, from outside [@site, @hi): its address, or 0. */
-static uint64_t jump_back(const struct fn *f, uint64_t site, uint64_t hi)
+/* A jump of @f (a branch or a jump table's, not a fall-through, not a call) to @site or
+   @entry, from outside [@site, @hi): its address, or 0. */
+static uint64_t jump_back(const struct fn *f, uint64_t site, uint64_t entry, uint64_t hi)
 {
 	for (int k = 0; k < f->ne; k++) {
 		const struct insn *from = &f->in[f->e[k].from], *to = &f->in[f->e[k].to];
 		bool branch = from->kind == K_JMP || from->kind == K_IND ||
 			      (from->kind == K_JCC && from->addr + from->len != to->addr);
 
-		if (branch && (to->addr == site || to->addr == f->entry) && (from->addr < site || from->addr >= hi))
+		if (branch && (to->addr == site || to->addr == entry) && (from->addr < site || from->addr >= hi))
 			return from->addr;
 	}
 	return 0;
 }
 
-/* What ps_entry_reloc() asks: @req for the function @s (its bytes @code), moved into @out. */
+/* What ps_site_reloc() asks: @req for the function @s (its bytes @code), moved into @out. */
 struct req {
 	struct ps_elf_file *file;
 	const struct ps_symtab *st;
 	const struct ps_sym *s;
 	const char *name;
 	const uint8_t *code;
-	uint64_t bias, tramp;
+	uint64_t at, bias, tramp;
 	unsigned patch, flags;
 };
 
@@ -109,9 +110,9 @@ static int move_checked(const struct req *r, struct ps_x86_reloc *out, struct ps
 			     "%s: an indirect jump at %s whose targets are not known may land inside the "
 			     "patched bytes",
 			     r->name, where(at, sizeof at, r->st, r->s, f.in[i].addr));
-	else if (ps_x86_reloc(r->code, r->s->size, r->s->addr + r->bias, r->patch, r->tramp, r->flags, r->name, out,
-			      err) == 0) {
-		uint64_t lo = out->site - r->bias, back = jump_back(&f, lo, lo + out->len);
+	else if (ps_x86_reloc_at(r->code, r->s->size, r->s->addr + r->bias, r->at + r->bias, r->patch, r->tramp,
+				 r->flags, r->name, out, err) == 0) {
+		uint64_t lo = out->site - r->bias, back = jump_back(&f, lo, out->entry - r->bias, lo + out->len);
 		if (!out->again && back)
 			out->again = back + r->bias;
 		if ((i = edge_into(&f, lo, lo + out->len)) < 0)
@@ -126,10 +127,11 @@ static int move_checked(const struct req *r, struct ps_x86_reloc *out, struct ps
 	return rc;
 }
 
-int ps_entry_reloc(const char *path, uint64_t addr, uint64_t bias, unsigned patch, uint64_t tramp, unsigned flags,
-		   struct ps_x86_reloc *out, struct ps_error *err)
+int ps_site_reloc(const char *path, uint64_t addr, uint64_t bias, unsigned patch, uint64_t tramp, unsigned flags,
+		  struct ps_x86_reloc *out, struct ps_error *err)
 {
-	struct req r = {.bias = bias, .tramp = tramp, .patch = patch, .flags = flags | PS_X86_RELOC_IND_CHECKED};
+	struct req r = {
+	    .at = addr, .bias = bias, .tramp = tramp, .patch = patch, .flags = flags | PS_X86_RELOC_IND_CHECKED};
 	struct ps_symtab *st = NULL;
 	uint8_t *code = NULL;
 	int rc = -1;
@@ -138,14 +140,14 @@ int ps_entry_reloc(const char *path, uint64_t addr, uint64_t bias, unsigned patc
 	if (ps_elf_open(&r.file, path, err) || ps_sym_open(&st, path, err))
 		goto done;
 	r.st = st;
-	if (!(r.s = ps_sym_by_addr(st, addr)) || r.s->addr != addr) {
-		ps_error_set(err, PS_ENOTFOUND, "%s: no function begins at 0x%llx", path, (unsigned long long)addr);
+	if (!(r.s = ps_sym_by_addr(st, addr))) {
+		ps_error_set(err, PS_ENOTFOUND, "%s: no function holds 0x%llx", path, (unsigned long long)addr);
 		goto done;
 	}
 	r.name = r.s->demangled ? r.s->demangled : r.s->name;
 	if (!r.s->size)
 		ps_error_set(err, PS_EUSAGE, "%s has no symbol size", r.name);
-	else if (!(code = ps_elf_code(r.file, addr, r.s->size)))
+	else if (!(code = ps_elf_code(r.file, r.s->addr, r.s->size)))
 		ps_error_set(err, PS_EUSAGE, "%s: its code is not in the file", r.name);
 	else {
 		r.code = code;
