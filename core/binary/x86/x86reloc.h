@@ -1,18 +1,18 @@
-/* core/binary/x86/x86reloc.h - the first instructions of a function, moved to a trampoline, so a
- * jmp can be written over them: what an in-process catcher does at a function's entry.
+/* core/binary/x86/x86reloc.h - the instructions at a patch site of a function, moved to a
+ * trampoline so a jmp can be written over them: what an in-process catcher does at a
+ * function's entry (or where a line range starts or ends).
  *
  * The bytes from the patch site (the entry, or just after an endbr64 there, which stays so
  * indirect branches still land on one; or an instruction boundary inside the function) are
- * displaced in whole instructions until at least
- * the patch length is covered. Each is copied for the trampoline's address, decoded through
- * x86insn.h:
+ * displaced in whole instructions until at least the patch length is covered. Each is copied
+ * for the trampoline's address, decoded through x86insn.h:
  *   - a rip-relative memory operand gets the displacement that reaches the same address from
  *     the copy (refused beyond +-2 GB);
  *   - jcc (rel8 or rel32) becomes jcc rel32, jmp rel8/rel32 jmp rel32, loop/jrcxz a rel8 over
  *     two jumps; a target beyond +-2 GB of the copy is reached with jmp *0(%rip) and the
- *     8-byte address after it; a jump to the function's entry goes to the first copy, so a
- *     loop through the entry does not run what precedes the copies at the trampoline (the
- *     hook) again;
+ *     8-byte address after it; a jump to the patch site (or the entry before it) goes to
+ *     the first copy, so a loop through the site does not run what precedes the copies at
+ *     the trampoline (the hook) again;
  *   - a call (direct, or through a register or memory that is not addressed by rsp) becomes a
  *     push of its original return address and a jump to its target: the callee returns into
  *     the original code, where unwinders find the frame they expect. That needs the call to
