@@ -118,3 +118,25 @@ void ps_elf_close(struct ps_elf_file *f)
 	free(f->path);
 	free(f);
 }
+
+uint8_t *ps_elf_code(const struct ps_elf_file *f, uint64_t addr, uint64_t size)
+{
+	uint8_t *buf = NULL;
+	size_t nph;
+
+	if (elf_getphdrnum(f->elf, &nph) != 0)
+		return NULL;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(f->elf, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) ||
+		    addr < ph.p_vaddr || addr + size > ph.p_vaddr + ph.p_filesz)
+			continue;
+		if ((buf = malloc(size)) &&
+		    pread(f->fd, buf, size, (off_t)(ph.p_offset + (addr - ph.p_vaddr))) != (ssize_t)size) {
+			free(buf);
+			buf = NULL;
+		}
+		break;
+	}
+	return buf;
+}

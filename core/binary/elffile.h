@@ -10,6 +10,7 @@
 
 #include <elfutils/libdw.h>
 #include <gelf.h>
+#include <stdint.h>
 
 #include "error.h"
 
@@ -46,6 +47,15 @@ int ps_elf_open(struct ps_elf_file **out, const char *path, struct ps_error *err
  * damaged).
  */
 Dwarf *ps_elf_dwarf(struct ps_elf_file *f);
+
+/**
+ * ps_elf_code() - the @size bytes of code at link-time address @addr of @f, read from the file
+ * part of the executable PT_LOAD segment that holds them.
+ *
+ * Return: a buffer the caller frees, or NULL when no such segment holds them all (or no memory,
+ * or the read failed).
+ */
+uint8_t *ps_elf_code(const struct ps_elf_file *f, uint64_t addr, uint64_t size);
 
 /* ps_elf_close() - release @f (NULL is fine). */
 void ps_elf_close(struct ps_elf_file *f);

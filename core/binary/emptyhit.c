@@ -15,30 +15,6 @@
 
 #define MAX_CODE (4u << 20) /* a function larger than this is not decoded */
 
-/* The @size bytes at link-time address @addr, from the executable PT_LOAD segment of @f that
-   maps them; malloc'd, or NULL. */
-static uint8_t *read_code(const struct ps_elf_file *f, uint64_t addr, uint64_t size)
-{
-	uint8_t *buf = NULL;
-	size_t nph;
-
-	if (elf_getphdrnum(f->elf, &nph) != 0)
-		return NULL;
-	for (size_t i = 0; i < nph; i++) {
-		GElf_Phdr ph;
-		if (!gelf_getphdr(f->elf, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) ||
-		    addr < ph.p_vaddr || addr + size > ph.p_vaddr + ph.p_filesz)
-			continue;
-		if ((buf = malloc(size)) &&
-		    pread(f->fd, buf, size, (off_t)(ph.p_offset + (addr - ph.p_vaddr))) != (ssize_t)size) {
-			free(buf);
-			buf = NULL;
-		}
-		break;
-	}
-	return buf;
-}
-
 /* Decode @n bytes of code at @addr into @out (entry, next, tails). */
 static int decode(const uint8_t *code, uint64_t n, uint64_t addr, struct ps_empty_hit *out, struct ps_error *err)
 {
@@ -100,7 +76,7 @@ int ps_empty_hit_sites(const char *path, const char *func, struct ps_empty_hit *
 		return ps_error_set(err, PS_EUSAGE, "%s: %s is larger than %u bytes", path, func, MAX_CODE);
 	if (ps_elf_open(&f, path, err))
 		return -1;
-	code = read_code(f, addr, end - addr);
+	code = ps_elf_code(f, addr, end - addr);
 	ps_elf_close(f);
 	if (!code)
 		return ps_error_set(err, PS_EUSAGE, "%s: the code of %s is not in an executable segment", path, func);

@@ -259,3 +259,15 @@ int ps__graph_edges(Elf *elf, struct fn *f)
 	free(stack);
 	return 0;
 }
+
+int ps__graph_of(Elf *elf, const uint64_t *lo, const uint64_t *hi, int nr, uint64_t entry, struct fn *f)
+{
+	memset(f, 0, sizeof *f);
+	if (nr > MAX_RANGES)
+		return -1;
+	f->nr = nr;
+	f->entry = entry; /* an instruction must begin there */
+	memcpy(f->lo, lo, (size_t)nr * sizeof *lo);
+	memcpy(f->hi, hi, (size_t)nr * sizeof *hi);
+	return ps__graph_decode(elf, f) || ps__graph_edges(elf, f) ? -1 : 0;
+}

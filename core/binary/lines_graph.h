@@ -77,4 +77,9 @@ int ps__graph_decode(Elf *elf, struct fn *f);
    entry reaches (insn.rowstart must be set: unknown indirect jumps may go to any row). */
 int ps__graph_edges(Elf *elf, struct fn *f);
 
+/* @f emptied, then the graph of the code in ranges [lo[i], hi[i]) (at most MAX_RANGES), entered
+   at @entry: decoded and linked as the two above do. 0, or -1 (@f may hold what was made:
+   free f->in and f->e either way). */
+int ps__graph_of(Elf *elf, const uint64_t *lo, const uint64_t *hi, int nr, uint64_t entry, struct fn *f);
+
 #endif

@@ -93,8 +93,7 @@ static int dwarf_parts(struct ps_elf_file *f, uint64_t start, struct ps_retsites
 	return rc;
 }
 
-/* The parts of @s: its bytes, its DWARF ranges, its symbols "NAME.cold" and "NAME.cold.N". */
-static int find_parts(struct ps_elf_file *f, const struct ps_symtab *st, const struct ps_sym *s, struct ps_retsites *rs)
+int ps_retsites_parts(struct ps_elf_file *f, const struct ps_symtab *st, const struct ps_sym *s, struct ps_retsites *rs)
 {
 	size_t len = strlen(s->name);
 
@@ -152,12 +151,7 @@ static int find_exits(Elf *elf, struct ps_retsites *rs, const char *name, struct
 	struct fn fn;
 	int rc = 0;
 
-	memset(&fn, 0, sizeof fn);
-	fn.nr = rs->nparts;
-	fn.entry = rs->entry; /* an instruction must begin there */
-	memcpy(fn.lo, rs->lo, sizeof rs->lo);
-	memcpy(fn.hi, rs->hi, sizeof rs->hi);
-	if (ps__graph_decode(elf, &fn) || ps__graph_edges(elf, &fn))
+	if (ps__graph_of(elf, rs->lo, rs->hi, rs->nparts, rs->entry, &fn))
 		rc = ps_error_set(err, PS_EUSAGE, "%s: its code does not decode", name);
 	for (int i = 0; rc == 0 && i < fn.n; i++)
 		rc = keep_exit(elf, &fn.in[i], rs, name, err);
@@ -185,7 +179,7 @@ int ps_retsites_find(const char *path, uint64_t offset, struct ps_retsites *out,
 	name = s->demangled ? s->demangled : s->name;
 	if (!s->size)
 		ps_error_set(err, PS_EUSAGE, "%s has no symbol size", name);
-	else if (find_parts(f, st, s, out))
+	else if (ps_retsites_parts(f, st, s, out))
 		ps_error_set(err, PS_EUSAGE, "%s has more than %d parts", name, PS_RETSITES_MAX_PARTS);
 	else
 		rc = find_exits(f->elf, out, name, err);

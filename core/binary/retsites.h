@@ -86,4 +86,18 @@ int ps_retsites_find(const char *path, uint64_t offset, struct ps_retsites *out,
  */
 int ps_retsites_leaf(const struct ps_retsites *rs);
 
+struct ps_elf_file;
+struct ps_symtab;
+struct ps_sym;
+
+/**
+ * ps_retsites_parts() - the address ranges of function @s of file @f (symbols @st) into
+ * @rs->lo, @rs->hi, @rs->nparts and @rs->cold: its symbol's bytes, the ranges of its DWARF
+ * subprogram and its symbols "NAME.cold" and "NAME.cold.N", joined where they overlap.
+ *
+ * Return: 0, or -1 when there are more than PS_RETSITES_MAX_PARTS.
+ */
+int ps_retsites_parts(struct ps_elf_file *f, const struct ps_symtab *st, const struct ps_sym *s,
+		      struct ps_retsites *rs);
+
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "symbols.h"
 #include "uprobe.h"
 
 const char *fixtures_dir(const char *probe_name)
@@ -77,7 +78,7 @@ const char *fixtures_cc(const char *src, const char *name, const char *flags)
 	static struct {
 		char name[64], path[600];
 		int ok;
-	} built[16];
+	} built[32];
 	static int nbuilt;
 	char cmd[1600];
 	const char *tmp = fixtures_tmpdir();
@@ -105,4 +106,19 @@ const char *fixtures_uprobe_skip(const char *prog, char *why, size_t n)
 		return why;
 	}
 	return NULL;
+}
+
+uint64_t fixtures_addr_of(const char *prog, const char *fn)
+{
+	struct ps_symtab *st;
+	const struct ps_sym *s;
+	struct ps_error err;
+	uint64_t a = 0;
+
+	if (ps_sym_open(&st, prog, &err) < 0)
+		return 0;
+	if (ps_sym_lookup(st, fn, &s, &err) == 0)
+		a = s->addr;
+	ps_sym_close(st);
+	return a;
 }

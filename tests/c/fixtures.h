@@ -3,6 +3,7 @@
 #define CTEST_FIXTURES_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* The fixtures directory: $PS_FIXTURES, or tests/fixtures found from this source file's path
    (the tests run from the top directory) or above the test executable; @probe is a file that
@@ -19,6 +20,9 @@ char *fixtures_first_line(char *buf, size_t n, const char *cmd);
 /* tests/fixtures/@src built with `cc @flags` as @name in the temporary directory (once per
    name): its path, or NULL when it cannot be built. */
 const char *fixtures_cc(const char *src, const char *name, const char *flags);
+
+/* The link-time address of function @fn of ELF file @prog, or 0 when it has none. */
+uint64_t fixtures_addr_of(const char *prog, const char *fn);
 
 /* Why a test of the uprobe catcher on program @prog cannot run here (the uprobe PMU does not
    open, @prog is not built), in @why; NULL when it can. */

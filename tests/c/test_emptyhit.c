@@ -9,23 +9,6 @@
 
 #include "buildid.h"
 #include "emptyhit.h"
-#include "symbols.h"
-
-/* The link-time address of @fn in @prog. */
-static uint64_t addr_of(const char *prog, const char *fn)
-{
-	struct ps_symtab *st;
-	const struct ps_sym *s;
-	struct ps_error err;
-	uint64_t a = 0;
-
-	if (ps_sym_open(&st, prog, &err) < 0)
-		return 0;
-	if (ps_sym_lookup(st, fn, &s, &err) == 0)
-		a = s->addr;
-	ps_sym_close(st);
-	return a;
-}
 
 TEST(emptyhit_finds_the_entry_step_and_the_instructions_before_each_return)
 {
@@ -47,7 +30,7 @@ TEST(emptyhit_finds_the_entry_step_and_the_instructions_before_each_return)
 	if (!prog)
 		return;
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-		uint64_t a = addr_of(prog, rows[i].fn);
+		uint64_t a = fixtures_addr_of(prog, rows[i].fn);
 		CHECK(a != 0);
 		CHECK_EQ_INT(ps_empty_hit_sites(prog, rows[i].fn, &e, &err), 0);
 		CHECK_EQ_INT(e.entry, a);

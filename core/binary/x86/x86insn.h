@@ -4,8 +4,9 @@
  * control leaves it (falls through, branches, returns, traps, enters the kernel), the general
  * registers it reads and writes, its operands (registers, immediates, memory addresses) for
  * the emulator (x86emu.h), and how to run a copy of it at another address (ps_x86_relocate()).
- * The tracer, the sampler's entry step, the line flow graph and the empty-hit analysis all
- * read instructions through it; nothing else parses x86 encodings.
+ * The tracer, the sampler's entry step, the line flow graph, the empty-hit analysis and the
+ * entry relocation for trampolines (x86reloc.h, which writes the jumps it needs) all read
+ * instructions through it; nothing else parses x86 encodings.
  */
 #ifndef PS_X86INSN_H
 #define PS_X86INSN_H
