@@ -76,7 +76,7 @@ local function main(opts, rest)
   end
   report.regions(io.stdout, regions, {
     csv = opts.csv, every_call = opts.every_call, per_thread = opts.per_thread, events = events,
-    detached = f.meta.detached == "1",
+    detached = f.meta.detached == "1", catcher = f:losses().catcher,
     header = ("perfsh report: %s: %s; %d records%s; events %s"):format(rest[1], f.meta.command or "?",
       f.info.records, report.losses(f:losses()), table.concat(events, ",")),
   })
