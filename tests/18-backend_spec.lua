@@ -189,6 +189,26 @@ describe("perfsh.spawn{backend = ...}", function()
     assert.is_true(info.stops <= 2)
   end)
 
+  it("auto: uprobe for several groups of software events, each hit with every group's values", function()
+    if not need_uprobes(pending) then return end
+    local t <close> = perfsh.spawn{"examples/attribute", "30", "pages", events = {"task-clock"},
+      groups = {{"page-faults", "context-switches"}, {"cpu-clock"}}, backend = "auto", stdout = "/dev/null"}
+    assert.are.equal("uprobe", t.catcher)
+    assert.is_nil(t.note)
+    local r = t:region{func = "touch_pages", args = {"a", "b", "c"}}
+    assert.are.equal(0, t:run().code)
+    local n = 0
+    for h in r:hits() do
+      n = n + 1
+      support.assert_touch_pages(h) -- the second group's page faults are the call's own
+      -- task-clock (first group) and cpu-clock (third) of the same hit agree within 25% + 50 us
+      assert.is_true(math.abs(h["task-clock"] - h["cpu-clock"]) <= 0.25 * h["task-clock"] + 50000,
+        h["task-clock"] .. " vs " .. h["cpu-clock"])
+    end
+    assert.are.equal(30, n)
+    assert.are.equal(0, t:info().lost)
+  end)
+
   it("refuses an unknown backend", function()
     assert.has.error(function() perfsh.spawn{"examples/sum", backend = "bpf"} end,
       "bad argument #1 to 'spawn' (backend 'bpf'; give auto, uprobe, ptrace or marker)")

@@ -25,8 +25,15 @@
  * edges (PERF_EVENT_IOC_ENABLE/DISABLE on the groups, never per hit), so one window covers
  * every region; what is open when a window closes ends there, cut short (its return may
  * never come), and a return whose entry came while closed is ignored. Entries are counted in
- * the windows only. Regions in libraries not mapped yet and several counter groups need the
- * ptrace catcher, and are refused with a line saying so.
+ * the windows only. Regions in libraries not mapped yet need the ptrace catcher, and are refused
+ * with a line saying so.
+ *
+ * Several counter groups: each group has probes of its own at every site, and the records of
+ * one trap are merged into one hit (core/catch/uprobe/upmerge.h) with every group's values
+ * and times, as the ptrace catcher reads them, so each group is scaled on its own. Refused
+ * (needs ptrace) where a group could be multiplexed (a hardware PMU's, ps_uprobe_check_groups())
+ * and with sampling windows (switching the groups on and off while the program runs would
+ * leave their probes' counts apart).
  *
  * Inlined copies of a function are range regions (the session arms them, core/binary/lines_inline.c):
  * a plain uprobe at the copy's entry (START) and at each place control leaves it (END).
@@ -385,6 +392,8 @@ static int up_run(struct ps_catch *c, struct ps_error *err)
 	struct ps_upcatch *u = of(c);
 	struct ps_uprobe_opts p = {.ev = u->env->ev,
 				   .nev = u->env->nev,
+				   .ngroups = u->env->ngroups,
+				   .gsize = u->env->gsize,
 				   .sites = u->sites,
 				   .nsites = u->nsites,
 				   .ring_pages = u->ring_pages ? u->ring_pages : 256,
@@ -394,10 +403,12 @@ static int up_run(struct ps_catch *c, struct ps_error *err)
 	u->regs_mask = REGS_SP | (u->env->nargs ? PS_UPROBE_REGS_ARGS : 0);
 	p.regs_mask = u->regs_mask;
 	if (!u->probed) {
-		if (u->env->ngroups > 1)
+		if (ps_uprobe_check_groups(u->env->ev, u->env->nev, u->env->ngroups, err))
+			return -1;
+		if (u->env->ngroups > 1 && u->period_ms)
 			return ps_error_set(err, PS_ENEEDS_PTRACE,
-					    "the uprobe catcher counts one group of events; several groups need the "
-					    "ptrace catcher (--backend ptrace)");
+					    "sampling windows with several counter groups need the ptrace catcher "
+					    "(--backend ptrace)");
 		if (u->nsites && u->env->nev == 0)
 			return ps_error_set(err, PS_EUSAGE, "the uprobe catcher needs at least one event to count");
 		for (int i = 0; i < u->env->nreg && u->period_ms; i++)
