@@ -209,6 +209,29 @@ describe("perfsh.spawn{backend = ...}", function()
     assert.are.equal(0, t:info().lost)
   end)
 
+  -- A probe is a member of its counter group and fires only while the group is on the PMU, so
+  -- groups that can take turns on a hardware PMU need ptrace; core.uprobe_check says so before
+  -- the program starts (the events resolve without a PMU; opening them needs one).
+  it("auto: ptrace for several groups with a hardware PMU's events, saying why", function()
+    if not need_uprobes(pending) then return end
+    local why = "several counter groups with cycles: groups of a hardware PMU can take turns on it, and a group off "
+      .. "it misses the probes"
+    local ok, msg, code = core.uprobe_check({"task-clock", "cycles"}, {1, 1})
+    assert.is_nil(ok)
+    assert.are.equal(why, msg)
+    assert.are.equal(core.errors.needs_ptrace, code)
+    assert.is_true(core.uprobe_check({"task-clock", "page-faults"}, {1, 1}))
+    local out, err, rc = support.sh(P .. " stat --backend uprobe -e task-clock -g cycles -r sum examples/sum")
+    assert.are.equal(2, rc, err)
+    assert.are.equal("", out) -- the program never ran (it prints its sum)
+    assert.are.equal("perfsh stat: " .. why .. ": use --backend ptrace or drop it\n", err)
+    if not core.pmu_present() then return end
+    local t <close> = perfsh.spawn{"examples/sum", events = {"task-clock"}, groups = {{"cycles"}}, backend = "auto",
+      stdout = "/dev/null"}
+    assert.are.equal("ptrace", t.catcher)
+    assert.are.equal("backend auto: ptrace, as " .. why, t.note)
+  end)
+
   it("refuses an unknown backend", function()
     assert.has.error(function() perfsh.spawn{"examples/sum", backend = "bpf"} end,
       "bad argument #1 to 'spawn' (backend 'bpf'; give auto, uprobe, ptrace or marker)")

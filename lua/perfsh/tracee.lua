@@ -55,7 +55,7 @@ local function catcher(backend, fname, events, sizes)
     backend = b
   end
   if backend == "uprobe" and core.uprobe_available() then
-    local ok, why = core.uprobe_check(events)
+    local ok, why = core.uprobe_check(events, sizes)
     if not ok then fail(why .. ": use --backend ptrace or drop it", 3) end
   end
   if backend == "ptrace" or backend == "uprobe" or backend == "marker" then return backend end

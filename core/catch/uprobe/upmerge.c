@@ -11,8 +11,7 @@ int ps_uprobe_check_groups(const struct ps_event *ev, int nev, int ngroups, stru
 		if (ev[k].attr.type != PERF_TYPE_SOFTWARE && ev[k].attr.type != PERF_TYPE_TRACEPOINT)
 			return ps_error_set(err, PS_ENEEDS_PTRACE,
 					    "several counter groups with %s: groups of a hardware PMU can take turns "
-					    "on it, and a group off it misses the probes; they need the ptrace "
-					    "catcher (--backend ptrace)",
+					    "on it, and a group off it misses the probes",
 					    ev[k].name);
 	return 0;
 }

@@ -64,6 +64,8 @@
 
 #include "upsites.h"
 
+_Static_assert(PS_MAX_GROUPS <= PS_UPROBE_MAX_GROUPS, "every counter group the session allows has probes");
+
 static struct ps_upcatch *of(struct ps_catch *c)
 {
 	return (struct ps_upcatch *)c;
@@ -399,12 +401,14 @@ static int up_run(struct ps_catch *c, struct ps_error *err)
 				   .ring_pages = u->ring_pages ? u->ring_pages : 256,
 				   .regs_mask = u->regs_mask,
 				   .enabled = !u->period_ms};
+	struct ps_error why;
 
 	u->regs_mask = REGS_SP | (u->env->nargs ? PS_UPROBE_REGS_ARGS : 0);
 	p.regs_mask = u->regs_mask;
 	if (!u->probed) {
-		if (ps_uprobe_check_groups(u->env->ev, u->env->nev, u->env->ngroups, err))
-			return -1;
+		if (ps_uprobe_check_groups(u->env->ev, u->env->nev, u->env->ngroups, &why))
+			return ps_error_set(err, PS_ENEEDS_PTRACE,
+					    "%s; they need the ptrace catcher (--backend ptrace)", why.msg);
 		if (u->env->ngroups > 1 && u->period_ms)
 			return ps_error_set(err, PS_ENEEDS_PTRACE,
 					    "sampling windows with several counter groups need the ptrace catcher "
