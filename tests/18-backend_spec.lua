@@ -251,6 +251,18 @@ describe("--ring-pages", function()
     if lost then assert.is_true(2 * hits + lost <= 4000, out) else assert.are.equal(2000, hits, out) end
   end)
 
+  it("counts every hit a full ring drops a record of, with several groups (one record each per hit)", function()
+    if not need_uprobes(pending) then return end
+    local out, err, rc = support.sh(P .. " stat --backend uprobe --ring-pages 1 -r work -e task-clock "
+      .. "-g page-faults,context-switches examples/threads 1000 10")
+    assert.are.equal(0, rc, err)
+    local lost = tonumber(out:match("; %d+ stops, (%d+) probe records lost %(ring full"))
+    local hits = tonumber(out:match("region work %(func, (%d+) hits"))
+    assert.truthy(hits, out)
+    -- a hit with any group's record lost is dropped and counted once, as an entry or a return
+    if lost then assert.is_true(2 * hits + lost <= 4000, out) else assert.are.equal(2000, hits, out) end
+  end)
+
   it("is refused for the ptrace catcher, and must be a power of two", function()
     local _, err, rc = support.sh(P .. " stat --backend ptrace --ring-pages 1 -r sum examples/sum")
     assert.are_not.equal(0, rc)
