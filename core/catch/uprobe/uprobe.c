@@ -242,7 +242,6 @@ static struct idmap *lookup(const struct ps_uprobe *u, uint64_t id)
 static int check_opts(const struct ps_uprobe_opts *o, struct ps_error *err)
 {
 	unsigned pages = o->ring_pages ? o->ring_pages : 64;
-
 	int total = 0;
 
 	if (o->nev < 1 || o->nev > PS_MAX_EVENTS - 2)
@@ -430,7 +429,7 @@ void ps_uprobe_close(struct ps_uprobe *u)
 static int decode_sample(const struct ps_uprobe *u, const uint64_t *p, size_t n, struct ps_uprobe_hit *h, int *cg)
 {
 	const uint64_t *end = p + n;
-	struct idmap *m, *probe;
+	const struct idmap *m, *probe;
 	uint64_t nr;
 
 	if (n < 7 || !(probe = m = lookup(u, p[0])) || m->kind == ID_COUNTER)
