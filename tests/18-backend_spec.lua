@@ -294,6 +294,27 @@ describe("sampling with the uprobe catcher", function()
     for h in r:hits() do assert.is_true(h.sampled) end
   end)
 
+  it("records in time windows with several groups, each hit's values its own (groups switched while held)",
+    function()
+      if not need_uprobes(pending) then return end
+      local t <close> = perfsh.spawn{"examples/attribute", "300", "pages", events = {"task-clock"},
+        groups = {{"page-faults"}}, stdout = "/dev/null", backend = "uprobe"}
+      local r = t:region{func = "touch_pages", args = {"a", "b", "c"}, sample = {window_ms = 20, period_ms = 40}}
+      assert.are.equal(0, t:run().code)
+      local st = r:stats()
+      assert.is_true(st.hits > 0 and st.hits < 300, tostring(st.hits))
+      assert.are.equal(0, t:info().lost)
+      local n = 0
+      for h in r:hits() do
+        assert.is_true(h.sampled)
+        if not (h.unwound or h.exited) then -- a call a window's end cut short has no real end
+          n = n + 1
+          support.assert_touch_pages(h) -- the second group's page faults are the call's own
+        end
+      end
+      assert.are.equal(st.hits, n)
+    end)
+
   -- The kernel writes a record at every probe; the hit path keeps those of the chosen calls. Every
   -- call is counted (by its entry's record), the program never stops for a hit.
   it("records each call with probability 0.01: 100,000 calls, within 4.5 sigma, every call counted", function()

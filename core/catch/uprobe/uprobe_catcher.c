@@ -31,9 +31,9 @@
  * Several counter groups: each group has probes of its own at every site, and the records of
  * one trap are merged into one hit (core/catch/uprobe/upmerge.h) with every group's values
  * and times, as the ptrace catcher reads them, so each group is scaled on its own. Refused
- * (needs ptrace) where a group could be multiplexed (a hardware PMU's, ps_uprobe_check_groups())
- * and with sampling windows (switching the groups on and off while the program runs would
- * leave their probes' counts apart).
+ * (needs ptrace) where a group could be multiplexed (a hardware PMU's, ps_uprobe_check_groups()).
+ * With time windows the groups switch while the program is held a moment at each edge (a hit
+ * between the switches of two groups would leave their probes' counts apart).
  *
  * Inlined copies of a function are range regions (the session arms them, core/binary/lines_inline.c):
  * a plain uprobe at the copy's entry (START) and at each place control leaves it (END).
@@ -378,6 +378,10 @@ static int run_windows(struct ps_upcatch *u, struct ps_error *err)
 		if (rc != 0 || !ps_catch_window_edge(u->env, edge))
 			break;
 		open = !open;
+		/* several groups switch while the program is held: a hit between the switches of two
+		   groups would leave their probes' counts apart, and no later hit could be merged */
+		if (u->env->ngroups > 1 && ps_catch_uprobe_hold(u->c, err))
+			return -1;
 		if (ps_catch_uprobe_enable(u->c, open, err))
 			return -1;
 		if (!open)
@@ -409,10 +413,6 @@ static int up_run(struct ps_catch *c, struct ps_error *err)
 		if (ps_uprobe_check_groups(u->env->ev, u->env->nev, u->env->ngroups, &why))
 			return ps_error_set(err, PS_ENEEDS_PTRACE,
 					    "%s; they need the ptrace catcher (--backend ptrace)", why.msg);
-		if (u->env->ngroups > 1 && u->period_ms)
-			return ps_error_set(err, PS_ENEEDS_PTRACE,
-					    "sampling windows with several counter groups need the ptrace catcher "
-					    "(--backend ptrace)");
 		if (u->nsites && u->env->nev == 0)
 			return ps_error_set(err, PS_EUSAGE, "the uprobe catcher needs at least one event to count");
 		for (int i = 0; i < u->env->nreg && u->period_ms; i++)
