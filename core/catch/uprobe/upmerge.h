@@ -5,9 +5,10 @@
  * times, in an order the kernel does not fix (its list of the thread's events), and records
  * of other sites at the same address among them. A record is matched to the others of its
  * hit by its site, its kind (entry or return) and its probe's count: the probes of one site
- * are opened and enabled together, so their counts are equal at every trap. The merged hit
- * has the first group's time, CPU and registers, every event's value in the order of the
- * events, then (enabled, running) of each group after the first.
+ * are opened and switched together while the thread is stopped (uprobe.h), so their counts
+ * are equal at every trap. The merged hit has the first group's time, CPU and registers,
+ * every event's value in the order of the events, then (enabled, running) of each group
+ * after the first.
  *
  * A hit whose records did not all come (the ring was full) is dropped when a later record of
  * the same probe comes (the records of one thread come in the order of its traps), or when

@@ -12,7 +12,9 @@
  *     batch, each with probes of its own at the batch's sites. One trap fires every perf
  *     event on its site, so a hit writes one record per group, in no set order; they are
  *     merged into one hit (upmerge.h) by their probes' counts, equal as long as the groups
- *     are enabled and disabled only while the thread is stopped (at open, or for good);
+ *     are enabled and disabled only while the thread is stopped (at its open, while the
+ *     caller holds it) or for good (the first group enabled last and disabled first, so a
+ *     hit it records has every group's record);
  *   - one mmap ring (1 + ring_pages pages, mmapped on the first group's leader), into which
  *     every probe's output is redirected with PERF_EVENT_IOC_SET_OUTPUT.
  * ps_uprobe_drain() decodes the ring into struct ps_uprobe_hit and counts PERF_RECORD_LOST.
