@@ -10,7 +10,9 @@
  * `movslq %edi,%rax`: an int3 and a single-step per probe), hit_nop5 (entry 0f 1f 44 00 00:
  * the kernel turns the probe into a call), both leaves, and hit_call (hit_movslq's entry, then
  * a call: its ret is probed, which the kernel single-steps). Medians of 5 interleaved runs;
- * prints the cost per hit in microseconds and the ratio layer / floor.
+ * prints the cost per hit in microseconds and the ratio layer / floor. With GROUPS (uprobe_floor
+ * N GROUPS, at most 4), the layer counts that many groups of task-clock, each with probes of its
+ * own at both sites, whose records of a hit it merges into one (several counter groups, -g).
  * Needs root or CAP_PERFMON: without the uprobe PMU it says why and exits 0.
  */
 #include <errno.h>
@@ -54,14 +56,21 @@ static int count_hit(const struct ps_uprobe_hit *h, void *ud)
 	return 0;
 }
 
-static uint64_t run_layer(const struct fn *f, const struct ps_event *ev, uint64_t n)
+static uint64_t run_layer(const struct fn *f, const struct ps_event *ev, int ngroups, uint64_t n)
 {
+	static const int gsize[PS_UPROBE_MAX_GROUPS] = {1, 1, 1, 1};
 	uint64_t t0 = ps_now_ns(), hits = 0;
 	struct ps_uprobe_site site[2] = {{.path = f->path, .offset = f->off, .group = 1},
 					 {.path = f->path, .group = 1}};
 	int uret = floor_exit(f, &site[1].offset);
-	struct ps_uprobe_opts o = {
-	    .ev = ev, .nev = 1, .sites = site, .nsites = 2 - uret, .ring_pages = PAGES, .enabled = 1};
+	struct ps_uprobe_opts o = {.ev = ev,
+				   .nev = ngroups,
+				   .ngroups = ngroups,
+				   .gsize = gsize,
+				   .sites = site,
+				   .nsites = 2 - uret,
+				   .ring_pages = PAGES,
+				   .enabled = 1};
 	struct ps_uprobe *u;
 	struct ps_error err;
 	int go, st = 0;
@@ -93,11 +102,12 @@ static uint64_t run_layer(const struct fn *f, const struct ps_event *ev, uint64_
 int main(int argc, char **argv)
 {
 	uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 0) : 20000;
+	int ngroups = argc > 2 ? atoi(argv[2]) : 1;
 	struct fn fns[] = {{.mode = "movslq", .sym = "hit_movslq"},
 			   {.mode = "nop5", .sym = "hit_nop5"},
 			   {.mode = "call", .sym = "hit_call"}};
 	const int nfns = (int)(sizeof fns / sizeof fns[0]);
-	struct ps_event ev;
+	struct ps_event ev[PS_UPROBE_MAX_GROUPS];
 	struct ps_error err;
 	struct ps_symtab *st;
 	char why[256], path[4096];
@@ -123,13 +133,18 @@ int main(int argc, char **argv)
 		}
 	}
 	ps_sym_close(st);
-	if (ps_event_resolve("task-clock", &ev, &err)) {
-		fprintf(stderr, "uprobe_floor: %s\n", err.msg);
+	if (ngroups < 1 || ngroups > PS_UPROBE_MAX_GROUPS) {
+		fprintf(stderr, "uprobe_floor: %d groups; give 1 to %d\n", ngroups, PS_UPROBE_MAX_GROUPS);
 		return 1;
 	}
+	for (int g = 0; g < ngroups; g++)
+		if (ps_event_resolve("task-clock", &ev[g], &err)) {
+			fprintf(stderr, "uprobe_floor: %s\n", err.msg);
+			return 1;
+		}
 	printf("uprobe_floor: %llu calls; uprobes at the entry and the exit (a leaf's by a uretprobe) in a task-clock "
-	       "group, sampled into a %d-page ring\n",
-	       (unsigned long long)n, PAGES);
+	       "group, sampled into a %d-page ring; perfsh's layer with %d group%s\n",
+	       (unsigned long long)n, PAGES, ngroups, ngroups > 1 ? "s, one record each per hit, merged" : "");
 	printf("%-12s %6s %12s %14s %14s %8s\n", "function", "nop5", "plain ms", "floor us/hit", "perfsh us/hit",
 	       "ratio");
 	for (int i = 0; i < nfns; i++) {
@@ -137,7 +152,7 @@ int main(int argc, char **argv)
 		for (int r = 0; r < REPS; r++) {
 			plain[r] = run_plain(fns[i].mode);
 			fl[r] = run_floor(&fns[i], n);
-			ly[r] = run_layer(&fns[i], &ev, n);
+			ly[r] = run_layer(&fns[i], ev, ngroups, n);
 		}
 		uint64_t base = median(plain, REPS);
 		double pf = (double)(median(fl, REPS) - base) / (double)n / 1000.0;

@@ -195,15 +195,17 @@ static int l_region_spec(lua_State *L)
 	return 1;
 }
 
-/* core.uprobe_check(events) -> true | nil, "msr/tsc/ cannot be read at a uprobe (why)", errno:
-   a trial open of the group as the uprobe catcher opens it (ps_uprobe_check_events) */
+/* core.uprobe_check(events [, sizes]) -> true | nil, "msr/tsc/ cannot be read at a uprobe (why)", code:
+   whether the uprobe catcher can count events in groups of sizes (nil: one group;
+   ps_uprobe_check_groups), and a trial open of them as it opens them (ps_uprobe_check_events) */
 static int l_uprobe_check(lua_State *L)
 {
 	struct ps_event ev[PS_MAX_EVENTS];
 	struct ps_error err;
 	int n = lua_istable(L, 1) && luaL_len(L, 1) == 0 ? 0 : ps_l_check_events(L, 1, ev, PS_MAX_EVENTS);
+	int ngroups = lua_istable(L, 2) ? (int)luaL_len(L, 2) : 1;
 
-	if (ps_uprobe_check_events(ev, n, &err))
+	if (ps_uprobe_check_groups(ev, n, ngroups, &err) || ps_uprobe_check_events(ev, n, &err))
 		return ps_l_fail(L, &err);
 	lua_pushboolean(L, 1);
 	return 1;

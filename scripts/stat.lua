@@ -107,10 +107,12 @@ local function main(opts, cmd)
   if opts.save then cli.output("stat", "--save", opts.save):abort() end
   local trace = cli.output("stat", "--trace", opts.trace, true)
   local out = output(opts.output)
-  -- what only the ptrace catcher does: several groups; what only the uprobe catcher does: SDT
-  -- regions (so they take it unless --backend ptrace says otherwise). Sampling works under both.
-  local need = (#groups > 0 and "several counter groups") or nil
-  local backend = cli.regions_backend("stat", opts.backend, opts.regions, need, opts.pid ~= nil)
+  -- what only the uprobe catcher does: SDT regions (so they take it unless --backend ptrace says
+  -- otherwise). Sampling and several groups work under both (auto takes ptrace for groups of a
+  -- hardware PMU, which can take turns on it: perfsh.spawn says so); the marker catcher counts
+  -- one group.
+  local ngroups = #groups + (#events > 0 and 1 or 0)
+  local backend = cli.regions_backend("stat", opts.backend, opts.regions, nil, opts.pid ~= nil, ngroups > 1)
 
   local ring_pages = opts.ring_pages
   local function start(how, fallback)

@@ -109,6 +109,53 @@ describe("perfsh stat", function()
     assert.is_true(math.abs(tc - cc) <= 0.25 * tc, tc .. " vs " .. cc)
   end)
 
+  -- examples/attribute's touch_pages(a, b, c) takes a + 3b + 7c page faults a call: each call's
+  -- count is known from the a, b, c it prints (ATTRIBUTE_VERBOSE)
+  local function pages_per_call(err)
+    local calls = {}
+    for a, b, c in err:gmatch("(%d+) (%d+) (%d+)\n") do calls[#calls + 1] = a + 3 * b + 7 * c end
+    table.sort(calls)
+    local sum = 0
+    for _, n in ipairs(calls) do sum = sum + n end
+    return calls, sum
+  end
+
+  it("reads several groups with -g under the uprobe catcher, each group's records merged into one hit", function()
+    if not support.need_uprobes(pending) then return end
+    local out, err, rc = support.sh("ATTRIBUTE_VERBOSE=1 " .. P .. " stat --backend uprobe --csv -r touch_pages "
+      .. "-g page-faults -g task-clock,context-switches -e cpu-clock examples/attribute 20 pages")
+    assert.are.equal(0, rc, err)
+    local calls, sum = pages_per_call(err)
+    assert.are.equal(20, #calls, err)
+    for _, e in ipairs{"cpu-clock", "page-faults", "task-clock", "context-switches", "time_ns"} do
+      assert.truthy(out:find("\ntouch_pages," .. e:gsub("%-", "%%-") .. ",20,"), e .. "\n" .. out)
+    end
+    -- each hit has its own group's page faults: the fewest and the most a call takes, and in
+    -- all at most a few more than the calls' own (the first call's lazy binding)
+    local total, min, max = out:match("\ntouch_pages,page%-faults,20,(%d+),[%d.]+,(%d+),%d+,%d+,(%d+),1%.0000")
+    assert.truthy(total, out)
+    assert.are.equal(calls[1], tonumber(min))
+    assert.are.equal(calls[#calls], tonumber(max))
+    assert.is_true(tonumber(total) >= sum and tonumber(total) <= sum + 5, total .. " vs " .. sum)
+    -- task-clock (second group) and cpu-clock (first) of the same hits agree within 25%
+    local tc = tonumber(out:match("\ntouch_pages,task%-clock,20,(%d+),[%d.]+,%d+,%d+,%d+,%d+,1%.0000"))
+    local cc = tonumber(out:match("\ntouch_pages,cpu%-clock,20,(%d+),"))
+    assert.truthy(tc and cc, out)
+    assert.is_true(math.abs(tc - cc) <= 0.25 * tc, tc .. " vs " .. cc)
+  end)
+
+  it("takes the uprobe catcher for several groups of software events by default", function()
+    if not support.need_uprobes(pending) then return end
+    local out, err, rc = support.sh("env -u PERFSH_BACKEND " .. P .. " stat -r touch_pages -g page-faults "
+      .. "-g task-clock examples/attribute 3 pages")
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("caught by uprobe; 1 stop\n", 1, true), out)
+    assert.falsy(err:find("note: backend auto", 1, true), err)
+    assert.truthy(out:find("region touch_pages (func, 3 hits)", 1, true), out)
+    assert.truthy(out:find("\n  page%-faults +3 "), out)
+    assert.truthy(out:find("\n  task%-clock +3 "), out)
+  end)
+
   it("multiplexes more hardware events than counters and scales them", function()
     if not support.need_pmu(pending) then return end
     local n = math.max(core.pmu_counters(), 4)

@@ -189,6 +189,49 @@ describe("perfsh.spawn{backend = ...}", function()
     assert.is_true(info.stops <= 2)
   end)
 
+  it("auto: uprobe for several groups of software events, each hit with every group's values", function()
+    if not need_uprobes(pending) then return end
+    local t <close> = perfsh.spawn{"examples/attribute", "30", "pages", events = {"task-clock"},
+      groups = {{"page-faults", "context-switches"}, {"cpu-clock"}}, backend = "auto", stdout = "/dev/null"}
+    assert.are.equal("uprobe", t.catcher)
+    assert.is_nil(t.note)
+    local r = t:region{func = "touch_pages", args = {"a", "b", "c"}}
+    assert.are.equal(0, t:run().code)
+    local n = 0
+    for h in r:hits() do
+      n = n + 1
+      support.assert_touch_pages(h) -- the second group's page faults are the call's own
+      -- task-clock (first group) and cpu-clock (third) of the same hit agree within 25% + 50 us
+      assert.is_true(math.abs(h["task-clock"] - h["cpu-clock"]) <= 0.25 * h["task-clock"] + 50000,
+        h["task-clock"] .. " vs " .. h["cpu-clock"])
+    end
+    assert.are.equal(30, n)
+    assert.are.equal(0, t:info().lost)
+  end)
+
+  -- A probe is a member of its counter group and fires only while the group is on the PMU, so
+  -- groups that can take turns on a hardware PMU need ptrace; core.uprobe_check says so before
+  -- the program starts (the events resolve without a PMU; opening them needs one).
+  it("auto: ptrace for several groups with a hardware PMU's events, saying why", function()
+    if not need_uprobes(pending) then return end
+    local why = "several counter groups with cycles: groups of a hardware PMU can take turns on it, and a group off "
+      .. "it misses the probes"
+    local ok, msg, code = core.uprobe_check({"task-clock", "cycles"}, {1, 1})
+    assert.is_nil(ok)
+    assert.are.equal(why, msg)
+    assert.are.equal(core.errors.needs_ptrace, code)
+    assert.is_true(core.uprobe_check({"task-clock", "page-faults"}, {1, 1}))
+    local out, err, rc = support.sh(P .. " stat --backend uprobe -e task-clock -g cycles -r sum examples/sum")
+    assert.are.equal(2, rc, err)
+    assert.are.equal("", out) -- the program never ran (it prints its sum)
+    assert.are.equal("perfsh stat: " .. why .. ": use --backend ptrace or drop it\n", err)
+    if not core.pmu_present() then return end
+    local t <close> = perfsh.spawn{"examples/sum", events = {"task-clock"}, groups = {{"cycles"}}, backend = "auto",
+      stdout = "/dev/null"}
+    assert.are.equal("ptrace", t.catcher)
+    assert.are.equal("backend auto: ptrace, as " .. why, t.note)
+  end)
+
   it("refuses an unknown backend", function()
     assert.has.error(function() perfsh.spawn{"examples/sum", backend = "bpf"} end,
       "bad argument #1 to 'spawn' (backend 'bpf'; give auto, uprobe, ptrace or marker)")
@@ -205,6 +248,18 @@ describe("--ring-pages", function()
     local hits = tonumber(out:match("region work %(func, (%d+) hits"))
     assert.truthy(hits, out)
     -- a call with a lost record is not a hit; none is paired with another call's return
+    if lost then assert.is_true(2 * hits + lost <= 4000, out) else assert.are.equal(2000, hits, out) end
+  end)
+
+  it("counts every hit a full ring drops a record of, with several groups (one record each per hit)", function()
+    if not need_uprobes(pending) then return end
+    local out, err, rc = support.sh(P .. " stat --backend uprobe --ring-pages 1 -r work -e task-clock "
+      .. "-g page-faults,context-switches examples/threads 1000 10")
+    assert.are.equal(0, rc, err)
+    local lost = tonumber(out:match("; %d+ stops, (%d+) probe records lost %(ring full"))
+    local hits = tonumber(out:match("region work %(func, (%d+) hits"))
+    assert.truthy(hits, out)
+    -- a hit with any group's record lost is dropped and counted once, as an entry or a return
     if lost then assert.is_true(2 * hits + lost <= 4000, out) else assert.are.equal(2000, hits, out) end
   end)
 
@@ -238,6 +293,27 @@ describe("sampling with the uprobe catcher", function()
     assert.is_true(t:info().stops <= 2)
     for h in r:hits() do assert.is_true(h.sampled) end
   end)
+
+  it("records in time windows with several groups, each hit's values its own (groups switched while held)",
+    function()
+      if not need_uprobes(pending) then return end
+      local t <close> = perfsh.spawn{"examples/attribute", "300", "pages", events = {"task-clock"},
+        groups = {{"page-faults"}}, stdout = "/dev/null", backend = "uprobe"}
+      local r = t:region{func = "touch_pages", args = {"a", "b", "c"}, sample = {window_ms = 20, period_ms = 40}}
+      assert.are.equal(0, t:run().code)
+      local st = r:stats()
+      assert.is_true(st.hits > 0 and st.hits < 300, tostring(st.hits))
+      assert.are.equal(0, t:info().lost)
+      local n = 0
+      for h in r:hits() do
+        assert.is_true(h.sampled)
+        if not (h.unwound or h.exited) then -- a call a window's end cut short has no real end
+          n = n + 1
+          support.assert_touch_pages(h) -- the second group's page faults are the call's own
+        end
+      end
+      assert.are.equal(st.hits, n)
+    end)
 
   -- The kernel writes a record at every probe; the hit path keeps those of the chosen calls. Every
   -- call is counted (by its entry's record), the program never stops for a hit.

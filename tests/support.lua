@@ -21,6 +21,19 @@ function support.need_uprobes(pending)
   return ok
 end
 
+--- Asserts that hit @h of examples/attribute's touch_pages(a, b, c) (a region armed with
+-- args = {"a", "b", "c"}) took its a + 3b + 7c page faults; the first call (h.hit 0) up to 4
+-- more, as it also faults in the code and data it runs for the first time.
+function support.assert_touch_pages(h)
+  local want = h.a + 3 * h.b + 7 * h.c
+  if h.hit == 0 then
+    assert(h["page-faults"] >= want and h["page-faults"] <= want + 4, ("first hit: %d page faults, want %d")
+      :format(h["page-faults"], want))
+  else
+    assert(h["page-faults"] == want, ("hit %d: %d page faults, want %d"):format(h.hit, h["page-faults"], want))
+  end
+end
+
 --- true when command @name is installed; otherwise marks the test pending, saying so.
 function support.need_command(pending, name)
   local _, _, rc = support.sh("command -v " .. name)

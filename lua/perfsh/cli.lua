@@ -369,11 +369,12 @@ end
 
 --- The catcher of a recipe's @regions, as cli.backend(name, value, need) gives it, except that
 -- regions that are all markers of a program perfsh starts (@attaching false) take the marker
--- catcher (the program measures them itself) unless --backend says otherwise or @need is
--- "several counter groups"; and that SDT and marker regions, which otherwise only the uprobe
--- catcher arms, make auto of ptrace when no --backend was given: one line when the uprobe
--- catcher cannot work here, or @need (what needs the ptrace catcher) asks for the other.
-function cli.regions_backend(name, value, regions, need, attaching)
+-- catcher (the program measures them itself) unless --backend says otherwise or @groups (several
+-- counter groups, which the marker catcher does not count); and that SDT and marker regions,
+-- which otherwise only the uprobe catcher arms, make auto of ptrace when no --backend was given:
+-- one line when the uprobe catcher cannot work here, or @need (what needs the ptrace catcher)
+-- asks for the other.
+function cli.regions_backend(name, value, regions, need, attaching, groups)
   local sdt, markers = nil, #regions > 0
   for _, r in ipairs(regions) do
     local rs = cli.region_spec(r, name)
@@ -394,8 +395,7 @@ function cli.regions_backend(name, value, regions, need, attaching)
     return "marker"
   end
   local asked = value or cli.backend(name, nil)
-  if markers and not attaching and need ~= "several counter groups" and (asked == "auto" or not value and asked ==
-    "ptrace") then
+  if markers and not attaching and not groups and (asked == "auto" or not value and asked == "ptrace") then
     return "marker"
   end
   if sdt and asked == "auto" or sdt and not value and asked == "ptrace" then

@@ -44,17 +44,18 @@ local function wrap(ud, argv)
 end
 
 -- The catcher that backend names (nil: defaults.backend(), $PERFSH_BACKEND or "auto"): "auto"
--- takes "uprobe" where the uprobe PMU opens and every one of @events can be read at a probe
--- (core.uprobe_check, before the program starts), else "ptrace" with a one-line note saying
--- why; "uprobe" with an event it cannot read is refused in one line.
-local function catcher(backend, fname, events)
+-- takes "uprobe" where the uprobe PMU opens and every one of @events, in groups of @sizes (nil:
+-- one group), can be read at a probe (core.uprobe_check, before the program starts), else
+-- "ptrace" with a one-line note saying why; "uprobe" with an event it cannot read is refused in
+-- one line.
+local function catcher(backend, fname, events, sizes)
   if backend == nil then
     local ok, b = pcall(defaults.backend)
     if not ok then fail(("bad argument #1 to '%s' (%s)"):format(fname, b), 3) end
     backend = b
   end
   if backend == "uprobe" and core.uprobe_available() then
-    local ok, why = core.uprobe_check(events)
+    local ok, why = core.uprobe_check(events, sizes)
     if not ok then fail(why .. ": use --backend ptrace or drop it", 3) end
   end
   if backend == "ptrace" or backend == "uprobe" or backend == "marker" then return backend end
@@ -64,7 +65,7 @@ local function catcher(backend, fname, events)
   end
   local ok, why = core.uprobe_available()
   if not ok then return "ptrace", ("backend auto: ptrace, as the uprobe catcher cannot work here (%s)"):format(why) end
-  ok, why = core.uprobe_check(events)
+  ok, why = core.uprobe_check(events, sizes)
   if ok then return "uprobe" end
   return "ptrace", ("backend auto: ptrace, as %s"):format(why)
 end
@@ -105,7 +106,7 @@ function tracee.spawn(spec)
     local ok, why = core.resolve(tostring(name))
     if not ok then fail(("bad argument #1 to 'spawn' (event #%d: %s)"):format(i, why), 2) end
   end
-  local how, note = catcher(spec.backend, "spawn", events)
+  local how, note = catcher(spec.backend, "spawn", events, sizes)
   local ud, msg = core.spawn(argv, events, {stdin = spec.stdin, stdout = spec.stdout, stderr = spec.stderr,
     group_sizes = sizes, backend = how})
   if not ud then fail(msg, 2) end
@@ -134,7 +135,7 @@ end
 function tracee.attach(pid, opts)
   if math.type(pid) ~= "integer" then fail("bad argument #1 to 'attach' (process id expected)", 2) end
   local events, sizes = flatten(opts or {})
-  local how, note = catcher(opts and opts.backend, "attach", events)
+  local how, note = catcher(opts and opts.backend, "attach", events, sizes)
   local ud, msg = core.attach(pid, events, {group_sizes = sizes, backend = how})
   if not ud then fail(msg, 2) end
   if opts and opts.follow_fork then ud:follow_fork(true) end

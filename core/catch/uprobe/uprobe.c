@@ -18,27 +18,31 @@
 #include "elffile.h"
 #include "machine.h"
 #include "procmaps.h"
+#include "upmerge.h"
 
 #define BOUNCE 65536 /* a record's size is a u16: the largest one fits */
 #define ID_COUNTER 0xffffffffu
 
 /* What a perf event id stands for: a counter (kind ID_COUNTER, @idx its place in opts.ev) or a
-   probe (@idx the site, @kind entry or return). */
+   probe (@idx the site, @kind entry or return), of the caller's counter group @cg. */
 struct idmap {
 	uint64_t id;
 	uint32_t idx;
 	uint32_t kind;
-	uint64_t got; /* a probe's records decoded */
+	uint32_t cg;
 };
 
 struct ps_uprobe {
 	pid_t tid;
 	int nev, ngroups, nfd, nmap, nregs;
-	int type, retbit;  /* the uprobe PMU's perf type and its retprobe config bit */
-	int *fds;	   /* every event: per group, its counters then its probes; -1 when not open */
-	int *leaders;	   /* index in fds of each group's leader */
-	struct idmap *map; /* sorted by id */
-	void *base;	   /* the mapping: the control page, then the data pages */
+	int ncg, cfirst[PS_UPROBE_MAX_GROUPS], csize[PS_UPROBE_MAX_GROUPS]; /* the caller's groups */
+	int type, retbit;	  /* the uprobe PMU's perf type and its retprobe config bit */
+	int *fds;		  /* every event: per group, its counters then its probes; -1 when not open */
+	int *leaders;		  /* index in fds of each group's leader (of the caller's group g % ncg) */
+	struct idmap *map;	  /* sorted by id */
+	uint64_t *got;		  /* hits delivered, two per site (entry, return) */
+	struct ps_upmerge *merge; /* with several groups: the hits being merged */
+	void *base;		  /* the mapping: the control page, then the data pages */
 	size_t map_len, data_size;
 	unsigned char *bounce;
 	uint64_t lost, hits, other;
@@ -86,7 +90,7 @@ static void common_attr(struct perf_event_attr *a)
 }
 
 /* Record what @fd's id stands for. */
-static int add_id(struct ps_uprobe *u, int fd, uint32_t idx, uint32_t kind, struct ps_error *err)
+static int add_id(struct ps_uprobe *u, int fd, uint32_t idx, uint32_t kind, int cg, struct ps_error *err)
 {
 	uint64_t id;
 
@@ -94,7 +98,7 @@ static int add_id(struct ps_uprobe *u, int fd, uint32_t idx, uint32_t kind, stru
 		int e = errno;
 		return ps_error_set(err, e, "uprobe: PERF_EVENT_IOC_ID: %s", strerror(e));
 	}
-	u->map[u->nmap++] = (struct idmap){id, idx, kind, 0};
+	u->map[u->nmap++] = (struct idmap){id, idx, kind, (uint32_t)cg};
 	return 0;
 }
 
@@ -105,28 +109,28 @@ static int open_failed(int e, const char *what, pid_t tid, struct ps_error *err)
 			    hint);
 }
 
-/* Open the counters of one group; the leader disabled. */
-static int open_counters(struct ps_uprobe *u, const struct ps_uprobe_opts *o, struct ps_error *err)
+/* Open the counters of the caller's group @cg as one perf group; the leader disabled. */
+static int open_counters(struct ps_uprobe *u, const struct ps_uprobe_opts *o, int cg, struct ps_error *err)
 {
 	int leader = -1;
 
-	for (int k = 0; k < o->nev; k++) {
+	for (int k = u->cfirst[cg]; k < u->cfirst[cg] + u->csize[cg]; k++) {
 		struct perf_event_attr a = o->ev[k].attr;
 
 		common_attr(&a);
-		a.disabled = k == 0;
+		a.disabled = leader < 0;
 		a.sample_period = 0;
 		a.sample_type = 0;
 		a.mmap = a.mmap2 = o->maps && k == 0 && u->ngroups == 0; /* into the ring it will own */
 		int fd = (int)perf_open(&a, u->tid, leader);
 		if (fd < 0)
 			return open_failed(errno, o->ev[k].name, u->tid, err);
-		if (k == 0) {
+		if (leader < 0) {
 			leader = fd;
 			u->leaders[u->ngroups] = u->nfd;
 		}
 		u->fds[u->nfd++] = fd;
-		if (add_id(u, fd, (uint32_t)k, ID_COUNTER, err))
+		if (add_id(u, fd, (uint32_t)k, ID_COUNTER, cg, err))
 			return -1;
 	}
 	return leader;
@@ -176,7 +180,9 @@ int ps_uprobe_check_events(const struct ps_event *ev, int nev, struct ps_error *
 	return rc;
 }
 
-static int open_probe(struct ps_uprobe *u, const struct ps_uprobe_opts *o, int site, int kind, int leader,
+/* The probe of @kind at @site in the perf group of @leader (the caller's group @cg): the first
+   group's carry the registers. */
+static int open_probe(struct ps_uprobe *u, const struct ps_uprobe_opts *o, int site, int kind, int leader, int cg,
 		      struct ps_error *err)
 {
 	const struct ps_uprobe_site *s = &o->sites[site];
@@ -208,8 +214,8 @@ static int open_probe(struct ps_uprobe *u, const struct ps_uprobe_opts *o, int s
 	}
 	a.sample_period = 1;
 	a.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
-			PERF_SAMPLE_READ | (o->regs_mask ? PERF_SAMPLE_REGS_USER : 0);
-	a.sample_regs_user = o->regs_mask;
+			PERF_SAMPLE_READ | (o->regs_mask && cg == 0 ? PERF_SAMPLE_REGS_USER : 0);
+	a.sample_regs_user = cg == 0 ? o->regs_mask : 0;
 	a.exclude_kernel = 1;
 	a.exclude_hv = 1;
 	int fd = (int)perf_open(&a, u->tid, leader);
@@ -219,7 +225,7 @@ static int open_probe(struct ps_uprobe *u, const struct ps_uprobe_opts *o, int s
 		return open_failed(errno, what, u->tid, err);
 	}
 	u->fds[u->nfd++] = fd;
-	return add_id(u, fd, (uint32_t)site, (uint32_t)kind, err);
+	return add_id(u, fd, (uint32_t)site, (uint32_t)kind, cg, err);
 }
 
 static int cmp_id(const void *a, const void *b)
@@ -237,9 +243,18 @@ static struct idmap *lookup(const struct ps_uprobe *u, uint64_t id)
 static int check_opts(const struct ps_uprobe_opts *o, struct ps_error *err)
 {
 	unsigned pages = o->ring_pages ? o->ring_pages : 64;
+	int total = 0;
 
 	if (o->nev < 1 || o->nev > PS_MAX_EVENTS - 2)
 		return ps_error_set(err, PS_EUSAGE, "uprobe: %d counters; give 1 to %d", o->nev, PS_MAX_EVENTS - 2);
+	if (o->ngroups < 0 || o->ngroups > PS_UPROBE_MAX_GROUPS || (o->ngroups > 1 && !o->gsize) ||
+	    o->nev + 2 * (o->ngroups > 1 ? o->ngroups - 1 : 0) > PS_MAX_EVENTS)
+		return ps_error_set(err, PS_EUSAGE, "uprobe: %d counter groups of %d counters; give 1 to %d groups",
+				    o->ngroups, o->nev, PS_UPROBE_MAX_GROUPS);
+	for (int g = 0; g < o->ngroups && o->ngroups > 1; g++)
+		total += o->gsize[g] > 0 ? o->gsize[g] : -PS_MAX_EVENTS;
+	if (o->ngroups > 1 && total != o->nev)
+		return ps_error_set(err, PS_EUSAGE, "uprobe: the groups do not hold the %d counters one each", o->nev);
 	if (o->nsites < 1 || !o->sites)
 		return ps_error_set(err, PS_EUSAGE, "uprobe: no site to probe");
 	for (int i = 0; i < o->nsites; i++)
@@ -284,21 +299,30 @@ static int count_groups(const struct ps_uprobe_opts *o, int per)
 static struct ps_uprobe *alloc_handle(pid_t tid, const struct ps_uprobe_opts *o, int per, struct ps_error *err)
 {
 	struct ps_uprobe *u = calloc(1, sizeof *u);
-	int ngroups = count_groups(o, per), nfd = ngroups * o->nev + 2 * o->nsites;
+	int ncg = o->ngroups > 1 ? o->ngroups : 1;
+	int nbatch = count_groups(o, per), nfd = nbatch * o->nev + 2 * o->nsites * ncg;
 
 	if (u) {
 		u->fds = malloc((size_t)nfd * sizeof *u->fds);
-		u->leaders = calloc((size_t)ngroups, sizeof *u->leaders);
+		u->leaders = calloc((size_t)(nbatch * ncg), sizeof *u->leaders);
 		u->map = calloc((size_t)nfd, sizeof *u->map);
+		u->got = calloc((size_t)(2 * o->nsites), sizeof *u->got);
 		u->bounce = malloc(BOUNCE);
+		if (ncg > 1 && (u->merge = malloc(sizeof *u->merge)))
+			ps__upmerge_init(u->merge, o->nev, ncg, o->gsize);
 	}
-	if (!u || !u->fds || !u->leaders || !u->map || !u->bounce) {
+	if (!u || !u->fds || !u->leaders || !u->map || !u->got || !u->bounce || (ncg > 1 && !u->merge)) {
 		ps_uprobe_close(u);
 		ps_error_set(err, ENOMEM, "uprobe: out of memory");
 		return NULL;
 	}
 	u->tid = tid;
 	u->nev = o->nev;
+	u->ncg = ncg;
+	for (int g = 0, first = 0; g < ncg; first += u->csize[g++]) {
+		u->cfirst[g] = first;
+		u->csize[g] = ncg > 1 ? o->gsize[g] : o->nev;
+	}
 	u->nregs = __builtin_popcountll(o->regs_mask);
 	u->type = ps_machine_uprobe_type();
 	u->retbit = ps_uprobe_retprobe_bit();
@@ -323,7 +347,7 @@ static int map_ring(struct ps_uprobe *u, unsigned pages, struct ps_error *err)
 	}
 	for (int g = 0; g < u->ngroups; g++) {
 		int end = g + 1 < u->ngroups ? u->leaders[g + 1] : u->nfd;
-		for (int i = u->leaders[g] + u->nev; i < end; i++)
+		for (int i = u->leaders[g] + u->csize[g % u->ncg]; i < end; i++)
 			if (ioctl(u->fds[i], PERF_EVENT_IOC_SET_OUTPUT, rfd) < 0) {
 				int e = errno;
 				return ps_error_set(err, e, "uprobe: PERF_EVENT_IOC_SET_OUTPUT on thread %d: %s",
@@ -341,16 +365,20 @@ int ps_uprobe_open(struct ps_uprobe **out, pid_t tid, const struct ps_uprobe_opt
 	*out = NULL;
 	if (check_opts(o, err) || !(u = alloc_handle(tid, o, per, err)))
 		return -1;
-	for (int s = 0, n = 0, leader = -1; s < o->nsites; s++, n++) {
-		if (starts_group(o, s, n, per)) {
-			if ((leader = open_counters(u, o, err)) < 0)
+	for (int s0 = 0, s1; s0 < o->nsites; s0 = s1) {
+		for (s1 = s0 + 1; s1 < o->nsites && !starts_group(o, s1, s1 - s0, per);)
+			s1++;
+		/* the sites [s0, s1) in one perf group with each of the caller's groups */
+		for (int cg = 0; cg < u->ncg; cg++) {
+			int leader = open_counters(u, o, cg, err);
+			if (leader < 0)
 				goto fail;
 			u->ngroups++;
-			n = 0;
+			for (int s = s0; s < s1; s++)
+				if (open_probe(u, o, s, PS_UPROBE_ENTRY, leader, cg, err) ||
+				    (o->sites[s].ret && open_probe(u, o, s, PS_UPROBE_RETURN, leader, cg, err)))
+					goto fail;
 		}
-		if (open_probe(u, o, s, PS_UPROBE_ENTRY, leader, err) ||
-		    (o->sites[s].ret && open_probe(u, o, s, PS_UPROBE_RETURN, leader, err)))
-			goto fail;
 	}
 	qsort(u->map, (size_t)u->nmap, sizeof *u->map, cmp_id);
 	if (map_ring(u, o->ring_pages ? o->ring_pages : 64, err) || (o->enabled && ps_uprobe_enable(u, 1, err)))
@@ -362,15 +390,20 @@ fail:
 	return -1;
 }
 
+/* With several of the caller's groups, the first of a batch is enabled last and disabled first: a
+   hit it records, every group records (the probes of the first group count the hits, see
+   ps_uprobe_missing()). */
 int ps_uprobe_enable(struct ps_uprobe *u, int on, struct ps_error *err)
 {
-	for (int g = 0; g < u->ngroups; g++)
+	for (int i = 0; i < u->ngroups; i++) {
+		int g = on ? u->ngroups - 1 - i : i;
 		if (ioctl(u->fds[u->leaders[g]], on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE,
 			  PERF_IOC_FLAG_GROUP) < 0) {
 			int e = errno;
 			return ps_error_set(err, e, "uprobe: %s the probes of thread %d: %s",
 					    on ? "enabling" : "disabling", (int)u->tid, strerror(e));
 		}
+	}
 	return 0;
 }
 
@@ -386,16 +419,18 @@ void ps_uprobe_close(struct ps_uprobe *u)
 	free(u->fds);
 	free(u->leaders);
 	free(u->map);
+	free(u->got);
+	free(u->merge);
 	free(u->bounce);
 	free(u);
 }
 
-/* Decode one PERF_RECORD_SAMPLE (@p: its body, @n u64 words) into @h. 0, or -1 if malformed
-   or not one of ours. */
-static int decode_sample(const struct ps_uprobe *u, const uint64_t *p, size_t n, struct ps_uprobe_hit *h)
+/* Decode one PERF_RECORD_SAMPLE (@p: its body, @n u64 words) into @h, a record of the caller's
+   group *@cg. 0, or -1 if malformed or not one of ours. */
+static int decode_sample(const struct ps_uprobe *u, const uint64_t *p, size_t n, struct ps_uprobe_hit *h, int *cg)
 {
 	const uint64_t *end = p + n;
-	struct idmap *m, *probe;
+	const struct idmap *m, *probe;
 	uint64_t nr;
 
 	if (n < 7 || !(probe = m = lookup(u, p[0])) || m->kind == ID_COUNTER)
@@ -403,6 +438,7 @@ static int decode_sample(const struct ps_uprobe *u, const uint64_t *p, size_t n,
 	memset(h, 0, sizeof *h);
 	h->site = m->idx;
 	h->kind = m->kind;
+	*cg = (int)m->cg;
 	h->tid = (pid_t)(uint32_t)(p[1] >> 32);
 	h->time = p[2];
 	h->cpu = (uint32_t)p[3];
@@ -425,7 +461,6 @@ static int decode_sample(const struct ps_uprobe *u, const uint64_t *p, size_t n,
 		h->nregs = u->nregs;
 		memcpy(h->regs, p, (size_t)u->nregs * sizeof *p);
 	}
-	probe->got++;
 	return 0;
 }
 
@@ -455,8 +490,9 @@ long ps_uprobe_drain(struct ps_uprobe *u, ps_uprobe_cb cb, void *ud)
 	unsigned char *data = (unsigned char *)u->base + (u->map_len - u->data_size);
 	uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE), tail = mp->data_tail, mask;
 	struct ps_uprobe_hit h;
+	const struct ps_uprobe_hit *hit;
 	long got = 0;
-	int stop = 0;
+	int stop = 0, cg;
 
 	mask = u->data_size - 1;
 	while (tail < head && !stop) {
@@ -478,11 +514,15 @@ long ps_uprobe_drain(struct ps_uprobe *u, ps_uprobe_cb cb, void *ud)
 		}
 		const uint64_t *body = (const uint64_t *)(const void *)(rec + sizeof hdr);
 		size_t words = (hdr.size - sizeof hdr) / 8;
-		if (hdr.type == PERF_RECORD_SAMPLE && decode_sample(u, body, words, &h) == 0) {
-			u->hits++;
-			got++;
-			if (cb && cb(&h, ud))
-				stop = 1;
+		if (hdr.type == PERF_RECORD_SAMPLE && decode_sample(u, body, words, &h, &cg) == 0) {
+			hit = u->merge ? ps__upmerge_add(u->merge, &h, cg) : &h;
+			if (hit) {
+				u->got[2 * hit->site + hit->kind]++;
+				u->hits++;
+				got++;
+				if (cb && cb(hit, ud))
+					stop = 1;
+			}
 		} else if (hdr.type == PERF_RECORD_MMAP2 && decode_map(body, words, &h) == 0) {
 			if (cb && cb(&h, ud))
 				stop = 1;
@@ -516,9 +556,11 @@ long ps_uprobe_missing(const struct ps_uprobe *u, struct ps_error *err)
 					    strerror(e));
 		}
 		for (uint64_t j = 0; j < buf[0]; j++) {
+			/* the first group's probes count the hits (see ps_uprobe_enable()) */
 			const struct idmap *m = lookup(u, buf[4 + 2 * j]);
-			if (m && m->kind != ID_COUNTER && buf[3 + 2 * j] > m->got)
-				missing += buf[3 + 2 * j] - m->got;
+			uint64_t had = m && m->kind != ID_COUNTER ? u->got[2 * m->idx + m->kind] : 0;
+			if (m && m->kind != ID_COUNTER && m->cg == 0 && buf[3 + 2 * j] > had)
+				missing += buf[3 + 2 * j] - had;
 		}
 	}
 	return (long)missing;

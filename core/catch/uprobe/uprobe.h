@@ -8,9 +8,21 @@
  *     at the return). Each probe has sample_period = 1 and
  *     PERF_SAMPLE_IDENTIFIER | TID | TIME | CPU | READ (+ REGS_USER on request), and reads
  *     the whole group (PERF_FORMAT_GROUP | ID | TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING);
+ *   - with several groups of the caller's (opts @ngroups): a counter group of each for every
+ *     batch, each with probes of its own at the batch's sites. One trap fires every perf
+ *     event on its site, so a hit writes one record per group, in no set order; they are
+ *     merged into one hit (upmerge.h) by their probes' counts, equal as long as the groups
+ *     are enabled and disabled only while the thread is stopped (at its open, while the
+ *     caller holds it) or for good (the first group enabled last and disabled first, so a
+ *     hit it records has every group's record);
  *   - one mmap ring (1 + ring_pages pages, mmapped on the first group's leader), into which
  *     every probe's output is redirected with PERF_EVENT_IOC_SET_OUTPUT.
  * ps_uprobe_drain() decodes the ring into struct ps_uprobe_hit and counts PERF_RECORD_LOST.
+ *
+ * A probe is a member of its counter group, so it fires only while its group is on the PMU:
+ * groups that take turns on it (multiplexing) would miss hits. Several groups are therefore
+ * taken only where none can be multiplexed (software events and tracepoints,
+ * ps_uprobe_check_groups()).
  *
  * Per thread, never inherited. Measured on kernel 6.18: `inherit` on a uprobe-PMU event
  * makes the target's clone() fail with EFAULT (config1, the path, is re-read in the child's
@@ -51,6 +63,7 @@
 #define PS_UPROBE_MAX_DEPTH 64	   /* pending uretprobes per task (kernel's MAX_URETPROBE_DEPTH) */
 #define PS_UPROBE_MAX_REGS 8	   /* registers per hit with PERF_SAMPLE_REGS_USER */
 #define PS_UPROBE_MAX_PER_GROUP 64 /* sites in one counter group */
+#define PS_UPROBE_MAX_GROUPS 4	   /* counter groups of the caller's (each with probes of its own) */
 
 /* x86-64 argument registers as a regs_mask (asm/perf_regs.h bits of CX, DX, SI, DI, R8, R9). */
 #define PS_UPROBE_REGS_ARGS ((1ull << 2) | (1ull << 3) | (1ull << 4) | (1ull << 5) | (1ull << 16) | (1ull << 17))
@@ -86,6 +99,10 @@ struct ps_uprobe_site {
  * struct ps_uprobe_opts - what ps_uprobe_open() opens.
  * @ev, @nev:       the counters, 1 to PS_MAX_EVENTS - 2; ev[0] leads each group. Their attrs
  *                  are used as resolved (type, config, privilege bits).
+ * @ngroups, @gsize: 0 or 1: the counters are one group; else @ev is @ngroups groups of
+ *                  @gsize[g] counters each, in order (at most PS_UPROBE_MAX_GROUPS, and
+ *                  @nev + 2 * (@ngroups - 1) values at most PS_MAX_EVENTS), the first
+ *                  event of each leading it.
  * @sites, @nsites: the sites; a hit's @site is the index in this array.
  * @per_group:      sites per counter group (each group has its own copy of the counters, and
  *                  every sample carries its whole group, 16 bytes per member); 0 means 4,
@@ -105,6 +122,8 @@ struct ps_uprobe_site {
 struct ps_uprobe_opts {
 	const struct ps_event *ev;
 	int nev;
+	int ngroups;
+	const int *gsize;
 	const struct ps_uprobe_site *sites;
 	int nsites;
 	int per_group;
@@ -135,8 +154,10 @@ struct ps_uprobe_map {
  * @kind:             enum ps_uprobe_kind.
  * @seq:              the probe's own count at this hit (1 for its first): a gap between two
  *                    hits of the same site and kind is records lost in between.
- * @enabled, @running: the group's times, for multiplex scaling (ps_scale()).
- * @nval, @val:       the counters' raw values, in the order of opts.ev.
+ * @enabled, @running: the (first) group's times, for multiplex scaling (ps_scale()).
+ * @nval, @val:       the counters' raw values, in the order of opts.ev; with several
+ *                    groups, then (enabled, running) of each group after the first (the
+ *                    layout of a record's values, snapshot.h).
  * @nregs, @regs:     the registers of regs_mask, lowest bit first (0 when not asked for, or
  *                    when the kernel had none to give).
  */
@@ -186,6 +207,15 @@ int ps_uprobe_open(struct ps_uprobe **u, pid_t tid, const struct ps_uprobe_opts 
  * Return: 0, or -1.
  */
 int ps_uprobe_check_events(const struct ps_event *ev, int nev, struct ps_error *err);
+
+/**
+ * ps_uprobe_check_groups() - whether @ngroups groups of @ev can be counted at a uprobe: one
+ * group always; several only when none of their events can be multiplexed (software events
+ * and tracepoints: a group of a hardware PMU may be off it at a hit, and its probe then
+ * records nothing).
+ * Return: 0, or -1 with @err (PS_ENEEDS_PTRACE) naming the first such event.
+ */
+int ps_uprobe_check_groups(const struct ps_event *ev, int nev, int ngroups, struct ps_error *err);
 
 /* Start (@on = 1) or stop counting and probing, every group at once. 0, or -1 with @err. */
 int ps_uprobe_enable(struct ps_uprobe *u, int on, struct ps_error *err);

@@ -27,12 +27,18 @@
  * edges (PERF_EVENT_IOC_ENABLE/DISABLE on the groups, never per hit), so one window covers
  * every region; what is open when a window closes ends there, cut short (its return may
  * never come), and a return whose entry came while closed is ignored. Entries are counted in
- * the windows only. Several counter groups need the ptrace catcher, and are refused with a
- * line saying so.
+ * the windows only.
  *
  * Regions in libraries not mapped yet (loaded at start, or later with dlopen) are probed in the
  * file the loader will map; they stay pending until it is seen mapped, and are dropped with
  * the reason where the program maps another file in its name (core/catch/uprobe/uplibs.c).
+ *
+ * Several counter groups: each group has probes of its own at every site, and the records of
+ * one trap are merged into one hit (core/catch/uprobe/upmerge.h) with every group's values
+ * and times, as the ptrace catcher reads them, so each group is scaled on its own. Refused
+ * (needs ptrace) where a group could be multiplexed (a hardware PMU's, ps_uprobe_check_groups()).
+ * With time windows the groups switch while the program is held a moment at each edge (a hit
+ * between the switches of two groups would leave their probes' counts apart).
  *
  * Inlined copies of a function are range regions (the session arms them, core/binary/lines_inline.c):
  * a plain uprobe at the copy's entry (START) and at each place control leaves it (END).
@@ -62,6 +68,8 @@
 #include "upframes.h"
 #include "uplibs.h"
 #include "upsites.h"
+
+_Static_assert(PS_MAX_GROUPS <= PS_UPROBE_MAX_GROUPS, "every counter group the session allows has probes");
 
 static struct ps_upcatch *of(struct ps_catch *c)
 {
@@ -394,6 +402,10 @@ static int run_windows(struct ps_upcatch *u, struct ps_error *err)
 		if (rc != 0 || !ps_catch_window_edge(u->env, edge))
 			break;
 		open = !open;
+		/* several groups switch while the program is held: a hit between the switches of two
+		   groups would leave their probes' counts apart, and no later hit could be merged */
+		if (u->env->ngroups > 1 && ps_catch_uprobe_hold(u->c, err))
+			return -1;
 		if (ps_catch_uprobe_enable(u->c, open, err))
 			return -1;
 		if (!open)
@@ -410,21 +422,23 @@ static int up_run(struct ps_catch *c, struct ps_error *err)
 	struct ps_upcatch *u = of(c);
 	struct ps_uprobe_opts p = {.ev = u->env->ev,
 				   .nev = u->env->nev,
+				   .ngroups = u->env->ngroups,
+				   .gsize = u->env->gsize,
 				   .sites = u->sites,
 				   .nsites = u->nsites,
 				   .ring_pages = u->ring_pages ? u->ring_pages : 256,
 				   .regs_mask = u->regs_mask,
 				   .enabled = !u->period_ms,
 				   .maps = ps__up_lib_awaits(u)};
+	struct ps_error why;
 	int rc;
 
 	u->regs_mask = REGS_SP | (u->env->nargs ? PS_UPROBE_REGS_ARGS : 0);
 	p.regs_mask = u->regs_mask;
 	if (!u->probed) {
-		if (u->env->ngroups > 1)
+		if (ps_uprobe_check_groups(u->env->ev, u->env->nev, u->env->ngroups, &why))
 			return ps_error_set(err, PS_ENEEDS_PTRACE,
-					    "the uprobe catcher counts one group of events; several groups need the "
-					    "ptrace catcher (--backend ptrace)");
+					    "%s; they need the ptrace catcher (--backend ptrace)", why.msg);
 		if (u->nsites && u->env->nev == 0)
 			return ps_error_set(err, PS_EUSAGE, "the uprobe catcher needs at least one event to count");
 		for (int i = 0; i < u->env->nreg && u->period_ms; i++)
