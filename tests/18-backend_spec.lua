@@ -282,7 +282,8 @@ describe("sampling with the uprobe catcher", function()
     return perfsh.spawn(argv)
   end
 
-  it("records in time windows, the probes switched on and off, never a stop per hit", function()
+  it("records in time windows, the probes switched on and off while the program is held at each edge, "
+    .. "never a stop per hit; each hit's time is its own call's", function()
     if not need_uprobes(pending) then return end
     local t <close> = spawn_uprobe{"examples/loop", "20000", "20000"}
     local r = t:region{func = "spin", sample = {window_ms = 2, period_ms = 40}}
@@ -290,8 +291,23 @@ describe("sampling with the uprobe catcher", function()
     local st = r:stats()
     assert.is_true(st.hits < 20000 / 2, tostring(st.hits))
     assert.is_true(st.hits <= st.entries, tostring(st.entries)) -- entries: those made in the windows
-    assert.is_true(t:info().stops <= 2)
-    for h in r:hits() do assert.is_true(h.sampled) end
+    -- a stop at each window's edge (two a period of 40 ms): tens, against hundreds of hits
+    assert.is_true(t:info().stops <= 2 + st.hits / 4, ("%d stops, %d hits"):format(t:info().stops, st.hits))
+    -- switched while the program ran, the entry's and the return's probes drifted apart at each
+    -- edge, and most hits read a time (and so a scaled count) far from their task-clock, even < 0.
+    -- (The kernel reads the two ~25 us apart in some 0.03% of hits, windows or not, on these VMs.)
+    local far, n = 0, 0
+    for h in r:hits() do
+      assert.is_true(h.sampled)
+      if not h.exited then -- one cut short where its window closed ends where it began
+        local tc = h["task-clock"]
+        n = n + 1
+        assert.is_true(h.time_ns > 0 and h.time_ns < 1e9 and tc > 0 and tc < 1e9,
+          ("time %d ns, task-clock %d ns"):format(h.time_ns, tc))
+        if math.abs(h.time_ns - tc) > 0.1 * tc + 2000 then far = far + 1 end
+      end
+    end
+    assert.is_true(n > 0 and far <= 2 + n // 50, ("%d of %d hits' time far from their task-clock"):format(far, n))
   end)
 
   it("records in time windows with several groups, each hit's values its own (groups switched while held)",

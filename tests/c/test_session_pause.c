@@ -64,7 +64,8 @@ static void sleep_ms(long ms)
 }
 
 /* examples/threads under catcher @how: two threads calling work far longer than the test (it
-   is killed at the end), paused after 0.3 s for 1 s, then run until it has had 5 ticks of CPU more. */
+   is killed at the end), paused once both run (after 0.3 s or more) for 1 s, then run until it
+   has had 5 ticks of CPU more. */
 static void pause_holds(struct ctest *ctest_self, enum ps_catcher how)
 {
 	char *argv[] = {"examples/threads", "10000000", "100000", "2", NULL};
@@ -83,8 +84,13 @@ static void pause_holds(struct ctest *ctest_self, enum ps_catcher how)
 	CHECK_EQ_INT(ps_session_region_func(s, "work", 0, &err), 0);
 	if (how == PS_CATCH_UPROBE) /* 16 MiB a thread: it holds every record of the test */
 		CHECK(ps_session_uprobe_ring(s, 4096, &err) == 0);
-	CHECK_EQ_INT(ps_session_run(s, 0, ps_now_ns() + 300000000u, &err), 0);
-	a = threads_of(ps_session_pid(s));
+	/* until both workers run (a loaded machine may take more than a run of 0.3 s to start them) */
+	for (int i = 0; i < 30; i++) {
+		CHECK_EQ_INT(ps_session_run(s, 0, ps_now_ns() + 300000000u, &err), 0);
+		a = threads_of(ps_session_pid(s));
+		if (a.n == 3)
+			break;
+	}
 	sleep_ms(1000);
 	b = threads_of(ps_session_pid(s));
 	CHECK_EQ_INT(a.n, 3); /* main and the two workers */

@@ -37,8 +37,10 @@
  * one trap are merged into one hit (core/catch/uprobe/upmerge.h) with every group's values
  * and times, as the ptrace catcher reads them, so each group is scaled on its own. Refused
  * (needs ptrace) where a group could be multiplexed (a hardware PMU's, ps_uprobe_check_groups()).
- * With time windows the groups switch while the program is held a moment at each edge (a hit
- * between the switches of two groups would leave their probes' counts apart).
+ * Time windows switch the probes while the program is held a moment at each edge (one stop
+ * per thread per edge, never per hit): a sample carries its own probe's time_enabled and
+ * time_running, and switched while the thread runs, the entry's and the return's probes
+ * would drift apart at each edge; several groups' probes would also leave their counts apart.
  *
  * Inlined copies of a function are range regions (the session arms them, core/binary/lines_inline.c):
  * a plain uprobe at the copy's entry (START) and at each place control leaves it (END).
@@ -402,9 +404,13 @@ static int run_windows(struct ps_upcatch *u, struct ps_error *err)
 		if (rc != 0 || !ps_catch_window_edge(u->env, edge))
 			break;
 		open = !open;
-		/* several groups switch while the program is held: a hit between the switches of two
-		   groups would leave their probes' counts apart, and no later hit could be merged */
-		if (u->env->ngroups > 1 && ps_catch_uprobe_hold(u->c, err))
+		/* the probes switch while the program is held: a sample's time_enabled and
+		   time_running are its own probe's, and a thread's clock stands still while it is off
+		   the CPU, so every probe is switched at the same instant of it and a hit's entry and
+		   return probes keep one clock (switched while it runs, each probe's clock would drift
+		   from the others' at each edge, and a hit's time go wrong); so do several groups'
+		   probes, whose records of a trap are merged */
+		if (ps_catch_uprobe_hold(u->c, err))
 			return -1;
 		if (ps_catch_uprobe_enable(u->c, open, err))
 			return -1;
