@@ -70,12 +70,12 @@ for m in uprobe int3; do
 done
 unset PERFSH_SAMPLING PERFSH_BACKEND
 # Not in this pass: 06 (two of its tests pin ptrace's ways: time_ns equals task-clock's time,
-# an IFUNC is dropped at the run; its tests of the uprobe catcher name it), 07 (-g groups).
-# 10 and 12 are in it: saved files and their reports, and C++ exceptions through regions, under
-# either catcher; so is 13: signals and deadlines must end a run of either catcher promptly,
-# with what was measured printed and saved.
+# an IFUNC is dropped at the run; its tests of the uprobe catcher name it). 07 (-g groups), 10
+# and 12 are in it: several counter groups, saved files and their reports, and C++ exceptions
+# through regions, under either catcher; so is 13: signals and deadlines must end a run of
+# either catcher promptly, with what was measured printed and saved.
 echo "== region specs with PERFSH_BACKEND=uprobe"
-backend_specs="tests/08-sampling_spec.lua tests/10-analysis_spec.lua tests/12-exceptions_spec.lua tests/13-signals_spec.lua
+backend_specs="tests/07-stat_spec.lua tests/08-sampling_spec.lua tests/10-analysis_spec.lua tests/12-exceptions_spec.lua tests/13-signals_spec.lua
 tests/16-loops_spec.lua tests/17-sdt_spec.lua tests/18-backend_spec.lua"
 if why=$("$PERFSH" -e 'local ok, why = require("perfsh.core").uprobe_available() io.write(ok and "" or why)') &&
 	[ -z "$why" ]; then
