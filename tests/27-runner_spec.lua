@@ -28,7 +28,8 @@ describe("tests/run.sh", function()
     local out, err, rc = support.sh(("PERFSH=%s/perfsh B=%s/b sh tests/run.sh"):format(q(dir), q(dir)))
     support.sh("rm -rf " .. q(dir))
     assert.are.equal(0, rc, out .. err)
-    local specs = {"08-sampling", "13-signals", "16-loops", "17-sdt", "18-backend"}
+    local specs = {"07-stat", "08-sampling", "10-analysis", "12-exceptions", "13-signals", "16-loops", "17-sdt",
+      "18-backend"}
     for _, spec in ipairs(specs) do
       assert.truthy(out:find(("skip tests/%s_spec.lua with PERFSH_BACKEND=uprobe: the uprobe catcher cannot "
         .. "work here: no uprobe PMU (a stand-in perfsh)"):format(spec), 1, true), out)
