@@ -5,9 +5,13 @@
 #include "ctest.h"
 #include "fixtures.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -105,6 +109,26 @@ static int mapped(pid_t pid, const char *path)
 	return atoi(fixtures_first_line(out, sizeof out, cmd)) > 0;
 }
 
+/* The registers of thread @tid (general and the whole FPU/SSE/AVX state) seen from a ptrace stop of
+ * our own, in @buf: their size, 0 on failure. */
+static size_t thread_state(pid_t tid, uint8_t *buf, size_t n)
+{
+	struct user_regs_struct r;
+	struct iovec iov = {buf + sizeof r, n - sizeof r};
+	int st;
+	size_t got = 0;
+
+	if (ptrace(PTRACE_SEIZE, tid, 0, 0))
+		return 0;
+	if (!ptrace(PTRACE_INTERRUPT, tid, 0, 0) && waitpid(tid, &st, __WALL) == tid &&
+	    !ptrace(PTRACE_GETREGS, tid, 0, &r) && !ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_XSTATE, &iov)) {
+		memcpy(buf, &r, sizeof r);
+		got = sizeof r + iov.iov_len;
+	}
+	ptrace(PTRACE_DETACH, tid, 0, 0);
+	return got;
+}
+
 static const char *dynamic_target(void)
 {
 	return fixtures_cc(TARGET, "inject_target", "-O2 -pthread");
@@ -125,6 +149,8 @@ TEST(inject_loads_library_into_thread_blocked_in_read)
 	CHECK_EQ_INT(start(&tg, prog, NULL), 0);
 	snprintf(cmd, sizeof cmd, "cat /proc/%d/syscall", (int)tg.pid);
 	fixtures_first_line(sys_before, sizeof sys_before, cmd);
+	static uint8_t regs_before[20000], regs_after[sizeof regs_before];
+	size_t nregs = thread_state(tg.pid, regs_before, sizeof regs_before);
 	int rc = ps_inject_library(tg.pid, so, &in, &err);
 	if (rc && err.code == EPERM) {
 		finish(&tg, "hello\n", got, sizeof got);
@@ -135,6 +161,9 @@ TEST(inject_loads_library_into_thread_blocked_in_read)
 		fprintf(stderr, "  %s\n", err.msg);
 	fixtures_first_line(sys_after, sizeof sys_after, cmd);
 	CHECK_STR(sys_after, sys_before); /* still in the same read, same registers */
+	CHECK(nregs > 0);
+	CHECK_EQ_INT(thread_state(tg.pid, regs_after, sizeof regs_after), nregs);
+	CHECK(!memcmp(regs_before, regs_after, nregs)); /* general, x87, SSE and AVX registers */
 	CHECK(in.handle != 0);
 	CHECK_EQ_INT(in.tid, tg.pid);
 	CHECK_EQ_INT(in.in_syscall, 1);
@@ -150,30 +179,66 @@ TEST(inject_loads_library_into_thread_blocked_in_read)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 7);
 }
 
+/* Start @prog @arg and load @so into it (*@in). Return 0 (the target runs), or 1 when ptrace is
+ * not permitted here (the target was given @line and ended; @why says so). */
+static int start_loaded(struct ctest *ctest_self, struct target *tg, const char *prog, const char *arg, const char *so,
+			const char *line, struct ps_inject_info *in, char *why, size_t n)
+{
+	struct ps_error err;
+	char got[256];
+
+	CHECK_EQ_INT(start(tg, prog, arg), 0);
+	int rc = ps_inject_library(tg->pid, so, in, &err);
+	if (rc && err.code == EPERM) {
+		finish(tg, line, got, sizeof got);
+		snprintf(why, n, "ptrace is not permitted here: %.200s", err.msg);
+		return 1;
+	}
+	CHECK_EQ_INT(rc, 0);
+	if (rc)
+		fprintf(stderr, "  %s\n", err.msg);
+	return 0;
+}
+
 TEST(inject_restarts_nanosleep_of_calling_thread)
 {
 	const char *prog = dynamic_target(), *so = lib();
-	char want[256], got[256];
+	char want[256], got[256], why[256];
 	struct ps_inject_info in;
-	struct ps_error err;
 	struct target tg;
 
 	if (!prog || !so)
 		SKIP("cannot build the fixtures (cc)");
 	untraced(prog, "sleep", NULL, want, sizeof want);
 	CHECK(strstr(want, "got slept 0 long sum ") != NULL);
-	CHECK_EQ_INT(start(&tg, prog, "sleep"), 0);
-	int rc = ps_inject_library(tg.pid, so, &in, &err);
-	if (rc && err.code == EPERM) {
-		finish(&tg, NULL, got, sizeof got);
-		SKIP("ptrace is not permitted here: %.200s", err.msg);
-	}
-	CHECK_EQ_INT(rc, 0);
+	if (start_loaded(ctest_self, &tg, prog, "sleep", so, NULL, &in, why, sizeof why))
+		SKIP("%s", why);
 	CHECK_EQ_INT(in.tid, tg.pid);
 	CHECK_EQ_INT(in.in_syscall, 1);
 	CHECK(mapped(tg.pid, so));
 	int st = finish(&tg, NULL, got, sizeof got);
 	CHECK_STR(got, want); /* nanosleep went on to its end and returned 0 */
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 7);
+}
+
+TEST(inject_lets_other_threads_run_when_call_waits_for_them)
+{
+	const char *prog = dynamic_target();
+	const char *so = fixtures_cc("inject_waitlib.c", "libinject_wait.so", "-O2 -shared -fPIC");
+	char want[256], got[256], why[256];
+	struct ps_inject_info in;
+	struct target tg;
+
+	if (!prog || !so)
+		SKIP("cannot build the fixtures (cc)");
+	untraced(prog, NULL, "later\n", want, sizeof want);
+	if (start_loaded(ctest_self, &tg, prog, NULL, so, "later\n", &in, why, sizeof why))
+		SKIP("%s", why);
+	CHECK(in.call_ns >= 2000000000ull); /* alone for 2 s first */
+	CHECK(in.call_ns < 15000000000ull); /* then the others ran, and the constructor saw them */
+	CHECK(mapped(tg.pid, so));
+	int st = finish(&tg, "later\n", got, sizeof got);
+	CHECK_STR(got, want);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 7);
 }
 
