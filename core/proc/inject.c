@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
@@ -253,39 +254,47 @@ static void fetch_dlerror(struct ps_tracer *t, struct ps_tr_thread *th, struct s
 static int inject_held(struct ps_tracer *t, pid_t pid, const struct ps_inject_target *tg, struct ps_inject_info *in,
 		       struct ps_error *err)
 {
-	static struct saved s; /* one injection at a time: the tracer is not thread-safe either */
 	struct ps_tr_thread *th = pick(t, pid, &in->in_syscall, err);
+	struct saved *s = th ? malloc(sizeof *s) : NULL;
 	uint64_t h = 0, t0;
 	char msg[512];
 	int rc;
 
-	if (!th || save_thread(th, &s, err))
+	if (th && !s)
+		return ps_error_set(err, ENOMEM, "out of memory");
+	if (!th || save_thread(th, s, err)) {
+		free(s);
 		return -1;
+	}
 	in->tid = th->tid;
 	in->threads = (int)t->nth;
 	t0 = now_ns();
-	rc = call_fn(t, th, &s, tg->dlopen, tg->abspath, 0, RTLD_NOW, &h, err);
+	rc = call_fn(t, th, s, tg->dlopen, tg->abspath, 0, RTLD_NOW, &h, err);
 	in->call_ns = now_ns() - t0;
 	if (!rc && !h) {
-		fetch_dlerror(t, th, &s, tg->dlerror, msg, sizeof msg);
+		fetch_dlerror(t, th, s, tg->dlerror, msg, sizeof msg);
 		rc = ps_error_set(err, PS_EUSAGE, "cannot load '%s' into process %d: %s", tg->abspath, (int)pid, msg);
 	}
 	in->handle = h;
-	if (ps__tr_th_find(t, in->tid) && restore_thread(th, &s, rc ? NULL : err))
+	if (ps__tr_th_find(t, in->tid) && restore_thread(th, s, rc ? NULL : err))
 		rc = -1;
+	free(s);
 	return rc;
 }
 
 int ps_inject_library(pid_t pid, const char *path, struct ps_inject_info *info, struct ps_error *err)
 {
-	static struct ps_inject_target tg;
 	static const struct ps_tracer_ops none;
+	struct ps_inject_target tg;
 	struct ps_inject_info in = {0};
 	struct ps_tracer *t;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = now_ns(), t1;
 	int rc;
 
-	if ((rc = ps__inject_check(pid, path, &tg, err)) < 0 || ps_tracer_attach(&t, pid, &none, NULL, err))
+	if ((rc = ps__inject_check(pid, path, &tg, err)) < 0)
+		return -1;
+	t1 = now_ns();
+	if (ps_tracer_attach(&t, pid, &none, NULL, err))
 		return -1;
 	if (rc > 0)
 		rc = ps__inject_check(pid, path, &tg, err) ? -1 : 0;
@@ -294,6 +303,7 @@ int ps_inject_library(pid_t pid, const char *path, struct ps_inject_info *info, 
 	if (ps_tracer_detach(t, rc ? NULL : err))
 		rc = -1;
 	ps_tracer_free(t);
+	in.held_ns = now_ns() - t1;
 	in.total_ns = now_ns() - t0;
 	if (!rc && info)
 		*info = in;

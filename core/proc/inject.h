@@ -21,14 +21,15 @@
  * @in_syscall: that thread was stopped inside a system call (restarted after the call)
  * @threads:    threads of the process held meanwhile (the caller included)
  * @call_ns:    how long the dlopen call ran (CLOCK_MONOTONIC)
- * @total_ns:   attach, call and detach
+ * @held_ns:    how long the process was traced: attach, call, detach
+ * @total_ns:   the checks before, and @held_ns
  */
 struct ps_inject_info {
 	uint64_t handle;
 	pid_t tid;
 	int in_syscall;
 	int threads;
-	uint64_t call_ns, total_ns;
+	uint64_t call_ns, held_ns, total_ns;
 };
 
 /**

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -172,23 +173,33 @@ TEST(inject_loads_library_into_thread_blocked_in_read)
 	snprintf(cmd, sizeof cmd, "loaded %d", (int)tg.pid);
 	snprintf(cat, sizeof cat, "cat %s", marker());
 	CHECK_STR(fixtures_first_line(line, sizeof line, cat), cmd);
-	fprintf(stderr, "  inject: dlopen call %.0f us, attach to detach %.0f us\n", in.call_ns / 1e3,
-		in.total_ns / 1e3);
+	fprintf(stderr, "  inject: dlopen call %.0f us, traced %.0f us, with the checks %.0f us\n", in.call_ns / 1e3,
+		in.held_ns / 1e3, in.total_ns / 1e3);
+	CHECK(in.call_ns <= in.held_ns && in.held_ns <= in.total_ns);
 	int st = finish(&tg, "hello\n", got, sizeof got);
 	CHECK_STR(got, want); /* the read returned the line written after */
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 7);
 }
 
-/* Start @prog @arg and load @so into it (*@in). Return 0 (the target runs), or 1 when ptrace is
- * not permitted here (the target was given @line and ended; @why says so). */
+/* Start @prog @arg and load @so into it (*@in); with @usr2_s, a SIGUSR2 goes to its main thread
+ * that many seconds into the load. Return 0 (the target runs), or 1 when ptrace is not permitted
+ * here (the target was given @line and ended; @why says so). */
 static int start_loaded(struct ctest *ctest_self, struct target *tg, const char *prog, const char *arg, const char *so,
-			const char *line, struct ps_inject_info *in, char *why, size_t n)
+			const char *line, unsigned usr2_s, struct ps_inject_info *in, char *why, size_t n)
 {
 	struct ps_error err;
 	char got[256];
+	pid_t sender = -1;
 
 	CHECK_EQ_INT(start(tg, prog, arg), 0);
+	if (usr2_s && (sender = fork()) == 0) {
+		sleep(usr2_s);
+		syscall(SYS_tgkill, tg->pid, tg->pid, SIGUSR2);
+		_exit(0);
+	}
 	int rc = ps_inject_library(tg->pid, so, in, &err);
+	if (sender > 0)
+		waitpid(sender, NULL, 0);
 	if (rc && err.code == EPERM) {
 		finish(tg, line, got, sizeof got);
 		snprintf(why, n, "ptrace is not permitted here: %.200s", err.msg);
@@ -211,7 +222,7 @@ TEST(inject_restarts_nanosleep_of_calling_thread)
 		SKIP("cannot build the fixtures (cc)");
 	untraced(prog, "sleep", NULL, want, sizeof want);
 	CHECK(strstr(want, "got slept 0 long sum ") != NULL);
-	if (start_loaded(ctest_self, &tg, prog, "sleep", so, NULL, &in, why, sizeof why))
+	if (start_loaded(ctest_self, &tg, prog, "sleep", so, NULL, 0, &in, why, sizeof why))
 		SKIP("%s", why);
 	CHECK_EQ_INT(in.tid, tg.pid);
 	CHECK_EQ_INT(in.in_syscall, 1);
@@ -221,7 +232,7 @@ TEST(inject_restarts_nanosleep_of_calling_thread)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 7);
 }
 
-TEST(inject_lets_other_threads_run_when_call_waits_for_them)
+TEST(inject_lets_other_threads_run_when_call_waits_for_them_and_delivers_signals_after)
 {
 	const char *prog = dynamic_target();
 	const char *so = fixtures_cc("inject_waitlib.c", "libinject_wait.so", "-O2 -shared -fPIC");
@@ -231,8 +242,13 @@ TEST(inject_lets_other_threads_run_when_call_waits_for_them)
 
 	if (!prog || !so)
 		SKIP("cannot build the fixtures (cc)");
-	untraced(prog, NULL, "later\n", want, sizeof want);
-	if (start_loaded(ctest_self, &tg, prog, NULL, so, "later\n", &in, why, sizeof why))
+	/* the untraced run gets its SIGUSR2 too */
+	CHECK_EQ_INT(start(&tg, prog, NULL), 0);
+	kill(tg.pid, SIGUSR2);
+	finish(&tg, "later\n", want, sizeof want);
+	CHECK(strstr(want, " usr2 1\n") != NULL);
+	/* and the calling (main) thread one while it runs the call, 1 s in */
+	if (start_loaded(ctest_self, &tg, prog, NULL, so, "later\n", 1, &in, why, sizeof why))
 		SKIP("%s", why);
 	CHECK(in.call_ns >= 2000000000ull); /* alone for 2 s first */
 	CHECK(in.call_ns < 15000000000ull); /* then the others ran, and the constructor saw them */
