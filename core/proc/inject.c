@@ -177,10 +177,11 @@ static struct ps_tr_thread *pick(struct ps_tracer *t, pid_t pid, int *in_sys, st
 {
 	struct ps_tr_thread *best = NULL;
 	struct user_regs_struct r;
-	int rank = 0;
+	int rank = 0, stopped = 0;
 
 	for (unsigned i = 0; i < t->thcap; i++) {
 		struct ps_tr_thread *th = t->th[i];
+		stopped |= th && th->group;
 		if (!th || th->group || th->state != TH_HELD || !th->proc || th->proc->pid != pid ||
 		    ptrace(PTRACE_GETREGS, th->tid, 0, &r))
 			continue;
@@ -192,10 +193,14 @@ static struct ps_tr_thread *pick(struct ps_tracer *t, pid_t pid, int *in_sys, st
 			*in_sys = sys;
 		}
 	}
-	if (!best)
-		ps_error_set(err, EAGAIN,
-			     "cannot load a library into process %d: no thread can make the call (is it stopped?)",
+	if (!best && !stopped)
+		ps_error_set(err, ESRCH, "cannot load a library into process %d: none of its threads could be held",
 			     (int)pid);
+	else if (!best)
+		ps_error_set(err, EAGAIN,
+			     "cannot load a library into process %d: it is stopped (by a stop signal); let it continue "
+			     "first (kill -CONT %d)",
+			     (int)pid, (int)pid);
 	return best;
 }
 

@@ -40,15 +40,19 @@ struct ps_inject_info {
  *
  * Refused before the process is touched (code PS_EUSAGE unless said): a @path that is not a
  * readable file (ENOENT and the like); a process without libc.so.6 or without dlopen in it (a
- * static program, a libc older than 2.34: PS_ENOTFOUND); a process under seccomp (its filter
- * may kill the loader's system calls); a sanitizer build (its runtime wraps dlopen, and a library
- * loaded past the wrapper is one it does not know of); one that cannot be traced (EPERM, with what to do). A dlopen
- * that fails reports dlerror()'s text (fetched by a second call), the process left as it was.
+ * static program, a libc older than 2.34: PS_ENOTFOUND); a process under seccomp (its filter may
+ * kill the loader's system calls); a sanitizer build (its runtime wraps dlopen, and a library
+ * loaded past the wrapper is one it does not know of); one that cannot be traced (EPERM, with what
+ * to do). Refused once attached: a process stopped by a stop signal (EAGAIN; it is left stopped).
+ * A dlopen that fails reports dlerror()'s text (fetched by a second call), the process left as it
+ * was. libc.so.6 is read through /proc/PID/root (the process's mount namespace may not be ours).
  *
  * The caller is chosen among the held threads: the first (main thread first) stopped inside a
  * system call, which is restarted afterwards exactly as the stop would have (its saved orig_rax
  * and -ERESTART* result are put back, so the kernel rewinds it); else the main thread. The call
- * returns to address 0: its SIGSEGV is caught as a signal-delivery stop and never delivered.
+ * returns to address 0: its SIGSEGV is caught as a signal-delivery stop and never delivered. A
+ * call still running after 2 s (waiting for a lock a held thread owns) has the other threads let
+ * run until it returns; they are held again before the detach.
  *
  * Return: 0, or -1 with @err set.
  */

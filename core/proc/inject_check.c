@@ -79,7 +79,10 @@ static int find_dlopen(pid_t pid, struct ps_inject_target *tg, struct ps_error *
 				    "program, or one without the dynamic loader)",
 				    (int)pid);
 	}
-	if (ps_sym_open(&st, libc, err))
+	/* the file the process maps, seen from its root (its mount namespace may not be ours) */
+	char rooted[PATH_MAX + 32];
+	snprintf(rooted, sizeof rooted, "/proc/%d/root%s", (int)pid, libc);
+	if (ps_sym_open(&st, access(rooted, R_OK) ? libc : rooted, err))
 		return -1;
 	o = sym_exact(st, "dlopen");
 	e = sym_exact(st, "dlerror");

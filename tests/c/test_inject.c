@@ -280,6 +280,31 @@ static void refused(struct ctest *ctest_self, const char *prog, const char *arg,
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 7);
 }
 
+TEST(inject_refuses_stopped_process_and_leaves_it_stopped)
+{
+	const char *prog = dynamic_target();
+	char want[256], got[256], state[64], cmd[64];
+	struct ps_error err;
+	struct target tg;
+
+	if (!prog || !lib())
+		SKIP("cannot build the fixtures (cc)");
+	untraced(prog, NULL, "x\n", want, sizeof want);
+	CHECK_EQ_INT(start(&tg, prog, NULL), 0);
+	kill(tg.pid, SIGSTOP);
+	snprintf(cmd, sizeof cmd, "cut -d' ' -f3 /proc/%d/stat", (int)tg.pid);
+	for (int i = 0; i < 200 && strcmp(fixtures_first_line(state, sizeof state, cmd), "T"); i++)
+		usleep(5000);
+	CHECK_EQ_INT(ps_inject_library(tg.pid, lib(), NULL, &err), -1);
+	CHECK_EQ_INT(err.code, EAGAIN);
+	CHECK(strstr(err.msg, "it is stopped (by a stop signal)") != NULL);
+	CHECK_STR(fixtures_first_line(state, sizeof state, cmd), "T"); /* still stopped */
+	kill(tg.pid, SIGCONT);
+	int st = finish(&tg, "x\n", got, sizeof got);
+	CHECK_STR(got, want);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 7);
+}
+
 TEST(inject_refuses_missing_library)
 {
 	const char *prog = dynamic_target();
