@@ -232,6 +232,28 @@ TEST(inject_restarts_nanosleep_of_calling_thread)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 7);
 }
 
+TEST(inject_calls_from_only_thread_running_own_code)
+{
+	const char *prog = dynamic_target(), *so = lib();
+	char want[256], got[256], why[256];
+	struct ps_inject_info in;
+	struct target tg;
+
+	if (!prog || !so)
+		SKIP("cannot build the fixtures (cc)");
+	untraced(prog, "spin", NULL, want, sizeof want);
+	CHECK(strstr(want, "got spun ") != NULL);
+	if (start_loaded(ctest_self, &tg, prog, "spin", so, NULL, 0, &in, why, sizeof why))
+		SKIP("%s", why);
+	CHECK_EQ_INT(in.tid, tg.pid);
+	CHECK_EQ_INT(in.threads, 1);
+	CHECK_EQ_INT(in.in_syscall, 0); /* stopped in its loop: no system call to restart */
+	CHECK(mapped(tg.pid, so));
+	int st = finish(&tg, NULL, got, sizeof got);
+	CHECK_STR(got, want); /* its registers, SSE ones included, as they were */
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 7);
+}
+
 TEST(inject_lets_other_threads_run_when_call_waits_for_them_and_delivers_signals_after)
 {
 	const char *prog = dynamic_target();
