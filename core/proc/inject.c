@@ -105,13 +105,28 @@ static int others(struct ps_tracer *t, struct ps_tr_thread *me, int go)
 	return go ? 0 : ps__tr_settle(t);
 }
 
+/* A SIGSEGV of calling thread @th: 1 the call returned to 0 (*r read), -1 it faulted (@err), 0 it
+ * was sent (by kill or the like: to be delivered at the detach). */
+static int segv(struct ps_tr_thread *th, struct user_regs_struct *r, struct ps_error *err)
+{
+	siginfo_t si;
+
+	if (ptrace(PTRACE_GETREGS, th->tid, 0, r) || ptrace(PTRACE_GETSIGINFO, th->tid, 0, &si))
+		return ps_error_set(err, errno, "ptrace(GETREGS, %d): %s", (int)th->tid, strerror(errno));
+	if (r->rip == 0 && si.si_addr == NULL && si.si_code > 0)
+		return 1;
+	if (si.si_code <= 0)
+		return 0;
+	return ps_error_set(err, EFAULT, "the dlopen call faulted in thread %d at 0x%llx (SIGSEGV, address %p)",
+			    (int)th->tid, (unsigned long long)r->rip, si.si_addr);
+}
+
 /* One stop of the calling thread @th, wait status @st. Return: 1 the call returned (*r read),
  * 0 go on (resumed), -1 error (@err: the thread faulted, died, or cannot be resumed). */
 static int call_stop(struct ps_tracer *t, struct ps_tr_thread *th, int st, struct user_regs_struct *r,
 		     struct ps_error *err)
 {
-	int sig = WSTOPSIG(st), ev = st >> 16;
-	siginfo_t si;
+	int sig = WSTOPSIG(st), ev = st >> 16, rc;
 
 	if (WIFEXITED(st) || WIFSIGNALED(st)) {
 		ps__tr_thread_gone(t, th, st);
@@ -119,19 +134,14 @@ static int call_stop(struct ps_tracer *t, struct ps_tr_thread *th, int st, struc
 	}
 	if (ev == PTRACE_EVENT_CLONE || ev == PTRACE_EVENT_FORK || ev == PTRACE_EVENT_VFORK) {
 		t->settling = 1; /* the child is held at its birth, the caller left stopped */
-		int rc = ps__tr_on_newchild(t, th, ev);
+		rc = ps__tr_on_newchild(t, th, ev);
 		t->settling = 0;
 		if (rc)
 			return -1;
 	} else if (ev == PTRACE_EVENT_EXEC) {
 		return ps_error_set(err, EINVAL, "process %d ran exec during the dlopen call", (int)th->proc->pid);
-	} else if (ev == 0 && sig == SIGSEGV) {
-		if (ptrace(PTRACE_GETREGS, th->tid, 0, r) || ptrace(PTRACE_GETSIGINFO, th->tid, 0, &si))
-			return ps_error_set(err, errno, "ptrace(GETREGS, %d): %s", (int)th->tid, strerror(errno));
-		if (r->rip == 0 && si.si_addr == NULL)
-			return 1;
-		return ps_error_set(err, EFAULT, "the dlopen call faulted in thread %d at 0x%llx (SIGSEGV, address %p)",
-				    (int)th->tid, (unsigned long long)r->rip, si.si_addr);
+	} else if (ev == 0 && sig == SIGSEGV && (rc = segv(th, r, err)) != 0) {
+		return rc;
 	} else if (ev == 0) {
 		stash(th, sig); /* delivered at the detach */
 	} else if (ev == PTRACE_EVENT_STOP && is_stopsig(sig)) {

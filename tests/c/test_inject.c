@@ -407,6 +407,16 @@ TEST(inject_refuses_process_of_another_user)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 7);
 }
 
+TEST(inject_reports_fault_in_constructor_and_leaves_program_running)
+{
+	const char *prog = dynamic_target();
+	const char *so = fixtures_cc("inject_faultlib.c", "libinject_fault.so", "-O0 -shared -fPIC");
+
+	if (!prog || !so)
+		SKIP("cannot build the fixtures (cc)");
+	refused(ctest_self, prog, NULL, so, EFAULT, "the dlopen call faulted in thread");
+}
+
 TEST(inject_reports_dlerror_and_leaves_program_running)
 {
 	char notlib[700];
