@@ -46,7 +46,8 @@ struct ps_inject_info {
  * to do). Refused once attached: a process stopped by a stop signal (EAGAIN; it is left stopped).
  * A dlopen that fails reports dlerror()'s text (fetched by a second call), the process left as it
  * was. A fault inside the call (a constructor's) is reported (EFAULT) and never delivered: the
- * thread goes on from where it was stopped, though the loader's lock may stay taken by it. libc.so.6 is read through /proc/PID/root (the process's mount namespace may not be ours).
+ * thread goes on from where it was stopped, though the loader's lock may stay taken by it.
+ * libc.so.6 is read through /proc/PID/root (the process's mount namespace may not be ours).
  *
  * The caller is chosen among the held threads: the first (main thread first) stopped inside a
  * system call, which is restarted afterwards exactly as the stop would have (its saved orig_rax
