@@ -88,7 +88,13 @@ MARKER_LIBS := -lpfm -lz -lpthread
 comma := ,
 MARKER_RPATH = $(if $(filter /usr /usr/,$(PREFIX)),,-Wl$(comma)-rpath$(comma)$${libdir} )
 
-all: perfsh $(SO) $(MARKER) examples
+# The in-process agent (agent/, --backend inproc): the marker library's objects, the x86
+# relocation and trampolines, and the patching; it exports nothing (it is LD_PRELOADed).
+AGENT_OBJ := $(patsubst %.c,$(B)/%.o,$(sort $(wildcard agent/*.c))) $(filter-out $(B)/core/hitpath/ring.o,$(MARKER_OBJ)) \
+             $(B)/core/hitpath/ring.o $(patsubst %,$(B)/core/binary/x86/%.o,x86reloc x86insn x86tramp)
+AGENT_SO  := $(B)/lib/libperfsh-agent.so
+
+all: perfsh $(SO) $(MARKER) $(AGENT_SO) examples
 
 help:
 	@echo "make            build perfsh, perfsh/core.so and the examples"
@@ -126,6 +132,11 @@ $(B)/marker/%.o: CFLAGS += -Imarker/include
 $(MARKER_SO): $(MARKER_OBJ) marker/exports.map
 	$(CC) $(LDFLAGS) -shared -Wl,--version-script=marker/exports.map -Wl,-soname,libperfsh-marker.so \
 		-o $@ $(MARKER_OBJ) $(MARKER_LIBS)
+$(B)/agent/%.o: CFLAGS += -Imarker -Imarker/include
+$(AGENT_SO): $(AGENT_OBJ) agent/exports.map
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -shared -Wl,--version-script=agent/exports.map -Wl,-soname,libperfsh-agent.so \
+		-o $@ $(AGENT_OBJ) $(MARKER_LIBS) -lZydis
 $(MARKER_A): $(MARKER_OBJ)
 	@mkdir -p $(dir $@)
 	$(LD) -r -o $(B)/marker/all.o $(MARKER_OBJ)
@@ -225,7 +236,7 @@ deps:
 	apt-get update
 	DEBIAN_FRONTEND=noninteractive apt-get install -y $(DEBS)
 
-install: perfsh $(SO) $(MARKER)
+install: perfsh $(SO) $(MARKER) $(AGENT_SO)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/lua/5.4/perfsh \
 	           $(DESTDIR)$(PREFIX)/lib/lua/5.4/perfsh $(DESTDIR)$(PREFIX)/share/perfsh/scripts \
 	           $(DESTDIR)$(PREFIX)/include/perfsh $(DESTDIR)$(PREFIX)/lib/pkgconfig \
@@ -233,6 +244,7 @@ install: perfsh $(SO) $(MARKER)
 	install -m 644 marker/include/perfsh/marker.h $(DESTDIR)$(PREFIX)/include/perfsh/
 	install -m 644 $(MARKER_A) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(MARKER_SO) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(AGENT_SO) $(DESTDIR)$(PREFIX)/lib/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@RPATH@|$(MARKER_RPATH)|' \
 		marker/perfsh-marker.pc.in \
 		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/perfsh-marker.pc
@@ -246,6 +258,7 @@ uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/bin/perfsh $(DESTDIR)$(PREFIX)/share/lua/5.4/perfsh \
 	       $(DESTDIR)$(PREFIX)/lib/lua/5.4/perfsh $(DESTDIR)$(PREFIX)/share/perfsh \
 	       $(DESTDIR)$(PREFIX)/include/perfsh/marker.h $(DESTDIR)$(PREFIX)/lib/libperfsh-marker.* \
+	       $(DESTDIR)$(PREFIX)/lib/libperfsh-agent.so \
 	       $(DESTDIR)$(PREFIX)/lib/pkgconfig/perfsh-marker.pc $(DESTDIR)$(PREFIX)/share/man/man1/perfsh.1
 
 # The Lua API reference, from the REPL's help topics (tests/21-docs_spec.lua checks it is current).
@@ -253,7 +266,7 @@ docs: perfsh
 	./perfsh doc/gen-api.lua > doc/lua-api.md
 
 lint:
-	clang-format --dry-run --Werror $(shell find core -name '*.[ch]') lua/*.c marker/*.c marker/*.h marker/include/perfsh/*.h
+	clang-format --dry-run --Werror $(shell find core -name '*.[ch]') lua/*.c marker/*.c marker/*.h marker/include/perfsh/*.h agent/*.c agent/*.h
 	@command -v luacheck >/dev/null && luacheck lua scripts tests || echo "luacheck not installed; skipped"
 
 clean:

@@ -11,6 +11,7 @@
 
 #include "marker_config.h"
 #include "marker_file.h"
+#include "marker_hit.h"
 #include "marker_init.h"
 #include "marker_live.h"
 #include "marker_lock.h"
@@ -191,6 +192,28 @@ void ps_marker_begin(int id)
 	f->cpu = (int16_t)sched_getcpu();
 	f->t_start = now_ns();
 	pm_counters_read(&t->c, pm_cfg.read.mode, f->start, &f->enabled, &f->running);
+}
+
+void pm_begin_with(int id, const uint64_t args[PS_MARKER_FIELDS])
+{
+	uint32_t d = self ? self->depth : 0;
+
+	ps_marker_begin(id);
+	if (self->depth > d)
+		memcpy(self->stack[d].args, args, sizeof self->stack[d].args);
+}
+
+void pm_entry_only(int id)
+{
+	struct pm_thread *t = self;
+
+	if (UNLIKELY(!t))
+		t = thread_init();
+	if (UNLIKELY(t->off) || UNLIKELY((unsigned)id >= (unsigned)__atomic_load_n(&nregions, __ATOMIC_RELAXED)) ||
+	    !__atomic_load_n(&pm_cfg.pol->on, __ATOMIC_RELAXED) ||
+	    !__atomic_load_n(&pm_cfg.armed[id], __ATOMIC_RELAXED))
+		return;
+	__atomic_store_n(&t->entries[id], t->entries[id] + 1, __ATOMIC_RELAXED);
 }
 
 /* Room in the ring of @t, full: its records drained to the file under the lock (file mode). */

@@ -57,9 +57,9 @@ local function catcher(backend, fname, events)
     local ok, why = core.uprobe_check(events)
     if not ok then fail(why .. ": use --backend ptrace or drop it", 3) end
   end
-  if backend == "ptrace" or backend == "uprobe" or backend == "marker" then return backend end
+  if backend == "ptrace" or backend == "uprobe" or backend == "marker" or backend == "inproc" then return backend end
   if backend ~= "auto" then
-    fail(("bad argument #1 to '%s' (backend '%s'; give auto, uprobe, ptrace or marker)"):format(fname,
+    fail(("bad argument #1 to '%s' (backend '%s'; give auto, uprobe, ptrace, marker or inproc)"):format(fname,
       tostring(backend)), 3)
   end
   local ok, why = core.uprobe_available()
@@ -91,7 +91,10 @@ end
 -- (the kernel samples the counters at each entry and return: the target never stops for a hit;
 -- root or CAP_PERFMON), "ptrace" (breakpoints: the target stops at each hit), or "marker"
 -- (the program's own marker library measures its markers, perfsh drains the records while it
--- runs: t:marker regions only, see t:markers). t.catcher is the one used. ring_pages = N (a
+-- runs: t:marker regions only, see t:markers), or "inproc" (an agent preloaded into the program
+-- patches the entries of its functions, armed before the first run, and measures them as the
+-- marker library does: no trap; function regions of the program's own file only, not yet for
+-- programs that can unwind exceptions; see t:markers). t.catcher is the one used. ring_pages = N (a
 -- power of two, default 256): the uprobe catcher's ring per thread (ignored where auto takes
 -- ptrace); records a full ring drops are counted in t:info().lost.
 function tracee.spawn(spec)
@@ -161,6 +164,10 @@ local function arm(self, spec)
   if spec.events then
     local ok, msg, code = ud:add_events(spec.events)
     if not ok then return nil, msg, code end
+  end
+  if spec.sample and self.catcher == "inproc" then
+    return nil, ("region '%s': --backend inproc does not sample yet; use --backend uprobe"):format(
+      tostring(spec.func or spec.range or spec.addr or "?")), core.errors.needs_uprobe
   end
   local every = spec.every_level and true or false
   local id, count, msg, code
@@ -272,8 +279,8 @@ end
 -- the program reads at its next hit (between runs, or from on_slow or until callbacks while it
 -- runs). sample and every exclude each other; slow_us = 0 keeps every hit. Marker catcher only.
 function Tracee:markers(opts)
-  if self.catcher ~= "marker" then
-    fail("t:markers is for a program started with backend = \"marker\"", 2)
+  if self.catcher ~= "marker" and self.catcher ~= "inproc" then
+    fail("t:markers is for a program started with backend = \"marker\" or \"inproc\"", 2)
   end
   if opts == nil then return self.ud:marker_status() end
   if type(opts) ~= "table" then fail("bad argument #1 to 'markers' (table expected)", 2) end

@@ -1,0 +1,19 @@
+/* agent/agent_hooks.h - what a patched entry runs: the entry hook (through each site's
+ * trampoline) and the exit trampoline its return address is swapped for. */
+#ifndef PA_AGENT_HOOKS_H
+#define PA_AGENT_HOOKS_H
+
+#include <stdint.h>
+
+#include "markshm.h"
+
+/* The entry hook every trampoline calls (assembly: it keeps every argument register). */
+void pa_enter_stub(void);
+/* The xsave area's size and the components saved, set before any site is patched. */
+extern uint64_t pa_xsave_size;
+extern uint32_t pa_xsave_mask;
+/* Site @idx is the marker library's region @id from now on; @every_level: its nested calls are
+   hits too (else only the outermost call on a thread is, the others counted as entries). */
+void pa_hooks_site(unsigned idx, int id, int every_level);
+
+#endif
