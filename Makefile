@@ -88,10 +88,14 @@ MARKER_LIBS := -lpfm -lz -lpthread
 comma := ,
 MARKER_RPATH = $(if $(filter /usr /usr/,$(PREFIX)),,-Wl$(comma)-rpath$(comma)$${libdir} )
 
-# The in-process agent (agent/, --backend inproc): the marker library's objects, the x86
-# relocation and trampolines, and the patching; it exports nothing (it is LD_PRELOADed).
-AGENT_OBJ := $(patsubst %.c,$(B)/%.o,$(sort $(wildcard agent/*.c))) $(filter-out $(B)/core/hitpath/ring.o,$(MARKER_OBJ)) \
-             $(B)/core/hitpath/ring.o $(patsubst %,$(B)/core/binary/x86/%.o,x86reloc x86insn x86tramp)
+# The in-process agent (agent/, --backend inproc): the marker library's sources, the x86
+# relocation and trampolines, and the patching; it exports nothing (it is LD_PRELOADed). Built
+# without sanitizers even with SAN=1: it is preloaded into programs that are not.
+AGENT_SRC := $(sort $(wildcard agent/*.c) $(wildcard marker/*.c)) $(patsubst %,core/%.c,base/error events/events \
+             events/group base/outfile events/pmu records/psnap_write records/psnap_regions hitpath/ring base/suggest \
+             events/sysfs_pmu events/tracepoint binary/x86/x86reloc binary/x86/x86insn binary/x86/x86tramp)
+AGENT_OBJ := $(AGENT_SRC:%.c=$(B)/agent-o/%.o)
+AGENT_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=% -fno-omit-frame-pointer,$(CFLAGS))
 AGENT_SO  := $(B)/lib/libperfsh-agent.so
 
 all: perfsh $(SO) $(MARKER) $(AGENT_SO) examples
@@ -132,11 +136,13 @@ $(B)/marker/%.o: CFLAGS += -Imarker/include
 $(MARKER_SO): $(MARKER_OBJ) marker/exports.map
 	$(CC) $(LDFLAGS) -shared -Wl,--version-script=marker/exports.map -Wl,-soname,libperfsh-marker.so \
 		-o $@ $(MARKER_OBJ) $(MARKER_LIBS)
-$(B)/agent/%.o: CFLAGS += -Imarker -Imarker/include
+$(B)/agent-o/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(AGENT_CFLAGS) $(PKG_CFLAGS) $(CORE_INC) -Imarker -Imarker/include -MMD -MP -c $< -o $@
 $(AGENT_SO): $(AGENT_OBJ) agent/exports.map
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -shared -Wl,--version-script=agent/exports.map -Wl,-soname,libperfsh-agent.so \
-		-o $@ $(AGENT_OBJ) $(MARKER_LIBS) -lZydis
+	$(CC) $(filter-out -fsanitize=%,$(LDFLAGS)) -shared -Wl,--version-script=agent/exports.map \
+		-Wl,-soname,libperfsh-agent.so -o $@ $(AGENT_OBJ) $(MARKER_LIBS) -lZydis
 $(MARKER_A): $(MARKER_OBJ)
 	@mkdir -p $(dir $@)
 	$(LD) -r -o $(B)/marker/all.o $(MARKER_OBJ)

@@ -109,7 +109,10 @@ static int xsave_setup(void)
 		return -1;
 	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
 	pa_xsave_mask = lo & 0xe7; /* x87, SSE, AVX, opmask, ZMM_Hi256, Hi16_ZMM */
-	__cpuid_count(0xd, 0, a, b, c, d);
+	__cpuid_count(0xd, 1, a, b, c, d);
+	pa_xsavec = (a & 2) != 0;
+	if (!pa_xsavec)
+		__cpuid_count(0xd, 0, a, b, c, d);
 	pa_xsave_size = (uint64_t)b + 64;
 	return 0;
 }

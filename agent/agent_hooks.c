@@ -82,8 +82,9 @@ __attribute__((visibility("hidden"))) uint64_t pa_exit(uint64_t sp)
  * Both stubs keep every register but rsp's use: a caller compiled with -fipa-ra keeps values
  * in caller-saved registers across a direct call to a function that does not write them, so
  * neither the hook nor the marker library under it may change one. The general registers are
- * pushed, the vector and x87 state (with mxcsr) saved by xsave in a 64-byte-aligned area of
- * pa_xsave_size bytes, for the components in pa_xsave_mask (agent.c sets both from cpuid).
+ * pushed, the vector and x87 state (with mxcsr) saved by xsavec (compacted, components in
+ * their initial state skipped) or else xsave in a 64-byte-aligned area of pa_xsave_size bytes,
+ * for the components in pa_xsave_mask (agent.c sets them from cpuid); xrstor reads either.
  *
  * The entry stub: called from a trampoline, site number at 16(%rbp), the function's return
  * address at 24(%rbp). The exit stub: reached by the function's ret, the stack pointer just
@@ -91,6 +92,7 @@ __attribute__((visibility("hidden"))) uint64_t pa_exit(uint64_t sp)
  */
 uint64_t pa_xsave_size __attribute__((visibility("hidden")));
 uint32_t pa_xsave_mask __attribute__((visibility("hidden")));
+uint8_t pa_xsavec __attribute__((visibility("hidden")));
 
 #define SAVE_ALL                                                                                                       \
 	"	push %rax\n	push %rcx\n	push %rdx\n	push %rsi\n	push %rdi\n"                                                 \
@@ -102,7 +104,12 @@ uint32_t pa_xsave_mask __attribute__((visibility("hidden")));
 	"	mov %rax, 544(%rsp)\n	mov %rax, 552(%rsp)\n	mov %rax, 560(%rsp)\n	mov %rax, 568(%rsp)\n"                     \
 	"	mov pa_xsave_mask(%rip), %eax\n"                                                                             \
 	"	xor %edx, %edx\n"                                                                                            \
-	"	xsave (%rsp)\n"
+	"	cmpb $0, pa_xsavec(%rip)\n"                                                                                  \
+	"	je 1f\n"                                                                                                     \
+	"	xsavec (%rsp)\n"                                                                                             \
+	"	jmp 2f\n"                                                                                                    \
+	"1:	xsave (%rsp)\n"                                                                                            \
+	"2:\n"
 #define RESTORE_ALL                                                                                                    \
 	"	mov pa_xsave_mask(%rip), %eax\n"                                                                             \
 	"	xor %edx, %edx\n"                                                                                            \

@@ -12,6 +12,7 @@ void pa_enter_stub(void);
 /* The xsave area's size and the components saved, set before any site is patched. */
 extern uint64_t pa_xsave_size;
 extern uint32_t pa_xsave_mask;
+extern uint8_t pa_xsavec; /* 1: the compacted form, xsavec */
 /* Site @idx is the marker library's region @id from now on; @every_level: its nested calls are
    hits too (else only the outermost call on a thread is, the others counted as entries). */
 void pa_hooks_site(unsigned idx, int id, int every_level);

@@ -87,6 +87,18 @@ describe("the in-process catcher", function()
     assert.are.same(want.walk.args, got.walk.args)
   end)
 
+  it("leaves every register a -fipa-ra caller keeps across the call as it was (tests/fixtures/keepregs.c)", function()
+    if not need_agent(pending) then return end
+    local exe = os.tmpname()
+    local _, err, rc = support.sh(("cc -O2 -g -o %s tests/fixtures/keepregs.c"):format(exe))
+    assert.are.equal(0, rc, err)
+    local got, out, code = measure("inproc", {exe, "2000"}, {"keep"})
+    os.remove(exe)
+    assert.are.equal("kept 2000\n", out)
+    assert.are.equal(0, code)
+    assert.are.equal(2000, got.keep.stats.hits)
+  end)
+
   it("leaves the program running to its normal end when perfsh is killed by SIGKILL", function()
     if not need_agent(pending) then return end
     local out = os.tmpname()
@@ -168,5 +180,19 @@ describe("the in-process catcher refuses up front, in one line naming --backend 
     assert.is_nil(r)
     assert.are.equal(core.errors.needs_uprobe, code)
     assert.truthy(why:find("static", 1, true), why)
+  end)
+
+  it("a program built with AddressSanitizer, whose runtime must be loaded first", function()
+    if not need_agent(pending) then return end
+    local exe = os.tmpname()
+    local _, err, rc = support.sh(("cc -O1 -g -fsanitize=address -o %s examples/recursive.c"):format(exe))
+    if rc ~= 0 then
+      os.remove(exe)
+      pending("no AddressSanitizer to build with: " .. err)
+      return
+    end
+    local line = one_line(P .. " stat --backend inproc -r walk " .. exe)
+    os.remove(exe)
+    assert.truthy(line:find("sanitizer", 1, true), line)
   end)
 end)

@@ -95,6 +95,10 @@ static int own_file(pid_t pid, const char *path, const char *name, struct ps_err
 			       "library's");
 	if (ps_maps_find(pid, "ld-linux", PS_MAPS_PREFIX, ld, sizeof ld, &e))
 		return NOT_YET(err, name, "a static program has no dynamic loader to preload the in-process agent");
+	if (ps_lib_resolve(pid, "libasan", ld, sizeof ld, &e) == 0 ||
+	    ps_lib_resolve(pid, "libtsan", ld, sizeof ld, &e) == 0)
+		return NOT_YET(err, name,
+			       "a program built with a sanitizer wants its runtime loaded before the in-process agent");
 	return 0;
 }
 
