@@ -9,8 +9,9 @@
  *
  * The shadow stack is a stack: recursion pushes one frame per call. A frame whose function
  * was left by longjmp is dropped when a frame above it on the machine stack returns. An
- * exception unwinding through a swapped return address would find no unwind information
- * there: perfsh refuses programs that can unwind (--backend uprobe measures them).
+ * unwinder meeting a swapped return address would find no unwind information there: the
+ * unwinder's entry points put the real ones back first, and the catch swaps the live frames'
+ * again (agent_unwind.c).
  */
 #include <stdint.h>
 
@@ -76,6 +77,26 @@ __attribute__((visibility("hidden"))) uint64_t pa_exit(uint64_t sp)
 	open[shadow[d].idx]--;
 	ps_marker_end(site_id[shadow[d].idx]);
 	return shadow[d].ret;
+}
+
+void pa_hooks_unswap(void)
+{
+	for (unsigned i = 0; i < depth; i++)
+		*(uint64_t *)shadow[i].sp = shadow[i].ret;
+}
+
+void pa_hooks_reswap(uint64_t sp)
+{
+	unsigned d = depth;
+
+	while (d > 0 && shadow[d - 1].sp < sp) {
+		d--;
+		open[shadow[d].idx]--;
+		pm_end_unwound(site_id[shadow[d].idx]);
+	}
+	depth = d;
+	for (unsigned i = 0; i < d; i++)
+		*(uint64_t *)shadow[i].sp = (uint64_t)pa_exit_stub;
 }
 
 /*

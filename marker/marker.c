@@ -226,7 +226,7 @@ static void make_room(struct pm_thread *t)
 }
 
 /* The record of frame @f ending now, into the ring. */
-static void record(struct pm_thread *t, struct pm_frame *f, uint32_t depth)
+static void record(struct pm_thread *t, struct pm_frame *f, uint32_t depth, uint32_t flags)
 {
 	uint64_t end[PS_MAX_EVENTS], enabled, running, t_end, slow;
 	struct ps_ring *r = t->ring;
@@ -251,8 +251,9 @@ static void record(struct pm_thread *t, struct pm_frame *f, uint32_t depth)
 				 .depth = depth,
 				 .nvals = (uint8_t)pm_cfg.nev,
 				 .nargs = PS_MARKER_FIELDS};
+	k.flags = flags;
 	if (__atomic_load_n(&pm_cfg.pol->sampled, __ATOMIC_RELAXED))
-		k.flags = PS_SNAP_SAMPLED;
+		k.flags |= PS_SNAP_SAMPLED;
 	ps_snap_fill(s, &k, f->args, &(struct ps_snap_point){f->t_start, f->enabled, f->running, f->cpu, f->start},
 		     &(struct ps_snap_point){t_end, enabled, running, (int16_t)sched_getcpu(), end});
 	ps_ring_commit(r);
@@ -260,7 +261,8 @@ static void record(struct pm_thread *t, struct pm_frame *f, uint32_t depth)
 		pm_writer_wake();
 }
 
-void ps_marker_end(int id)
+/* The hit of region @id ends, its record flagged @flags. */
+static void end(int id, uint32_t flags)
 {
 	struct pm_thread *t = self;
 	uint32_t d;
@@ -286,7 +288,17 @@ void ps_marker_end(int id)
 		__atomic_store_n(&t->cnt->unmatched, t->cnt->unmatched + (t->depth - d), __ATOMIC_RELAXED);
 	t->depth = d - 1;
 	if (t->stack[d - 1].sampled)
-		record(t, &t->stack[d - 1], d - 1);
+		record(t, &t->stack[d - 1], d - 1, flags);
+}
+
+void ps_marker_end(int id)
+{
+	end(id, 0);
+}
+
+void pm_end_unwound(int id)
+{
+	end(id, PS_SNAP_UNWOUND);
 }
 
 void ps_marker_field(unsigned slot, uint64_t value)

@@ -12,4 +12,7 @@ void pm_begin_with(int id, const uint64_t args[PS_MARKER_FIELDS]);
 /* An entry of region @id counted, no hit opened (a nested call, measured at its outermost level only). */
 void pm_entry_only(int id);
 
+/* ps_marker_end(@id) for a hit an exception unwound: its record is flagged PS_SNAP_UNWOUND. */
+void pm_end_unwound(int id);
+
 #endif

@@ -87,6 +87,30 @@ describe("the in-process catcher", function()
     assert.are.same(want.walk.args, got.walk.args)
   end)
 
+  it("lets C++ exceptions pass through measured functions, the hits they cut short recorded unwound", function()
+    if not need_agent(pending) then return end
+    local exe = os.tmpname()
+    local _, err, rc = support.sh(("g++ -O2 -g -o %s tests/fixtures/exc.cpp"):format(exe))
+    assert.are.equal(0, rc, err)
+    local plain = support.sh(exe)
+    assert.are.equal("sum=27 caught=3 total=-30\n", plain)
+    local out = os.tmpname()
+    local t <close> = perfsh.spawn{exe, backend = "inproc", events = {"task-clock"}, stdout = out}
+    local r = {}
+    for _, f in ipairs{"middle", "thrower", "outer", "inner"} do r[f] = t:region{func = f} end
+    assert.are.equal(0, t:run().code)
+    os.remove(exe)
+    assert.are.equal(plain, support.take(out))
+    for _, f in ipairs{"middle", "thrower"} do
+      assert.are.equal(6, r[f]:stats().hits, f)       -- the calls that returned
+      assert.are.equal(3, r[f]:stats().incomplete, f) -- the calls the exception unwound
+    end
+    for _, f in ipairs{"outer", "inner"} do -- inner throws and catches inside itself
+      assert.are.equal(10, r[f]:stats().hits, f)
+      assert.are.equal(0, r[f]:stats().incomplete, f)
+    end
+  end)
+
   it("leaves every register a -fipa-ra caller keeps across the call as it was (tests/fixtures/keepregs.c)", function()
     if not need_agent(pending) then return end
     local exe = os.tmpname()
@@ -148,21 +172,21 @@ describe("the in-process catcher refuses up front, in one line naming --backend 
       true))
   end)
 
-  it("a program that can unwind exceptions (C++), with the code needs_uprobe", function()
+  it("a program with an unwinder of its own (Rust), with the code needs_uprobe", function()
     if not need_agent(pending) then return end
-    local dir = os.tmpname()
-    os.remove(dir)
-    os.execute("mkdir -p " .. dir)
-    local exe = dir .. "/exc"
-    local _, err, rc = support.sh(("g++ -O2 -g -o %s tests/fixtures/exc.cpp"):format(exe))
-    assert.are.equal(0, rc, err)
-    local t <close> = perfsh.spawn{exe, backend = "inproc", events = {"task-clock"}, stdout = "/dev/null"}
-    local r, why, code = t:try_region{func = "thrower"}
+    local f = io.open("examples/grocery_rs")
+    if not f then
+      pending("examples/grocery_rs is not built (no rustc)")
+      return
+    end
+    f:close()
+    local t <close> = perfsh.spawn{"examples/grocery_rs", backend = "inproc", events = {"task-clock"},
+      stdout = "/dev/null"}
+    local r, why, code = t:try_region{func = "update_product"}
     assert.is_nil(r)
     assert.are.equal(core.errors.needs_uprobe, code)
-    assert.truthy(why:find("unwind exceptions", 1, true), why)
+    assert.truthy(why:find("unwinder of its own", 1, true), why)
     assert.truthy(why:find("--backend uprobe", 1, true), why)
-    os.execute("rm -rf " .. dir)
   end)
 
   it("a static program (no dynamic loader to preload the agent), with the code needs_uprobe", function()

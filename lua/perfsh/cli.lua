@@ -346,7 +346,7 @@ cli.backend_option = {"--backend", "B", "how hits are caught: ptrace (the target
   .. "regions take it), marker (the program's marker library measures its marker:NAME regions itself; the "
   .. "default for them), inproc (an agent preloaded into the program patches its functions' entries and "
   .. "measures them without a trap; function regions of the program's own file, not yet line ranges, -p, "
-  .. "shared libraries or programs that can unwind exceptions) or auto (uprobe where it works and the regions "
+  .. "shared libraries or Rust programs) or auto (uprobe where it works and the regions "
   .. "allow it, else ptrace with a note saying why; never inproc yet); default: auto, or $PERFSH_BACKEND"}
 
 --- The catcher of hits a recipe asks perfsh.spawn/attach for: --backend @value, else the

@@ -94,7 +94,7 @@ end
 -- runs: t:marker regions only, see t:markers), or "inproc" (an agent preloaded into the program
 -- patches the entries of its functions, armed before the first run, and measures them as the
 -- marker library does: no trap; function regions of the program's own file only, not yet for
--- programs that can unwind exceptions; see t:markers). t.catcher is the one used. ring_pages = N (a
+-- programs with an unwinder of their own (Rust); see t:markers). t.catcher is the one used. ring_pages = N (a
 -- power of two, default 256): the uprobe catcher's ring per thread (ignored where auto takes
 -- ptrace); records a full ring drops are counted in t:info().lost.
 function tracee.spawn(spec)

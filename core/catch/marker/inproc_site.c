@@ -107,7 +107,7 @@ int ps_inproc_site(const struct ps_catch_env *env, pid_t pid, const struct ps_ca
 {
 	const char *name = p->region >= 0 ? env->reg[p->region].spec : "";
 	struct ps_symtab *st = NULL;
-	const struct ps_sym *sym;
+	const struct ps_sym *sym, *any;
 	struct ps_x86_reloc r;
 	char path[PATH_MAX];
 	uint64_t off, bias;
@@ -122,14 +122,15 @@ int ps_inproc_site(const struct ps_catch_env *env, pid_t pid, const struct ps_ca
 				   : "--backend inproc measures functions only, not yet line ranges or addresses");
 	if (ps_maps_file_offset(pid, p->addr, path, sizeof path, &off, err) || own_file(pid, path, name, err))
 		return -1;
-	if (env->unwinds == 1)
-		return NOT_YET(err, name,
-			       "the program can unwind exceptions (C++, Rust), and --backend inproc does not yet "
-			       "interpose the unwinder its swapped return addresses need");
 	if (ps_maps_bias(pid, path, &bias, err) || ps_sym_open(&st, path, err))
 		return -1;
 	sym = ps_sym_by_addr(st, p->addr - bias);
-	if (!sym || sym->addr != p->addr - bias || !sym->size)
+	if (env->unwinds == 1 && (ps_sym_lookup(st, "_Unwind_RaiseException", &any, NULL) == 0 ||
+				  ps_sym_lookup(st, "rust_eh_personality", &any, NULL) == 0))
+		NOT_YET(err, name,
+			"the program unwinds with an unwinder of its own (Rust, or one linked in), which the "
+			"in-process agent does not interpose yet");
+	else if (!sym || sym->addr != p->addr - bias || !sym->size)
 		NOT_YET(err, name, "its entry has no function symbol with a size to patch from");
 	else if (ps_site_reloc(path, p->addr - bias, bias, 5, p->addr + (1u << 20), 0, &r, err)) {
 		char why[sizeof err->msg];
