@@ -34,6 +34,7 @@ static int site_id[PS_MSHM_SITES];
 static unsigned site_every[PS_MSHM_SITES];
 
 void pa_exit_stub(void);
+int pa_quick(uint64_t idx);
 void pa_enter(uint64_t idx, uint64_t *sp, const uint64_t *regs);
 uint64_t pa_exit(uint64_t sp);
 
@@ -45,22 +46,23 @@ void pa_hooks_site(unsigned idx, int id, int every_level)
 	}
 }
 
+/* Before anything but the general registers is saved: 1 when the call is no hit to open (a
+   nested call, or one the sampling draw leaves out: its entry counted), 0 for the full path. */
+__attribute__((visibility("hidden"), target("general-regs-only"))) int pa_quick(uint64_t idx)
+{
+	if (idx >= PS_MSHM_SITES || depth >= SHADOW_DEPTH)
+		return 1; /* no hit: the function returns where it would */
+	return pm_quick(site_id[idx], open[idx] && !site_every[idx]);
+}
+
 /* @regs: r11, r10, r9, r8, rdi, rsi, rdx, rcx, rax as the entry stub pushed them. */
 __attribute__((visibility("hidden"))) void pa_enter(uint64_t idx, uint64_t *sp, const uint64_t *regs)
 {
-	unsigned d = depth;
-	int id;
+	unsigned d = depth, i = (unsigned)idx;
 
-	if (idx >= PS_MSHM_SITES || d >= SHADOW_DEPTH)
-		return; /* no hit: the function returns where it would */
-	id = site_id[idx];
-	if (open[idx] && !site_every[idx]) {
-		pm_entry_only(id); /* inside the outermost call, which is the hit */
-		return;
-	}
-	open[idx]++;
-	pm_begin_with(id, (const uint64_t[PS_MARKER_FIELDS]){regs[4], regs[5], regs[6], regs[7]});
-	shadow[d] = (struct shadow){.sp = (uint64_t)sp, .ret = *sp, .idx = (unsigned)idx};
+	open[i]++;
+	pm_begin_with(site_id[i], (const uint64_t[PS_MARKER_FIELDS]){regs[4], regs[5], regs[6], regs[7]});
+	shadow[d] = (struct shadow){.sp = (uint64_t)sp, .ret = *sp, .idx = i};
 	depth = d + 1;
 	*sp = (uint64_t)pa_exit_stub;
 }
@@ -108,16 +110,19 @@ void pa_hooks_reswap(uint64_t sp)
  * for the components in pa_xsave_mask (agent.c sets them from cpuid); xrstor reads either.
  *
  * The entry stub: called from a trampoline, site number at 16(%rbp), the function's return
- * address at 24(%rbp). The exit stub: reached by the function's ret, the stack pointer just
+ * address at 24(%rbp); with the general registers saved it asks pa_quick() (which touches no
+ * other) whether the call is a hit to open at all, and returns at once if not: a call the
+ * sampling draw leaves out costs that alone. The exit stub: reached by the function's ret, the stack pointer just
  * above where the return address was; it makes room for the real one and returns to it.
  */
 uint64_t pa_xsave_size __attribute__((visibility("hidden")));
 uint32_t pa_xsave_mask __attribute__((visibility("hidden")));
 uint8_t pa_xsavec __attribute__((visibility("hidden")));
 
-#define SAVE_ALL                                                                                                       \
+#define SAVE_GPRS                                                                                                      \
 	"	push %rax\n	push %rcx\n	push %rdx\n	push %rsi\n	push %rdi\n"                                                 \
-	"	push %r8\n	push %r9\n	push %r10\n	push %r11\n"                                                               \
+	"	push %r8\n	push %r9\n	push %r10\n	push %r11\n"
+#define SAVE_VECTORS                                                                                                   \
 	"	sub pa_xsave_size(%rip), %rsp\n"                                                                             \
 	"	and $-64, %rsp\n"                                                                                            \
 	"	xor %eax, %eax\n"                                                                                            \
@@ -145,7 +150,17 @@ __asm__(".text\n"
 	".type pa_enter_stub,@function\n"
 	"pa_enter_stub:\n"
 	"	push %rbp\n"
-	"	mov %rsp, %rbp\n" SAVE_ALL "	mov 16(%rbp), %rdi\n"
+	"	mov %rsp, %rbp\n" SAVE_GPRS "	and $-16, %rsp\n"
+	"	mov 16(%rbp), %rdi\n"
+	"	call pa_quick\n"
+	"	test %eax, %eax\n"
+	"	jz 3f\n"
+	"	lea -72(%rbp), %rsp\n"
+	"	pop %r11\n	pop %r10\n	pop %r9\n	pop %r8\n"
+	"	pop %rdi\n	pop %rsi\n	pop %rdx\n	pop %rcx\n	pop %rax\n"
+	"	pop %rbp\n"
+	"	ret\n"
+	"3:\n" SAVE_VECTORS "	mov 16(%rbp), %rdi\n"
 	"	lea 24(%rbp), %rsi\n"
 	"	lea -72(%rbp), %rdx\n"
 	"	call pa_enter\n" RESTORE_ALL "	pop %rbp\n"
@@ -157,7 +172,7 @@ __asm__(".text\n"
 	"pa_exit_stub:\n"
 	"	sub $8, %rsp\n"
 	"	push %rbp\n"
-	"	mov %rsp, %rbp\n" SAVE_ALL "	lea 16(%rbp), %rdi\n"
+	"	mov %rsp, %rbp\n" SAVE_GPRS SAVE_VECTORS "	lea 16(%rbp), %rdi\n"
 	"	call pa_exit\n"
 	"	mov %rax, 8(%rbp)\n" RESTORE_ALL "	pop %rbp\n"
 	"	ret\n"

@@ -139,8 +139,11 @@ fail:
 	return self;
 }
 
+/* Code the agent's entry hook runs before it has saved the vector registers (pm_quick()). */
+#define GPR_ONLY __attribute__((target("general-regs-only")))
+
 /* xorshift64*: the sampling draw. */
-static inline uint64_t draw(struct pm_thread *t)
+GPR_ONLY static inline uint64_t draw(struct pm_thread *t)
 {
 	uint64_t x = t->rng;
 
@@ -151,7 +154,7 @@ static inline uint64_t draw(struct pm_thread *t)
 	return x * 0x2545F4914F6CDD1DULL;
 }
 
-static inline int sampled(struct pm_thread *t)
+GPR_ONLY static inline int sampled(struct pm_thread *t)
 {
 	uint64_t every = __atomic_load_n(&pm_cfg.pol->every, __ATOMIC_RELAXED);
 
@@ -169,9 +172,12 @@ void ps_marker_begin(int id)
 {
 	struct pm_thread *t = self;
 	struct pm_frame *f;
+	uint32_t chosen;
 
 	if (UNLIKELY(!t))
 		t = thread_init();
+	chosen = t->chosen;
+	t->chosen = 0;
 	if (UNLIKELY(t->off) || UNLIKELY((unsigned)id >= (unsigned)__atomic_load_n(&nregions, __ATOMIC_RELAXED)))
 		return;
 	if (UNLIKELY(!__atomic_load_n(&pm_cfg.pol->on, __ATOMIC_RELAXED)) ||
@@ -185,7 +191,7 @@ void ps_marker_begin(int id)
 	f->id = id;
 	f->hit = t->entries[id];
 	__atomic_store_n(&t->entries[id], f->hit + 1, __ATOMIC_RELAXED);
-	f->sampled = (uint32_t)sampled(t);
+	f->sampled = chosen || sampled(t);
 	if (!f->sampled)
 		return;
 	memset(f->args, 0, sizeof f->args);
@@ -203,17 +209,27 @@ void pm_begin_with(int id, const uint64_t args[PS_MARKER_FIELDS])
 		memcpy(self->stack[d].args, args, sizeof self->stack[d].args);
 }
 
-void pm_entry_only(int id)
+GPR_ONLY int pm_quick(int id, int nested)
 {
 	struct pm_thread *t = self;
 
 	if (UNLIKELY(!t))
-		t = thread_init();
+		return 0; /* its first hit: set up by the full path */
 	if (UNLIKELY(t->off) || UNLIKELY((unsigned)id >= (unsigned)__atomic_load_n(&nregions, __ATOMIC_RELAXED)) ||
 	    !__atomic_load_n(&pm_cfg.pol->on, __ATOMIC_RELAXED) ||
 	    !__atomic_load_n(&pm_cfg.armed[id], __ATOMIC_RELAXED))
-		return;
+		return 1; /* nothing recorded */
+	if (!nested) {
+		if (!__atomic_load_n(&pm_cfg.pol->sampled, __ATOMIC_RELAXED) &&
+		    !__atomic_load_n(&pm_cfg.pol->every, __ATOMIC_RELAXED))
+			return 0; /* every hit recorded */
+		if (sampled(t)) {
+			t->chosen = 1;
+			return 0;
+		}
+	}
 	__atomic_store_n(&t->entries[id], t->entries[id] + 1, __ATOMIC_RELAXED);
+	return 1;
 }
 
 /* Room in the ring of @t, full: its records drained to the file under the lock (file mode). */

@@ -123,6 +123,23 @@ describe("the in-process catcher", function()
     assert.are.equal(2000, got.keep.stats.hits)
   end)
 
+  it("records every Nth call under the live policy (t:markers{every = N}), the others counted, registers kept",
+    function()
+    if not need_agent(pending) then return end
+    local exe = os.tmpname()
+    local _, err, rc = support.sh(("cc -O2 -g -o %s tests/fixtures/keepregs.c"):format(exe))
+    assert.are.equal(0, rc, err)
+    local out = os.tmpname()
+    local t <close> = perfsh.spawn{exe, "3000", backend = "inproc", events = {"task-clock"}, stdout = out}
+    local keep = t:region{func = "keep"}
+    t:markers{every = 10}
+    assert.are.equal(0, t:run().code)
+    os.remove(exe)
+    assert.are.equal("kept 3000\n", support.take(out))
+    assert.are.equal(300, keep:stats().hits)
+    assert.are.equal(3000, keep:stats().entries)
+  end)
+
   it("leaves the program running to its normal end when perfsh is killed by SIGKILL", function()
     if not need_agent(pending) then return end
     local out = os.tmpname()
