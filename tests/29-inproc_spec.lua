@@ -140,6 +140,24 @@ describe("the in-process catcher", function()
     assert.are.equal(3000, keep:stats().entries)
   end)
 
+  it("samples every Nth call with perfsh stat --every as the ptrace catcher does, every call counted", function()
+    if not need_agent(pending) then return end
+    local exe = os.tmpname()
+    local _, cerr, crc = support.sh(("cc -O2 -g -o %s tests/fixtures/keepregs.c"):format(exe))
+    assert.are.equal(0, crc, cerr)
+    local function stat(backend)
+      local out, err, rc = support.sh(("%s stat --backend %s --every 3 -r keep %s 3000"):format(P, backend, exe))
+      assert.are.equal(0, rc, err)
+      return out:match("region keep %(func, (%d+) hits, sampled from (%d+) calls%)")
+    end
+    local hits, calls = stat("inproc")
+    local want = {stat("ptrace")}
+    os.remove(exe)
+    assert.are.equal("1000", hits)
+    assert.are.equal("3000", calls)
+    assert.are.same(want, {hits, calls})
+  end)
+
   it("leaves the program running to its normal end when perfsh is killed by SIGKILL", function()
     if not need_agent(pending) then return end
     local out = os.tmpname()
@@ -184,9 +202,14 @@ describe("the in-process catcher refuses up front, in one line naming --backend 
     one_line(P .. " stat --backend inproc -g task-clock -g page-faults -r walk examples/recursive")
   end)
 
-  it("sampling (--every)", function()
-    assert.truthy(one_line(P .. " stat --backend inproc --every 10 -r walk examples/recursive"):find("sample", 1,
-      true))
+  it("sampling in time windows, with the code needs_uprobe", function()
+    if not need_agent(pending) then return end
+    local t <close> = perfsh.spawn{"examples/recursive", backend = "inproc", events = {"task-clock"},
+      stdout = "/dev/null"}
+    local r, why, code = t:try_region{func = "walk", sample = {window_ms = 5, period_ms = 100}}
+    assert.is_nil(r)
+    assert.are.equal(core.errors.needs_uprobe, code)
+    assert.truthy(why:find("--backend uprobe", 1, true), why)
   end)
 
   it("a program with an unwinder of its own (Rust), with the code needs_uprobe", function()

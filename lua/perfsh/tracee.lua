@@ -166,8 +166,14 @@ local function arm(self, spec)
     if not ok then return nil, msg, code end
   end
   if spec.sample and self.catcher == "inproc" then
-    return nil, ("region '%s': --backend inproc does not sample yet; use --backend uprobe"):format(
-      tostring(spec.func or spec.range or spec.addr or "?")), core.errors.needs_uprobe
+    -- the agent draws with the marker library's live policy, one for every region
+    local smp = spec.sample
+    if type(smp) ~= "table" or smp.window_ms or smp.period_ms or (smp.p == nil and smp.every == nil) then
+      return nil, ("region '%s': --backend inproc samples with sample = {p = P} or {every = N}, not yet in time "
+        .. "windows; use --backend uprobe"):format(tostring(spec.func or spec.range or spec.addr or "?")),
+        core.errors.needs_uprobe
+    end
+    self:markers{sample = smp.p, every = smp.every}
   end
   local every = spec.every_level and true or false
   local id, count, msg, code
@@ -221,7 +227,7 @@ local function arm(self, spec)
     if not ok then return nil, why, wcode end
     self.args_by_id[id] = spec.args
   end
-  if spec.sample and self.catcher ~= "marker" then
+  if spec.sample and self.catcher ~= "marker" and self.catcher ~= "inproc" then
     if type(spec.sample) ~= "table" then fail("bad argument #1 to 'region' (sample = {p =, every =, ...})", 3) end
     local ok, why, wcode = ud:region_sample(id, spec.sample)
     if not ok then return nil, why, wcode end
@@ -470,10 +476,10 @@ end
 function Tracee:region_meta(id)
   local info = self.ud:region_info(id)
   info.args = self.args_by_id[id]
-  if info.kind == "marker" then
+  if info.kind == "marker" or self.catcher == "inproc" then
     local st = self.ud:marker_status()
     info.sampled = st and (st.p < 1 or st.every > 1) or nil
-    info.entry_counter = "marker"
+    info.entry_counter = info.kind == "marker" and "marker" or "agent"
   end
   return info
 end
