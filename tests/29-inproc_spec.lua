@@ -198,6 +198,15 @@ describe("the in-process catcher refuses up front, in one line naming --backend 
     one_line(P .. " stat --backend inproc -r libc.so.6:malloc examples/recursive")
   end)
 
+  it("a function whose entry a branch of its cold part jumps into (the relocation refuses it)", function()
+    local exe = os.tmpname()
+    local _, err, rc = support.sh(("cc -O2 -no-pie -g -o %s tests/fixtures/sitereloc.c"):format(exe))
+    assert.are.equal(0, rc, err)
+    local line = one_line(P .. " stat --backend inproc -r er_hot " .. exe)
+    os.remove(exe)
+    assert.truthy(line:find("lands inside the 6 bytes displaced", 1, true), line)
+  end)
+
   it("several counter groups", function()
     one_line(P .. " stat --backend inproc -g task-clock -g page-faults -r walk examples/recursive")
   end)
