@@ -56,6 +56,17 @@ describe("the in-process catcher", function()
     assert.is_true(got.sum.stats.hits == 1 and #got.sum.args == 1)
   end)
 
+  it("measures a function called from 4 threads with the hits of the ptrace catcher", function()
+    if not need_agent(pending) then return end
+    local argv = {"examples/threads", "500", "100", "4"}
+    local want = measure("ptrace", argv, {"work"})
+    local got, out, code = measure("inproc", argv, {"work"})
+    assert.are.equal(0, code)
+    assert.are.equal("calls = 2000\n", out)
+    assert.are.equal(2000, got.work.stats.hits)
+    assert.are.equal(want.work.stats.hits, got.work.stats.hits)
+  end)
+
   it("counts a recursive walk's outermost calls and its nested entries as the ptrace catcher does", function()
     if not need_agent(pending) then return end
     local argv = {"examples/recursive", "7", "12"}
