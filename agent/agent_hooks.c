@@ -81,13 +81,7 @@ __attribute__((visibility("hidden"))) uint64_t pa_exit(uint64_t sp)
 	return shadow[d].ret;
 }
 
-void pa_hooks_unswap(void)
-{
-	for (unsigned i = 0; i < depth; i++)
-		*(uint64_t *)shadow[i].sp = shadow[i].ret;
-}
-
-void pa_hooks_reswap(uint64_t sp)
+void pa_hooks_unwind(uint64_t sp, int back)
 {
 	unsigned d = depth;
 
@@ -97,8 +91,15 @@ void pa_hooks_reswap(uint64_t sp)
 		pm_end_unwound(site_id[shadow[d].idx]);
 	}
 	depth = d;
-	for (unsigned i = 0; i < d; i++)
-		*(uint64_t *)shadow[i].sp = (uint64_t)pa_exit_stub;
+	for (unsigned i = 0; i < d; i++) {
+		uint64_t *slot = (uint64_t *)shadow[i].sp;
+
+		/* a slot that holds neither is no longer the frame's: left alone */
+		if (back && *slot == shadow[i].ret)
+			*slot = (uint64_t)pa_exit_stub;
+		else if (!back && *slot == (uint64_t)pa_exit_stub)
+			*slot = shadow[i].ret;
+	}
 }
 
 /*

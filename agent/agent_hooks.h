@@ -17,10 +17,9 @@ extern uint8_t pa_xsavec; /* 1: the compacted form, xsavec */
    hits too (else only the outermost call on a thread is, the others counted as entries). */
 void pa_hooks_site(unsigned idx, int id, int every_level);
 
-/* This thread's swapped return addresses put back (an unwinder is about to walk its stack). */
-void pa_hooks_unswap(void);
-/* An exception was caught by the frame whose stack pointer is @sp: the hits of the frames below
-   it end as unwound, those of the frames above it get the exit trampoline back. */
-void pa_hooks_reswap(uint64_t sp);
+/* This thread's frames below stack pointer @sp are gone (an unwinder left them): their hits end
+   as unwound. The others' return addresses are put back (@back 0: an unwinder is about to walk
+   the stack) or swapped for the exit trampoline again (@back 1: an exception was caught). */
+void pa_hooks_unwind(uint64_t sp, int back);
 
 #endif

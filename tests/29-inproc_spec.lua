@@ -30,6 +30,14 @@ local function measure(backend, argv, funcs, opts)
   return res, support.take(out), code
 end
 
+-- A program built by @cmd ("cc ... -o %s SRC"; %s: a temporary file), asserted to build.
+local function build(cmd)
+  local exe = os.tmpname()
+  local _, err, rc = support.sh(cmd:format(exe))
+  assert.are.equal(0, rc, err)
+  return exe
+end
+
 -- The agent is built beside perfsh (make), and inproc opens the same software events.
 local function need_agent(pending)
   local f = io.open(support.build .. "/lib/libperfsh-agent.so")
@@ -100,9 +108,7 @@ describe("the in-process catcher", function()
 
   it("lets C++ exceptions pass through measured functions, the hits they cut short recorded unwound", function()
     if not need_agent(pending) then return end
-    local exe = os.tmpname()
-    local _, err, rc = support.sh(("g++ -O2 -g -o %s tests/fixtures/exc.cpp"):format(exe))
-    assert.are.equal(0, rc, err)
+    local exe = build("g++ -O2 -g -o %s tests/fixtures/exc.cpp")
     local plain = support.sh(exe)
     assert.are.equal("sum=27 caught=3 total=-30\n", plain)
     local out = os.tmpname()
@@ -122,11 +128,24 @@ describe("the in-process catcher", function()
     end
   end)
 
+  it("lets threads end by pthread_exit inside measured functions, destructors run, the hits recorded unwound",
+    function()
+    if not need_agent(pending) then return end
+    local exe = build("g++ -O2 -g -o %s tests/fixtures/pexit.cpp -lpthread")
+    assert.are.equal("sum=4 dtors=8\n", support.sh(exe))
+    local got, out, code = measure("inproc", {exe}, {"body", "finish"})
+    os.remove(exe)
+    assert.are.equal(0, code)
+    assert.are.equal("sum=4 dtors=8\n", out)
+    for _, f in ipairs{"body", "finish"} do
+      assert.are.equal(2, got[f].stats.hits, f)
+      assert.are.equal(2, got[f].stats.incomplete, f)
+    end
+  end)
+
   it("leaves every register a -fipa-ra caller keeps across the call as it was (tests/fixtures/keepregs.c)", function()
     if not need_agent(pending) then return end
-    local exe = os.tmpname()
-    local _, err, rc = support.sh(("cc -O2 -g -o %s tests/fixtures/keepregs.c"):format(exe))
-    assert.are.equal(0, rc, err)
+    local exe = build("cc -O2 -g -o %s tests/fixtures/keepregs.c")
     local got, out, code = measure("inproc", {exe, "2000"}, {"keep"})
     os.remove(exe)
     assert.are.equal("kept 2000\n", out)
@@ -137,9 +156,7 @@ describe("the in-process catcher", function()
   it("records every Nth call under the live policy (t:markers{every = N}), the others counted, registers kept",
     function()
     if not need_agent(pending) then return end
-    local exe = os.tmpname()
-    local _, err, rc = support.sh(("cc -O2 -g -o %s tests/fixtures/keepregs.c"):format(exe))
-    assert.are.equal(0, rc, err)
+    local exe = build("cc -O2 -g -o %s tests/fixtures/keepregs.c")
     local out = os.tmpname()
     local t <close> = perfsh.spawn{exe, "3000", backend = "inproc", events = {"task-clock"}, stdout = out}
     local keep = t:region{func = "keep"}
@@ -153,9 +170,7 @@ describe("the in-process catcher", function()
 
   it("samples every Nth call with perfsh stat --every as the ptrace catcher does, every call counted", function()
     if not need_agent(pending) then return end
-    local exe = os.tmpname()
-    local _, cerr, crc = support.sh(("cc -O2 -g -o %s tests/fixtures/keepregs.c"):format(exe))
-    assert.are.equal(0, crc, cerr)
+    local exe = build("cc -O2 -g -o %s tests/fixtures/keepregs.c")
     local function stat(backend)
       local out, err, rc = support.sh(("%s stat --backend %s --every 3 -r keep %s 3000"):format(P, backend, exe))
       assert.are.equal(0, rc, err)
@@ -210,9 +225,7 @@ describe("the in-process catcher refuses up front, in one line naming --backend 
   end)
 
   it("a function whose entry a branch of its cold part jumps into (the relocation refuses it)", function()
-    local exe = os.tmpname()
-    local _, err, rc = support.sh(("cc -O2 -no-pie -g -o %s tests/fixtures/sitereloc.c"):format(exe))
-    assert.are.equal(0, rc, err)
+    local exe = build("cc -O2 -no-pie -g -o %s tests/fixtures/sitereloc.c")
     local line = one_line(P .. " stat --backend inproc -r er_hot " .. exe)
     os.remove(exe)
     assert.truthy(line:find("lands inside the 6 bytes displaced", 1, true), line)
