@@ -14,6 +14,7 @@
  * again (agent_unwind.c).
  */
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "agent_hooks.h"
 #include "marker_hit.h"
@@ -34,7 +35,7 @@ static int site_id[PS_MSHM_SITES];
 static unsigned site_every[PS_MSHM_SITES];
 
 void pa_exit_stub(void);
-int pa_quick(uint64_t idx);
+int pa_quick(uint64_t idx, uint64_t sp);
 void pa_enter(uint64_t idx, uint64_t *sp, const uint64_t *regs);
 uint64_t pa_exit(uint64_t sp);
 
@@ -46,11 +47,35 @@ void pa_hooks_site(unsigned idx, int id, int every_level)
 	}
 }
 
-/* Before anything but the general registers is saved: 1 when the call is no hit to open (a
-   nested call, or one the sampling draw leaves out: its entry counted), 0 for the full path. */
-__attribute__((visibility("hidden"), target("general-regs-only"))) int pa_quick(uint64_t idx)
+/* Whether the frame at shadow @f is at or below stack pointer @sp on the same stack (within
+   STACK_SPAN of it; a frame on another stack, a signal's or a coroutine's, is not). */
+#define STACK_SPAN (64ull << 20)
+#define BELOW(f, at) ((f)->sp <= (at) && (at) - (f)->sp < STACK_SPAN)
+
+/* The hits of this thread's frames at or below stack pointer @sp end as unwound: a function
+   called at @sp (or above) is not inside them, so longjmp has left them. */
+static void left(uint64_t sp)
 {
-	if (idx >= PS_MSHM_SITES || depth >= SHADOW_DEPTH)
+	unsigned d = depth;
+
+	while (d > 0 && BELOW(&shadow[d - 1], sp)) {
+		d--;
+		open[shadow[d].idx]--;
+		pm_end_unwound(site_id[shadow[d].idx]);
+	}
+	depth = d;
+}
+
+/* Before anything but the general registers is saved: 1 when the call at @sp is no hit to open
+   (a nested call, or one the sampling draw leaves out: its entry counted), 0 for the full path
+   (which also ends the hits of frames longjmp has left). */
+__attribute__((visibility("hidden"), target("general-regs-only"))) int pa_quick(uint64_t idx, uint64_t sp)
+{
+	if (idx >= PS_MSHM_SITES)
+		return 1;
+	if (depth > 0 && BELOW(&shadow[depth - 1], sp))
+		return 0; /* frames left by longjmp: ended on the full path, which draws */
+	if (depth >= SHADOW_DEPTH)
 		return 1; /* no hit: the function returns where it would */
 	return pm_quick(site_id[idx], open[idx] && !site_every[idx]);
 }
@@ -60,6 +85,11 @@ __attribute__((visibility("hidden"))) void pa_enter(uint64_t idx, uint64_t *sp, 
 {
 	unsigned d = depth, i = (unsigned)idx;
 
+	if (d > 0 && BELOW(&shadow[d - 1], (uint64_t)sp)) { /* pa_quick() has not drawn yet */
+		left((uint64_t)sp);
+		if ((d = depth) >= SHADOW_DEPTH || pm_quick(site_id[i], open[i] && !site_every[i]))
+			return;
+	}
 	open[i]++;
 	pm_begin_with(site_id[i], (const uint64_t[PS_MARKER_FIELDS]){regs[4], regs[5], regs[6], regs[7]});
 	shadow[d] = (struct shadow){.sp = (uint64_t)sp, .ret = *sp, .idx = i};
@@ -67,15 +97,16 @@ __attribute__((visibility("hidden"))) void pa_enter(uint64_t idx, uint64_t *sp, 
 	*sp = (uint64_t)pa_exit_stub;
 }
 
-/* The function whose return address was at @sp - 8 has returned: its hit ends; the real
-   return address. */
+/* The function whose return address was at @sp - 8 has returned: its hit ends (and those of
+   the frames below it that longjmp left); the real return address. */
 __attribute__((visibility("hidden"))) uint64_t pa_exit(uint64_t sp)
 {
-	unsigned d = depth;
+	unsigned d;
 
-	while (d > 1 && shadow[d - 1].sp < sp - 8)
-		open[shadow[--d].idx]--; /* left by longjmp: never returns */
-	depth = --d;
+	left(sp - 16);
+	if (!depth)
+		abort(); /* no real return address to go to: a stack switched inside a measured call */
+	d = --depth;
 	open[shadow[d].idx]--;
 	ps_marker_end(site_id[shadow[d].idx]);
 	return shadow[d].ret;
@@ -153,6 +184,7 @@ __asm__(".text\n"
 	"	push %rbp\n"
 	"	mov %rsp, %rbp\n" SAVE_GPRS "	and $-16, %rsp\n"
 	"	mov 16(%rbp), %rdi\n"
+	"	lea 24(%rbp), %rsi\n"
 	"	call pa_quick\n"
 	"	test %eax, %eax\n"
 	"	jz 3f\n"

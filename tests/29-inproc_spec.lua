@@ -143,6 +143,22 @@ describe("the in-process catcher", function()
     end
   end)
 
+  it("ends the hits of calls longjmp leaves as unwound, as the ptrace catcher does", function()
+    if not need_agent(pending) then return end
+    local exe = build("cc -O2 -g -o %s tests/fixtures/ljmp.c")
+    local want = measure("ptrace", {exe}, {"mid", "deep"})
+    local got, out, code = measure("inproc", {exe}, {"mid", "deep"})
+    os.remove(exe)
+    assert.are.equal(0, code)
+    assert.are.equal("s=1320\n", out)
+    for _, f in ipairs{"mid", "deep"} do
+      assert.are.equal(20, got[f].stats.hits, f)
+      assert.are.equal(10, got[f].stats.incomplete, f)
+      assert.are.equal(want[f].stats.hits, got[f].stats.hits, f)
+      assert.are.equal(want[f].stats.incomplete, got[f].stats.incomplete, f)
+    end
+  end)
+
   it("leaves every register a -fipa-ra caller keeps across the call as it was (tests/fixtures/keepregs.c)", function()
     if not need_agent(pending) then return end
     local exe = build("cc -O2 -g -o %s tests/fixtures/keepregs.c")
