@@ -88,7 +88,17 @@ MARKER_LIBS := -lpfm -lz -lpthread
 comma := ,
 MARKER_RPATH = $(if $(filter /usr /usr/,$(PREFIX)),,-Wl$(comma)-rpath$(comma)$${libdir} )
 
-all: perfsh $(SO) $(MARKER) examples
+# The in-process agent (agent/, --backend inproc): the marker library's sources, the x86
+# relocation and trampolines, and the patching; it exports nothing (it is LD_PRELOADed). Built
+# without sanitizers even with SAN=1: it is preloaded into programs that are not.
+AGENT_SRC := $(sort $(wildcard agent/*.c) $(wildcard marker/*.c)) $(patsubst %,core/%.c,base/error events/events \
+             events/group base/outfile events/pmu records/psnap_write records/psnap_regions hitpath/ring base/suggest \
+             events/sysfs_pmu events/tracepoint binary/x86/x86reloc binary/x86/x86insn binary/x86/x86tramp)
+AGENT_OBJ := $(AGENT_SRC:%.c=$(B)/agent-o/%.o)
+AGENT_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=% -fno-omit-frame-pointer,$(CFLAGS))
+AGENT_SO  := $(B)/lib/libperfsh-agent.so
+
+all: perfsh $(SO) $(MARKER) $(AGENT_SO) examples
 
 help:
 	@echo "make            build perfsh, perfsh/core.so and the examples"
@@ -126,6 +136,13 @@ $(B)/marker/%.o: CFLAGS += -Imarker/include
 $(MARKER_SO): $(MARKER_OBJ) marker/exports.map
 	$(CC) $(LDFLAGS) -shared -Wl,--version-script=marker/exports.map -Wl,-soname,libperfsh-marker.so \
 		-o $@ $(MARKER_OBJ) $(MARKER_LIBS)
+$(B)/agent-o/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(AGENT_CFLAGS) $(PKG_CFLAGS) $(CORE_INC) -Imarker -Imarker/include -MMD -MP -c $< -o $@
+$(AGENT_SO): $(AGENT_OBJ) agent/exports.map
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -fsanitize=%,$(LDFLAGS)) -shared -Wl,--version-script=agent/exports.map \
+		-Wl,-soname,libperfsh-agent.so -o $@ $(AGENT_OBJ) $(MARKER_LIBS) -lZydis
 $(MARKER_A): $(MARKER_OBJ)
 	@mkdir -p $(dir $@)
 	$(LD) -r -o $(B)/marker/all.o $(MARKER_OBJ)
@@ -225,7 +242,7 @@ deps:
 	apt-get update
 	DEBIAN_FRONTEND=noninteractive apt-get install -y $(DEBS)
 
-install: perfsh $(SO) $(MARKER)
+install: perfsh $(SO) $(MARKER) $(AGENT_SO)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/lua/5.4/perfsh \
 	           $(DESTDIR)$(PREFIX)/lib/lua/5.4/perfsh $(DESTDIR)$(PREFIX)/share/perfsh/scripts \
 	           $(DESTDIR)$(PREFIX)/include/perfsh $(DESTDIR)$(PREFIX)/lib/pkgconfig \
@@ -233,6 +250,7 @@ install: perfsh $(SO) $(MARKER)
 	install -m 644 marker/include/perfsh/marker.h $(DESTDIR)$(PREFIX)/include/perfsh/
 	install -m 644 $(MARKER_A) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(MARKER_SO) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(AGENT_SO) $(DESTDIR)$(PREFIX)/lib/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@RPATH@|$(MARKER_RPATH)|' \
 		marker/perfsh-marker.pc.in \
 		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/perfsh-marker.pc
@@ -246,6 +264,7 @@ uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/bin/perfsh $(DESTDIR)$(PREFIX)/share/lua/5.4/perfsh \
 	       $(DESTDIR)$(PREFIX)/lib/lua/5.4/perfsh $(DESTDIR)$(PREFIX)/share/perfsh \
 	       $(DESTDIR)$(PREFIX)/include/perfsh/marker.h $(DESTDIR)$(PREFIX)/lib/libperfsh-marker.* \
+	       $(DESTDIR)$(PREFIX)/lib/libperfsh-agent.so \
 	       $(DESTDIR)$(PREFIX)/lib/pkgconfig/perfsh-marker.pc $(DESTDIR)$(PREFIX)/share/man/man1/perfsh.1
 
 # The Lua API reference, from the REPL's help topics (tests/21-docs_spec.lua checks it is current).
@@ -253,7 +272,7 @@ docs: perfsh
 	./perfsh doc/gen-api.lua > doc/lua-api.md
 
 lint:
-	clang-format --dry-run --Werror $(shell find core -name '*.[ch]') lua/*.c marker/*.c marker/*.h marker/include/perfsh/*.h
+	clang-format --dry-run --Werror $(shell find core -name '*.[ch]') lua/*.c marker/*.c marker/*.h marker/include/perfsh/*.h agent/*.c agent/*.h
 	@command -v luacheck >/dev/null && luacheck lua scripts tests || echo "luacheck not installed; skipped"
 
 clean:

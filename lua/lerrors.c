@@ -7,7 +7,10 @@ void ps_l_open_errors(lua_State *L)
 	static const struct {
 		const char *name;
 		int code;
-	} codes[] = {{"usage", PS_EUSAGE}, {"notfound", PS_ENOTFOUND}, {"needs_ptrace", PS_ENEEDS_PTRACE}};
+	} codes[] = {{"usage", PS_EUSAGE},
+		     {"notfound", PS_ENOTFOUND},
+		     {"needs_ptrace", PS_ENEEDS_PTRACE},
+		     {"needs_uprobe", PS_ENEEDS_UPROBE}};
 
 	lua_createtable(L, 0, (int)(sizeof codes / sizeof codes[0]));
 	for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {

@@ -101,9 +101,9 @@ static const char *const *stdio_paths(lua_State *L, int idx, const char *path[3]
 	return path;
 }
 
-static const char *const catchers[] = {"ptrace", "uprobe", "marker", NULL};
+static const char *const catchers[] = {"ptrace", "uprobe", "marker", "inproc", NULL};
 
-/* The catcher named by field backend of table @idx: "ptrace" (default), "uprobe" or "marker". */
+/* The catcher named by field backend of table @idx: "ptrace" (default), "uprobe", "marker" or "inproc". */
 static enum ps_catcher opt_catcher(lua_State *L, int idx)
 {
 	enum ps_catcher how = PS_CATCH_PTRACE;

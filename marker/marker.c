@@ -11,6 +11,7 @@
 
 #include "marker_config.h"
 #include "marker_file.h"
+#include "marker_hit.h"
 #include "marker_init.h"
 #include "marker_live.h"
 #include "marker_lock.h"
@@ -138,8 +139,11 @@ fail:
 	return self;
 }
 
+/* Code the agent's entry hook runs before it has saved the vector registers (pm_quick()). */
+#define GPR_ONLY __attribute__((target("general-regs-only")))
+
 /* xorshift64*: the sampling draw. */
-static inline uint64_t draw(struct pm_thread *t)
+GPR_ONLY static inline uint64_t draw(struct pm_thread *t)
 {
 	uint64_t x = t->rng;
 
@@ -150,7 +154,7 @@ static inline uint64_t draw(struct pm_thread *t)
 	return x * 0x2545F4914F6CDD1DULL;
 }
 
-static inline int sampled(struct pm_thread *t)
+GPR_ONLY static inline int sampled(struct pm_thread *t)
 {
 	uint64_t every = __atomic_load_n(&pm_cfg.pol->every, __ATOMIC_RELAXED);
 
@@ -168,9 +172,12 @@ void ps_marker_begin(int id)
 {
 	struct pm_thread *t = self;
 	struct pm_frame *f;
+	uint32_t chosen;
 
 	if (UNLIKELY(!t))
 		t = thread_init();
+	chosen = t->chosen;
+	t->chosen = 0;
 	if (UNLIKELY(t->off) || UNLIKELY((unsigned)id >= (unsigned)__atomic_load_n(&nregions, __ATOMIC_RELAXED)))
 		return;
 	if (UNLIKELY(!__atomic_load_n(&pm_cfg.pol->on, __ATOMIC_RELAXED)) ||
@@ -184,13 +191,45 @@ void ps_marker_begin(int id)
 	f->id = id;
 	f->hit = t->entries[id];
 	__atomic_store_n(&t->entries[id], f->hit + 1, __ATOMIC_RELAXED);
-	f->sampled = (uint32_t)sampled(t);
+	f->sampled = chosen || sampled(t);
 	if (!f->sampled)
 		return;
 	memset(f->args, 0, sizeof f->args);
 	f->cpu = (int16_t)sched_getcpu();
 	f->t_start = now_ns();
 	pm_counters_read(&t->c, pm_cfg.read.mode, f->start, &f->enabled, &f->running);
+}
+
+void pm_begin_with(int id, const uint64_t args[PS_MARKER_FIELDS])
+{
+	uint32_t d = self ? self->depth : 0;
+
+	ps_marker_begin(id);
+	if (self->depth > d)
+		memcpy(self->stack[d].args, args, sizeof self->stack[d].args);
+}
+
+GPR_ONLY int pm_quick(int id, int nested)
+{
+	struct pm_thread *t = self;
+
+	if (UNLIKELY(!t))
+		return 0; /* its first hit: set up by the full path */
+	if (UNLIKELY(t->off) || UNLIKELY((unsigned)id >= (unsigned)__atomic_load_n(&nregions, __ATOMIC_RELAXED)) ||
+	    !__atomic_load_n(&pm_cfg.pol->on, __ATOMIC_RELAXED) ||
+	    !__atomic_load_n(&pm_cfg.armed[id], __ATOMIC_RELAXED))
+		return 1; /* nothing recorded */
+	if (!nested) {
+		if (!__atomic_load_n(&pm_cfg.pol->sampled, __ATOMIC_RELAXED) &&
+		    !__atomic_load_n(&pm_cfg.pol->every, __ATOMIC_RELAXED))
+			return 0; /* every hit recorded */
+		if (sampled(t)) {
+			t->chosen = 1;
+			return 0;
+		}
+	}
+	__atomic_store_n(&t->entries[id], t->entries[id] + 1, __ATOMIC_RELAXED);
+	return 1;
 }
 
 /* Room in the ring of @t, full: its records drained to the file under the lock (file mode). */
@@ -203,7 +242,7 @@ static void make_room(struct pm_thread *t)
 }
 
 /* The record of frame @f ending now, into the ring. */
-static void record(struct pm_thread *t, struct pm_frame *f, uint32_t depth)
+static void record(struct pm_thread *t, struct pm_frame *f, uint32_t depth, uint32_t flags)
 {
 	uint64_t end[PS_MAX_EVENTS], enabled, running, t_end, slow;
 	struct ps_ring *r = t->ring;
@@ -228,8 +267,9 @@ static void record(struct pm_thread *t, struct pm_frame *f, uint32_t depth)
 				 .depth = depth,
 				 .nvals = (uint8_t)pm_cfg.nev,
 				 .nargs = PS_MARKER_FIELDS};
+	k.flags = flags;
 	if (__atomic_load_n(&pm_cfg.pol->sampled, __ATOMIC_RELAXED))
-		k.flags = PS_SNAP_SAMPLED;
+		k.flags |= PS_SNAP_SAMPLED;
 	ps_snap_fill(s, &k, f->args, &(struct ps_snap_point){f->t_start, f->enabled, f->running, f->cpu, f->start},
 		     &(struct ps_snap_point){t_end, enabled, running, (int16_t)sched_getcpu(), end});
 	ps_ring_commit(r);
@@ -237,7 +277,8 @@ static void record(struct pm_thread *t, struct pm_frame *f, uint32_t depth)
 		pm_writer_wake();
 }
 
-void ps_marker_end(int id)
+/* The hit of region @id ends, its record flagged @flags. */
+static void end(int id, uint32_t flags)
 {
 	struct pm_thread *t = self;
 	uint32_t d;
@@ -263,7 +304,17 @@ void ps_marker_end(int id)
 		__atomic_store_n(&t->cnt->unmatched, t->cnt->unmatched + (t->depth - d), __ATOMIC_RELAXED);
 	t->depth = d - 1;
 	if (t->stack[d - 1].sampled)
-		record(t, &t->stack[d - 1], d - 1);
+		record(t, &t->stack[d - 1], d - 1, flags);
+}
+
+void ps_marker_end(int id)
+{
+	end(id, 0);
+}
+
+void pm_end_unwound(int id)
+{
+	end(id, PS_SNAP_UNWOUND);
 }
 
 void ps_marker_field(unsigned slot, uint64_t value)

@@ -172,3 +172,8 @@ void pm_live_region(int id, const char *name)
 	if (__atomic_load_n(&c->arm_all, __ATOMIC_SEQ_CST) || listed(list, name))
 		__atomic_store_n(&c->armed[id], 1, __ATOMIC_RELAXED);
 }
+
+struct ps_mshm_ctl *pm_live_ctl(void)
+{
+	return ctl;
+}

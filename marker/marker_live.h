@@ -15,4 +15,7 @@ void pm_live_slot_gone(struct pm_thread *t);
 /* Region @id is @name: published in the block, armed when perfsh asked for it. */
 void pm_live_region(int id, const char *name);
 
+/* perfsh's control block, mapped (NULL: none; the agent reads its sites there). */
+struct ps_mshm_ctl *pm_live_ctl(void);
+
 #endif

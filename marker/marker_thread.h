@@ -35,6 +35,7 @@ struct pm_thread {
 	struct pm_counters c;
 	uint64_t rng, every;
 	uint32_t depth, too_deep;
+	uint32_t chosen; /* pm_quick() drew this thread's next begin: it records */
 	uint64_t seq;
 	struct ps_ring *ring;
 	uint64_t lost; /* records the file could not take (file mode); the ring's drops: full ring */

@@ -430,26 +430,11 @@ describe("perfsh killed by SIGKILL", function()
     local p = io.popen(support.perfsh .. " stat -r work examples/threads 100000 100000 >/dev/null 2>&1 & echo $!")
     local perfsh_pid = p:read("l")
     p:close()
-    local child
-    for _ = 1, 100 do
-      local f = io.popen("pgrep -P " .. perfsh_pid)
-      child = f:read("l")
-      f:close()
-      if child then break end
-      os.execute("sleep 0.05")
-    end
+    local child = support.child_of(perfsh_pid)
     assert.truthy(child, "the tracee never started")
     os.execute("sleep 0.2")
     os.execute("kill -KILL " .. perfsh_pid)
-    local gone = false
-    for _ = 1, 100 do
-      if not io.open("/proc/" .. child .. "/stat") then gone = true break end
-      local f = io.open("/proc/" .. child .. "/stat")
-      local state = f:read("a"):match("^%d+ %b() (%a)")
-      f:close()
-      if state == "Z" then gone = true break end
-      os.execute("sleep 0.05")
-    end
+    local gone = support.gone(child)
     assert.is_true(gone, "tracee " .. child .. " outlived perfsh")
   end)
 end)

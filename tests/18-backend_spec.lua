@@ -234,7 +234,7 @@ describe("perfsh.spawn{backend = ...}", function()
 
   it("refuses an unknown backend", function()
     assert.has.error(function() perfsh.spawn{"examples/sum", backend = "bpf"} end,
-      "bad argument #1 to 'spawn' (backend 'bpf'; give auto, uprobe, ptrace or marker)")
+      "bad argument #1 to 'spawn' (backend 'bpf'; give auto, uprobe, ptrace, marker or inproc)")
   end)
 end)
 

@@ -179,6 +179,30 @@ function support.background(prog, args)
   return p, pid
 end
 
+--- The pid (a string) of a child of process @pid, waiting up to @tries x 50 ms for one; nil if none came.
+function support.child_of(pid, tries)
+  for _ = 1, tries or 100 do
+    local f = io.popen("pgrep -P " .. pid)
+    local child = f:read("l")
+    f:close()
+    if child then return child end
+    os.execute("sleep 0.05")
+  end
+end
+
+--- Whether process @pid is gone (or a zombie) within @tries x 50 ms.
+function support.gone(pid, tries)
+  for _ = 1, tries or 100 do
+    local f = io.open("/proc/" .. pid .. "/stat")
+    if not f then return true end
+    local state = f:read("a"):match("^%d+ %b() (%a)")
+    f:close()
+    if state == "Z" then return true end
+    os.execute("sleep 0.05")
+  end
+  return false
+end
+
 --- Quote a string for sh.
 function support.q(s)
   return "'" .. tostring(s):gsub("'", "'\\''") .. "'"

@@ -21,9 +21,10 @@ struct ps_error {
 /* Codes for failures that are not the OS's: the caller's mistake, or what the request needs.
    Lua sees them as core.errors (lua/lerrors.c) and branches on them, never on the text. */
 enum {
-	PS_EUSAGE = -1,	      /* bad input: unknown event, bad syntax, unknown symbol */
-	PS_ENOTFOUND = -2,    /* a name that does not resolve */
-	PS_ENEEDS_PTRACE = -3 /* the uprobe catcher cannot do it; the ptrace catcher can */
+	PS_EUSAGE = -1,	       /* bad input: unknown event, bad syntax, unknown symbol */
+	PS_ENOTFOUND = -2,     /* a name that does not resolve */
+	PS_ENEEDS_PTRACE = -3, /* the uprobe catcher cannot do it; the ptrace catcher can */
+	PS_ENEEDS_UPROBE = -4  /* the in-process catcher cannot do it (yet); the uprobe catcher can */
 };
 
 /* Fill @err (if not NULL) and return -1; printf-style. */

@@ -11,7 +11,9 @@
  * The catchers, each a folder of its own that calls no other:
  *   ptrace/  breakpoints: the program stops at each hit (core/proc/tracer.h)
  *   uprobe/  uprobes: the kernel samples the counters at each hit, the program never stops
- *   marker/  the marker library in the program measures its own markers into shared memory
+ *   marker/  the marker library in the program measures its own markers into shared memory;
+ *            with --backend inproc (ps_catch_inproc_ops) that library is the agent, preloaded,
+ *            which patches function entries to measure them the same way
  */
 #ifndef PS_CATCHER_H
 #define PS_CATCHER_H
@@ -180,7 +182,7 @@ struct ps_catch {
 	const struct ps_catcher_ops *ops;
 };
 
-extern const struct ps_catcher_ops ps_catch_ptrace_ops, ps_catch_uprobe_ops, ps_catch_marker_ops;
+extern const struct ps_catcher_ops ps_catch_ptrace_ops, ps_catch_uprobe_ops, ps_catch_marker_ops, ps_catch_inproc_ops;
 
 /* Add a line to @env's notices (dropped when they are full). */
 void ps_catch_notice(struct ps_catch_env *env, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -22,6 +22,7 @@ static const struct ps_catcher_ops *const catchers[] = {
     [PS_CATCH_PTRACE] = &ps_catch_ptrace_ops,
     [PS_CATCH_UPROBE] = &ps_catch_uprobe_ops,
     [PS_CATCH_MARKER] = &ps_catch_marker_ops,
+    [PS_CATCH_INPROC] = &ps_catch_inproc_ops,
 };
 
 /* ---- lifecycle ---- */

@@ -28,7 +28,7 @@ struct ps_psnap_meta;
    counters in the kernel (core/catch/uprobe/: root or CAP_PERFMON), or the marker library
    in the program, which measures its own markers into memory shared with perfsh
    (core/catch/marker/: programs perfsh starts, marker regions only). */
-enum ps_catcher { PS_CATCH_PTRACE = 0, PS_CATCH_UPROBE = 1, PS_CATCH_MARKER = 2 };
+enum ps_catcher { PS_CATCH_PTRACE = 0, PS_CATCH_UPROBE = 1, PS_CATCH_MARKER = 2, PS_CATCH_INPROC = 3 };
 
 /**
  * ps_session_region_marker() - the marker called @name (as the program gives it to

@@ -344,8 +344,10 @@ end
 cli.backend_option = {"--backend", "B", "how hits are caught: ptrace (the target stops at each hit), uprobe (the "
   .. "kernel samples the counters at each probe: the target never stops for a hit; root or CAP_PERFMON; sdt: "
   .. "regions take it), marker (the program's marker library measures its marker:NAME regions itself; the "
-  .. "default for them) or auto (uprobe where it works and the regions allow it, else ptrace with a note "
-  .. "saying why); default: auto, or $PERFSH_BACKEND"}
+  .. "default for them), inproc (an agent preloaded into the program patches its functions' entries and "
+  .. "measures them without a trap; function regions of the program's own file, not yet line ranges, -p, "
+  .. "shared libraries or Rust programs) or auto (uprobe where it works and the regions "
+  .. "allow it, else ptrace with a note saying why; never inproc yet); default: auto, or $PERFSH_BACKEND"}
 
 --- The catcher of hits a recipe asks perfsh.spawn/attach for: --backend @value, else the
 -- default (perfsh.defaults.backend(): $PERFSH_BACKEND or auto). auto where @need (what needs the ptrace catcher, e.g.
@@ -380,6 +382,23 @@ function cli.regions_backend(name, value, regions, need, attaching, groups)
     local rs = cli.region_spec(r, name)
     if rs.sdt or rs.marker then sdt = r end
     if not rs.marker then markers = false end
+  end
+  if value == "inproc" then
+    for _, r in ipairs(regions) do
+      local kind = cli.region_spec(r, name) and select(2, cli.region_spec(r, name)).kind
+      if kind ~= "func" then
+        fail.raise(("perfsh %s: --backend inproc measures functions of the program itself, not yet '%s'; use "
+          .. "--backend uprobe"):format(name, r))
+      end
+    end
+    if attaching then
+      fail.raise(("perfsh %s: --backend inproc measures a program perfsh starts, not yet a running one (-p); use "
+        .. "--backend uprobe"):format(name))
+    end
+    if need then
+      fail.raise(("perfsh %s: --backend inproc cannot do this yet (%s); use --backend uprobe"):format(name, need))
+    end
+    return "inproc"
   end
   if value == "marker" then
     for _, r in ipairs(regions) do

@@ -38,7 +38,7 @@ help.topics = {
   {"t:sdt_region", "a region between SDT probes", 't:sdt_region("provider:start,provider:end")'},
   {"t:marker", "a marker of perfsh/marker.h: measured by the program (backend marker) or from outside (uprobe)",
     't:marker("iter", {fields = {"nfds", "listen"}}):stats().hits'},
-  {"t:markers", "the program's marker library, and its policy changed live (backend marker)",
+  {"t:markers", "the program's marker library, and its policy changed live (backend marker or inproc)",
     "t:markers{sample = 0.1, slow_us = 200}; t:markers().lost"},
   {"t:run", "run to the end, or pause after hits (uprobe: exactly N; the next run takes the rest), seconds "
     .. "or a condition", "t:run{hits = 100}"},

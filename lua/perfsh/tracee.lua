@@ -58,9 +58,9 @@ local function catcher(backend, fname, events, sizes)
     local ok, why = core.uprobe_check(events, sizes)
     if not ok then fail(why .. ": use --backend ptrace or drop it", 3) end
   end
-  if backend == "ptrace" or backend == "uprobe" or backend == "marker" then return backend end
+  if backend == "ptrace" or backend == "uprobe" or backend == "marker" or backend == "inproc" then return backend end
   if backend ~= "auto" then
-    fail(("bad argument #1 to '%s' (backend '%s'; give auto, uprobe, ptrace or marker)"):format(fname,
+    fail(("bad argument #1 to '%s' (backend '%s'; give auto, uprobe, ptrace, marker or inproc)"):format(fname,
       tostring(backend)), 3)
   end
   local ok, why = core.uprobe_available()
@@ -92,7 +92,10 @@ end
 -- (the kernel samples the counters at each entry and return: the target never stops for a hit;
 -- root or CAP_PERFMON), "ptrace" (breakpoints: the target stops at each hit), or "marker"
 -- (the program's own marker library measures its markers, perfsh drains the records while it
--- runs: t:marker regions only, see t:markers). t.catcher is the one used. ring_pages = N (a
+-- runs: t:marker regions only, see t:markers), or "inproc" (an agent preloaded into the program
+-- patches the entries of its functions, armed before the first run, and measures them as the
+-- marker library does: no trap; function regions of the program's own file only, not yet for
+-- programs with an unwinder of their own (Rust); see t:markers). t.catcher is the one used. ring_pages = N (a
 -- power of two, default 256): the uprobe catcher's ring per thread (ignored where auto takes
 -- ptrace); records a full ring drops are counted in t:info().lost.
 function tracee.spawn(spec)
@@ -163,6 +166,16 @@ local function arm(self, spec)
     local ok, msg, code = ud:add_events(spec.events)
     if not ok then return nil, msg, code end
   end
+  if spec.sample and self.catcher == "inproc" then
+    -- the agent draws with the marker library's live policy, one for every region
+    local smp = spec.sample
+    if type(smp) ~= "table" or smp.window_ms or smp.period_ms or (smp.p == nil and smp.every == nil) then
+      return nil, ("region '%s': --backend inproc samples with sample = {p = P} or {every = N}, not yet in time "
+        .. "windows; use --backend uprobe"):format(tostring(spec.func or spec.range or spec.addr or "?")),
+        core.errors.needs_uprobe
+    end
+    self:markers{sample = smp.p, every = smp.every}
+  end
   local every = spec.every_level and true or false
   local id, count, msg, code
   if spec.marker and self.catcher == "marker" then
@@ -215,7 +228,7 @@ local function arm(self, spec)
     if not ok then return nil, why, wcode end
     self.args_by_id[id] = spec.args
   end
-  if spec.sample and self.catcher ~= "marker" then
+  if spec.sample and self.catcher ~= "marker" and self.catcher ~= "inproc" then
     if type(spec.sample) ~= "table" then fail("bad argument #1 to 'region' (sample = {p =, every =, ...})", 3) end
     local ok, why, wcode = ud:region_sample(id, spec.sample)
     if not ok then return nil, why, wcode end
@@ -273,8 +286,8 @@ end
 -- the program reads at its next hit (between runs, or from on_slow or until callbacks while it
 -- runs). sample and every exclude each other; slow_us = 0 keeps every hit. Marker catcher only.
 function Tracee:markers(opts)
-  if self.catcher ~= "marker" then
-    fail("t:markers is for a program started with backend = \"marker\"", 2)
+  if self.catcher ~= "marker" and self.catcher ~= "inproc" then
+    fail("t:markers is for a program started with backend = \"marker\" or \"inproc\"", 2)
   end
   if opts == nil then return self.ud:marker_status() end
   if type(opts) ~= "table" then fail("bad argument #1 to 'markers' (table expected)", 2) end
@@ -464,10 +477,10 @@ end
 function Tracee:region_meta(id)
   local info = self.ud:region_info(id)
   info.args = self.args_by_id[id]
-  if info.kind == "marker" then
+  if info.kind == "marker" or self.catcher == "inproc" then
     local st = self.ud:marker_status()
     info.sampled = st and (st.p < 1 or st.every > 1) or nil
-    info.entry_counter = "marker"
+    info.entry_counter = info.kind == "marker" and "marker" or "agent"
   end
   return info
 end

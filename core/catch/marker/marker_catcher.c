@@ -24,6 +24,8 @@
 #include <unistd.h>
 
 #include "catcher.h"
+#include "inproc_site.h"
+#include "markblock.h"
 #include "marker_status.h"
 #include "markshm.h"
 #include "run.h"
@@ -49,60 +51,14 @@ struct ps_markcatch {
 	int ended, exited, code, signo; /* how it ended, once released */
 	int let_go;			/* t:detach(): it runs on after the session */
 	struct ps_tracer *hold;		/* seized and stopped for a pause, or NULL */
+	int inproc;			/* --backend inproc: the agent patches function entries */
+	uint32_t told;			/* sites whose refusal by the agent was told */
 };
 
-/* The comma-separated names of the session's events; with none, task-clock, which the program
-   still needs: its group's time enabled is the on-CPU time of a hit. */
-static int event_list(const struct ps_catch_env *env, char *out, size_t n, struct ps_error *err)
-{
-	size_t k = 0;
-
-	snprintf(out, n, "%s", env->nev ? "" : "task-clock");
-	for (int i = 0; i < env->nev; i++) {
-		int w = snprintf(out + k, n - k, "%s%s", i ? "," : "", env->ev[i].name);
-
-		if (w < 0 || (size_t)w >= n - k)
-			return ps_error_set(err, PS_EUSAGE, "the event list is too long for the marker catcher");
-		k += (size_t)w;
-	}
-	return 0;
-}
-
-/* The shared block: a memfd laid out as core/catch/marker/markshm.h says, every slot's ring empty. */
+/* The shared block: a memfd laid out as core/catch/marker/markshm.h says (markblock.h). */
 static int make_block(struct ps_markcatch *m, struct ps_error *err)
 {
-	unsigned nvals = m->env->nev ? (unsigned)m->env->nev : 1;
-	size_t recsize = ps_snap_size(nvals, PS_MSHM_FIELDS);
-	size_t ctl = (sizeof(struct ps_mshm_ctl) + 4095) & ~(size_t)4095;
-	size_t slot =
-	    (offsetof(struct ps_mshm_slot, ring) + ps_ring_bytes(recsize, PS_MSHM_RING_RECORDS) + 4095) & ~(size_t)4095;
-	struct ps_mshm_ctl *c;
-
-	m->bytes = ctl + PS_MSHM_SLOTS * slot;
-	if ((m->fd = memfd_create("perfsh-marker", MFD_CLOEXEC)) < 0 || ftruncate(m->fd, (off_t)m->bytes))
-		return ps_error_set(err, errno, "the marker catcher's shared memory: %s", strerror(errno));
-	c = mmap(NULL, m->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
-	if (c == MAP_FAILED)
-		return ps_error_set(err, errno, "the marker catcher's shared memory: mmap: %s", strerror(errno));
-	m->ctl = c;
-	if (event_list(m->env, c->events, sizeof c->events, err))
-		return -1;
-	c->version = PS_MSHM_VERSION;
-	c->nslots = PS_MSHM_SLOTS;
-	c->bytes = m->bytes;
-	c->slot_bytes = slot;
-	c->slots_off = ctl;
-	c->recsize = recsize;
-	c->nvals = nvals;
-	c->nargs = PS_MSHM_FIELDS;
-	c->pol.on = 1;
-	c->pol.threshold = UINT64_MAX;
-	for (unsigned i = 0; i < PS_MSHM_SLOTS; i++)
-		if (!ps_ring_init_at(ps_mshm_slot(c, i)->ring, ps_mshm_ring_bytes(c), recsize, PS_MSHM_RING_RECORDS,
-				     err))
-			return -1;
-	__atomic_store_n(&c->magic, PS_MSHM_MAGIC, __ATOMIC_RELEASE);
-	return 0;
+	return ps_mshm_make(m->env, &m->fd, &m->ctl, &m->bytes, err);
 }
 
 static void unhold(struct ps_markcatch *m);
@@ -138,28 +94,35 @@ static void marker_free(struct ps_markcatch *m)
 	free(m);
 }
 
-static int mk_start(struct ps_catch **cp, struct ps_catch_env *env, char *const argv[], pid_t pid, struct ps_error *err)
+/* Start @argv with the block in its environment (and, @inproc, the agent preloaded). */
+static int start(struct ps_catch **cp, struct ps_catch_env *env, char *const argv[], int inproc, struct ps_error *err)
 {
+	struct ps_inproc_env saved = {0};
 	struct ps_markcatch *m;
 	char path[64];
 	int rc;
 
-	(void)pid;
 	if (!argv)
-		return ps_error_set(err, PS_EUSAGE,
-				    "the marker catcher measures a program perfsh starts; for a running one, arm its "
-				    "markers with the uprobe catcher (-r marker:NAME --backend uprobe)");
+		return ps_error_set(
+		    err, PS_EUSAGE,
+		    inproc ? "--backend inproc measures a program perfsh starts, not yet a running one (-p); "
+			     "use --backend uprobe"
+			   : "the marker catcher measures a program perfsh starts; for a running one, arm its "
+			     "markers with the uprobe catcher (-r marker:NAME --backend uprobe)");
 	if (env->ngroups > 1)
-		return ps_error_set(err, PS_EUSAGE, "the marker catcher counts one group of events");
+		return ps_error_set(err, inproc ? PS_ENEEDS_UPROBE : PS_EUSAGE,
+				    "the %s catcher counts one group of events%s", inproc ? "inproc" : "marker",
+				    inproc ? "; use --backend uprobe" : "");
 	if (!(m = calloc(1, sizeof *m)))
 		return ps_error_set(err, ENOMEM, "out of memory");
-	m->base.ops = &ps_catch_marker_ops;
+	m->base.ops = inproc ? &ps_catch_inproc_ops : &ps_catch_marker_ops;
+	m->inproc = inproc;
 	m->env = env;
 	m->fd = -1;
 	m->pidfd = -1;
 	for (int i = 0; i < PS_MSHM_REGIONS; i++)
 		m->map[i] = -1;
-	if (make_block(m, err)) {
+	if (make_block(m, err) || (inproc && ps_inproc_env_set(&saved, err))) {
 		marker_free(m);
 		return -1;
 	}
@@ -168,6 +131,8 @@ static int mk_start(struct ps_catch **cp, struct ps_catch_env *env, char *const 
 	setenv("PERFSH_CONTROL", path, 1);
 	rc = ps_tracer_spawn(&m->t, argv, NULL, NULL, err); /* no breakpoint: held at its first instruction */
 	unsetenv("PERFSH_CONTROL");
+	if (inproc)
+		ps_inproc_env_restore(&saved);
 	if (rc) {
 		marker_free(m);
 		return -1;
@@ -178,11 +143,26 @@ static int mk_start(struct ps_catch **cp, struct ps_catch_env *env, char *const 
 	return 0;
 }
 
-/* The session region of marker @name, or -1. */
-static int region_of(const struct ps_catch_env *env, const char *name)
+static int mk_start(struct ps_catch **cp, struct ps_catch_env *env, char *const argv[], pid_t pid, struct ps_error *err)
 {
+	(void)pid;
+	return start(cp, env, argv, 0, err);
+}
+
+static int ip_start(struct ps_catch **cp, struct ps_catch_env *env, char *const argv[], pid_t pid, struct ps_error *err)
+{
+	(void)pid;
+	return start(cp, env, argv, 1, err);
+}
+
+/* The session region of marker @name (with the agent: of function @name), or -1. */
+static int region_of(const struct ps_markcatch *m, const char *name)
+{
+	const struct ps_catch_env *env = m->env;
+	enum ps_region_kind kind = m->inproc ? PS_REGION_FUNC : PS_REGION_MARKER;
+
 	for (int i = 0; i < env->nreg; i++)
-		if (env->reg[i].kind == PS_REGION_MARKER && !strcmp(env->reg[i].spec, name))
+		if (env->reg[i].kind == kind && !strcmp(env->reg[i].spec, name))
 			return i;
 	return -1;
 }
@@ -197,23 +177,15 @@ static void look_at_names(struct ps_markcatch *m)
 
 		memcpy(name, m->ctl->names[m->seen], sizeof name);
 		name[sizeof name - 1] = '\0';
-		m->map[m->seen] = region_of(m->env, name);
+		m->map[m->seen] = region_of(m, name);
 	}
 }
 
-/* Arm marker @p->name for region @p->region (the session made it, named "marker:NAME"). */
-static int mk_arm(struct ps_catch *c, const struct ps_catch_point *p, struct ps_error *err)
+/* Arm the library's region @name for session region @region. */
+static int arm_name(struct ps_markcatch *m, const char *name, int region, struct ps_error *err)
 {
-	struct ps_markcatch *m = of(c);
-	const char *name = p->name;
-	size_t len, used;
+	size_t len = strlen(name), used;
 
-	if (!name)
-		return ps_error_set(err, PS_EUSAGE,
-				    "region '%s': the marker catcher measures the program's markers only; arm "
-				    "functions, lines and SDT probes with --backend uprobe or ptrace",
-				    p->region >= 0 ? m->env->reg[p->region].name : "");
-	len = strlen(name);
 	if (len == 0 || len >= PS_MSHM_NAME || strchr(name, ','))
 		return ps_error_set(err, PS_EUSAGE, "marker '%s': a name of 1 to %d characters, no comma", name,
 				    PS_MSHM_NAME - 1);
@@ -226,14 +198,70 @@ static int mk_arm(struct ps_catch *c, const struct ps_catch_point *p, struct ps_
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	for (uint32_t i = 0; i < m->seen; i++)
 		if (!strncmp(m->ctl->names[i], name, PS_MSHM_NAME)) {
-			m->map[i] = p->region;
+			m->map[i] = region;
 			__atomic_store_n(&m->ctl->armed[i], 1, __ATOMIC_RELAXED);
 		}
 	look_at_names(m);
 	for (uint32_t i = 0; i < m->seen; i++)
-		if (m->map[i] == p->region)
+		if (m->map[i] == region)
 			__atomic_store_n(&m->ctl->armed[i], 1, __ATOMIC_RELAXED);
 	return 0;
+}
+
+/* Arm marker @p->name for region @p->region (the session made it, named "marker:NAME"). */
+static int mk_arm(struct ps_catch *c, const struct ps_catch_point *p, struct ps_error *err)
+{
+	struct ps_markcatch *m = of(c);
+
+	if (!p->name)
+		return ps_error_set(err, PS_EUSAGE,
+				    "region '%s': the marker catcher measures the program's markers only; arm "
+				    "functions, lines and SDT probes with --backend uprobe or ptrace",
+				    p->region >= 0 ? m->env->reg[p->region].name : "");
+	return arm_name(m, p->name, p->region, err);
+}
+
+/* A function entry for the agent to patch before main(): checked, listed in the block, armed. */
+static int ip_arm(struct ps_catch *c, const struct ps_catch_point *p, struct ps_error *err)
+{
+	struct ps_markcatch *m = of(c);
+	struct ps_mshm_site site;
+	uint32_t n = m->ctl->nsites;
+	int rc;
+
+	if (m->released)
+		return ps_error_set(err, PS_ENEEDS_UPROBE,
+				    "--backend inproc patches functions before the program runs; arm region '%s' "
+				    "before the first run, or use --backend uprobe",
+				    p->region >= 0 ? m->env->reg[p->region].name : "");
+	if ((rc = ps_inproc_site(m->env, m->pid, p, &site, err)) != 0)
+		return rc > 0 ? 0 : -1;
+	for (uint32_t i = 0; i < n; i++)
+		if (m->ctl->sites[i].addr == site.addr)
+			return 0; /* one site, one region of the library */
+	if (n == PS_MSHM_SITES)
+		return ps_error_set(err, PS_EUSAGE, "--backend inproc patches at most %d functions", PS_MSHM_SITES);
+	if (arm_name(m, site.name, p->region, err))
+		return -1;
+	m->ctl->sites[n] = site;
+	__atomic_store_n(&m->ctl->nsites, n + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* The sites the agent refused since the last look, told once each. */
+static void told_refusals(struct ps_markcatch *m)
+{
+	for (; m->inproc && m->told < m->ctl->nsites; m->told++) {
+		struct ps_mshm_site *s = &m->ctl->sites[m->told];
+
+		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == PS_MSHM_SITE_WAITING)
+			return;
+		if (s->state == PS_MSHM_SITE_REFUSED)
+			ps_catch_notice(m->env,
+					"region '%s' is not measured: the agent refused it (%.200s); use "
+					"--backend uprobe",
+					s->name, s->why);
+	}
 }
 
 /* One record of the library, paired there already: to the hit path as it is. */
@@ -269,6 +297,7 @@ static void drain(struct ps_markcatch *m)
 	uint64_t entries[PS_MSHM_REGIONS] = {0};
 
 	look_at_names(m);
+	told_refusals(m);
 	for (unsigned i = 0; i < m->ctl->nslots; i++) {
 		struct ps_mshm_slot *sl = ps_mshm_slot(m->ctl, i);
 		uint32_t state = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
@@ -512,21 +541,16 @@ static void mk_free(struct ps_catch *c)
 	marker_free(of(c));
 }
 
-const struct ps_catcher_ops ps_catch_marker_ops = {
-    .name = "marker",
-    .caps = PS_CATCH_MARKERS,
-    .start = mk_start,
-    .run = mk_run,
-    .hold = mk_hold,
-    .interrupt = mk_interrupt,
-    .detach = mk_detach,
-    .free = mk_free,
-    .status = mk_status,
-    .lost = mk_lost,
-    .arm = mk_arm,
-    .disarm = mk_disarm,
-    .sample = mk_sample,
-    .tracer = mk_tracer,
-    .policy = mk_policy,
-    .marker_status = mk_marker_status,
-};
+/* The marker catcher's ops, but for the name, what it arms and how it starts. */
+#define MARKER_OPS(NAME, CAPS, START, ARM)                                                                             \
+	{                                                                                                              \
+		.name = NAME, .caps = CAPS, .start = START, .run = mk_run, .hold = mk_hold, .interrupt = mk_interrupt, \
+		.detach = mk_detach, .free = mk_free, .status = mk_status, .lost = mk_lost, .arm = ARM,                \
+		.disarm = mk_disarm, .sample = mk_sample, .tracer = mk_tracer, .policy = mk_policy,                    \
+		.marker_status = mk_marker_status,                                                                     \
+	}
+
+const struct ps_catcher_ops ps_catch_marker_ops = MARKER_OPS("marker", PS_CATCH_MARKERS, mk_start, mk_arm);
+
+/* --backend inproc: the same, with the agent preloaded and function entries for it to patch. */
+const struct ps_catcher_ops ps_catch_inproc_ops = MARKER_OPS("inproc", PS_CATCH_CODE, ip_start, ip_arm);

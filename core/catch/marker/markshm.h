@@ -14,6 +14,9 @@
  * resolver), fixed for the run, as every catcher's are: every record has the same layout,
  * ps_snap_size(nvals, PS_MSHM_FIELDS), the size of the rings' records.
  *
+ * The agent (agent/, --backend inproc) finds in @sites the function entries to patch; each
+ * becomes a region of the library named as the site is, armed by perfsh like a marker.
+ *
  * Slots: FREE -> USED (a thread's first hit, by compare-and-swap) -> GONE (the thread ended;
  * its last records are in the ring) -> FREE again once perfsh has drained it and added its
  * counts to its totals. A thread that finds no FREE slot records nothing (counted in
@@ -36,6 +39,23 @@
 #define PS_MSHM_RING_RECORDS 16384 /* a thread's records perfsh may fall behind by */
 
 enum { PS_MSHM_FREE = 0, PS_MSHM_USED = 1, PS_MSHM_GONE = 2 };
+
+/* The agent (agent/, --backend inproc) patches up to this many function entries. */
+#define PS_MSHM_SITES 64
+
+/* A site's state, as the agent leaves it. */
+enum { PS_MSHM_SITE_WAITING = 0, PS_MSHM_SITE_PATCHED = 1, PS_MSHM_SITE_REFUSED = 2 };
+enum { PS_MSHM_SITE_EVERY_LEVEL = 1 };
+
+/* A function entry the agent patches: perfsh writes it before the program runs (@addr, @size,
+   @name: the region's marker name), the agent @state and, when refused, @why. */
+struct ps_mshm_site {
+	uint64_t addr, size; /* run-time address of the entry; bytes of the function */
+	uint32_t state;
+	uint32_t flags; /* PS_MSHM_SITE_EVERY_LEVEL: a nested call is a hit too */
+	char name[PS_MSHM_NAME];
+	char why[256];
+};
 
 /* What the library says of itself (state). */
 enum { PS_MSHM_WAITING = 0, PS_MSHM_RUNNING = 1, PS_MSHM_OFF = 2 };
@@ -74,6 +94,9 @@ struct ps_mshm_ctl {
 	uint64_t threads;	  /* threads that took a slot */
 	uint32_t nregions;	  /* names published */
 	char names[PS_MSHM_REGIONS][PS_MSHM_NAME];
+	/* perfsh -> agent, before the program runs (appended: the marker library reads none of it) */
+	uint32_t nsites;
+	struct ps_mshm_site sites[PS_MSHM_SITES];
 };
 
 /* A thread's counts: ends without their begin, hits under the slow-hit threshold. */

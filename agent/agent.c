@@ -1,0 +1,154 @@
+/* agent/agent.c - libperfsh-agent.so: perfsh's in-process catcher (--backend inproc), loaded
+ * by LD_PRELOAD into a program perfsh starts. It is the marker library (marker/: per-thread
+ * groups, rdpmc or read(2), the rings and the control block perfsh drains, the live policy)
+ * with the function entries perfsh lists in the control block (markshm.h: sites) patched to
+ * call it: each becomes one of the library's regions, named as the site is, and perfsh arms
+ * it as it arms a marker.
+ *
+ * Patching is done in the constructor, before main(), while the main thread is the only one
+ * (checked: with another thread the sites are refused), so no thread runs the bytes being
+ * replaced and no cross-modifying-code protocol is needed: each site's page is made writable,
+ * the 5-byte jmp to its trampoline (x86tramp.h) written, and its protection put back. The
+ * prologue instructions the jmp covers are moved by ps_x86_reloc() (perfsh has checked the
+ * function's whole flow graph and its jump tables before the run: ps_site_reloc()). A site
+ * that cannot be patched is left as it is, its reason in the block.
+ *
+ * perfsh starts the program with the agent in LD_PRELOAD; the agent takes it out again (and
+ * puts back what was there, PERFSH_PRELOAD_WAS) so the program's children run without it. It
+ * also clears the death signal perfsh's spawn set: if perfsh dies, the program runs to its
+ * end, its hits going into rings nobody reads.
+ */
+#include <cpuid.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "agent_hooks.h"
+#include "agent_near.h"
+#include "marker_init.h"
+#include "marker_live.h"
+#include "perfsh/marker.h"
+#include "x86tramp.h"
+
+static void refuse(struct ps_mshm_site *s, const char *why)
+{
+	snprintf(s->why, sizeof s->why, "%.255s", why);
+	__atomic_store_n(&s->state, PS_MSHM_SITE_REFUSED, __ATOMIC_RELEASE);
+}
+
+/* Write @n bytes at @addr in code, the pages made writable for it and their protection put back. */
+static int write_code(uint64_t addr, const uint8_t *bytes, size_t n)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), lo = addr & ~(page - 1),
+		 hi = (addr + n + page - 1) & ~(page - 1);
+	int prot = pa_prot_of(addr);
+
+	if (prot < 0 || mprotect((void *)lo, hi - lo, prot | PROT_WRITE))
+		return -1;
+	memcpy((void *)addr, bytes, n);
+	mprotect((void *)lo, hi - lo, prot);
+	return 0;
+}
+
+/* Patch site @i: its trampoline made and written, then the jmp to it. */
+static void patch(struct ps_mshm_site *s, unsigned i)
+{
+	uint8_t code[PS_X86_TRAMP_MAX], jmp[5];
+	struct ps_x86_reloc r;
+	struct ps_error err;
+	uint64_t tramp;
+	size_t len;
+	int id;
+
+	s->name[sizeof s->name - 1] = '\0';
+	if ((id = ps_marker_region(s->name)) < 0)
+		return refuse(s, "the marker library has no region left for it");
+	pa_hooks_site(i, id, !!(s->flags & PS_MSHM_SITE_EVERY_LEVEL));
+	if (!(tramp = pa_near_alloc(s->addr, PS_X86_TRAMP_MAX)))
+		return refuse(s, "no memory for a trampoline within 2 GB of the entry");
+	if (ps_x86_reloc((const uint8_t *)s->addr, s->size, s->addr, 5, tramp + PS_X86_TRAMP_HEAD,
+			 PS_X86_RELOC_IND_CHECKED, s->name, &r, &err))
+		return refuse(s, err.msg);
+	if (!(len = ps_x86_tramp(code, tramp, i, (uint64_t)pa_enter_stub, &r)) ||
+	    ps_x86_jmp32(jmp, r.site, tramp + PS_X86_TRAMP_ENTRY))
+		return refuse(s, "the trampoline is out of reach of a jmp rel32");
+	memcpy((void *)tramp, code, len);
+	if (write_code(r.site, jmp, sizeof jmp))
+		return refuse(s, "its code cannot be made writable (mprotect)");
+	__atomic_store_n(&s->state, PS_MSHM_SITE_PATCHED, __ATOMIC_RELEASE);
+}
+
+/* The process's threads: 1 before main() unless a constructor started some. */
+static int threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* What the stubs save (agent_hooks.c): x87, SSE, AVX and AVX-512 state, as the OS enabled them. */
+static int xsave_setup(void)
+{
+	unsigned a, b, c, d, lo, hi;
+
+	if (pa_xsave_size)
+		return 0;
+	__cpuid(1, a, b, c, d);
+	if (!(c & bit_OSXSAVE))
+		return -1;
+	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+	pa_xsave_mask = lo & 0xe7; /* x87, SSE, AVX, opmask, ZMM_Hi256, Hi16_ZMM */
+	__cpuid_count(0xd, 1, a, b, c, d);
+	pa_xsavec = (a & 2) != 0;
+	if (!pa_xsavec)
+		__cpuid_count(0xd, 0, a, b, c, d);
+	pa_xsave_size = (uint64_t)b + 64;
+	return 0;
+}
+
+/* LD_PRELOAD as it was before perfsh added the agent. */
+static void forget_preload(void)
+{
+	const char *was = getenv("PERFSH_PRELOAD_WAS");
+
+	if (was)
+		setenv("LD_PRELOAD", was, 1);
+	else
+		unsetenv("LD_PRELOAD");
+	unsetenv("PERFSH_PRELOAD_WAS");
+}
+
+__attribute__((constructor)) static void agent_ctor(void)
+{
+	struct ps_mshm_ctl *c;
+	unsigned n;
+	int one;
+
+	pm_init();
+	if (!(c = pm_live_ctl()))
+		return; /* not started by perfsh, or its block refused (said on stderr) */
+	forget_preload();
+	prctl(PR_SET_PDEATHSIG, 0);
+	n = __atomic_load_n(&c->nsites, __ATOMIC_ACQUIRE);
+	one = threads() == 1;
+	for (unsigned i = 0; i < n && i < PS_MSHM_SITES; i++) {
+		if (xsave_setup())
+			refuse(&c->sites[i], "this CPU has no xsave to keep the registers with");
+		else if (!one)
+			refuse(&c->sites[i], "other threads run already before main(): nothing is patched");
+		else
+			patch(&c->sites[i], i);
+	}
+	pa_near_seal();
+}

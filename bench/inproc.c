@@ -1,0 +1,126 @@
+/* bench/inproc.c - what a function region costs per hit under the in-process catcher
+ * (--backend inproc: libperfsh-agent.so patches the entry, no trap), against the marker floor
+ * (two raw read(2)s of a group of the same events, which every recorded hit makes) and against
+ * the uprobe catcher on the same function, and the cost of a hit that sampling leaves out.
+ *
+ * bench/hit_target's hit_movslq (an ordinary entry, `movslq %edi,%rax`, moved to the
+ * trampoline) is called N times under each catcher through perfsh's session; a catcher's cost
+ * per hit is (its time for N calls - its time for none) / N, medians of 5 interleaved rounds,
+ * the program's start, the agent's patching and perfsh's set-up and draining all in it. The
+ * sampled runs (10x the calls) keep each call with probability 0.01 (the live policy,
+ * t:markers{sample = 0.01}): the cost per call, all in; and with probability 0: a call the draw
+ * leaves out, alone. Goals (issue 19): a hit <= 1.3x the floor, >= 5x cheaper than the uprobe
+ * catcher's, an unsampled call <= 20 ns.
+ * Reports, never fails on a goal; a catcher that cannot work here is said so in one line.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "events.h"
+#include "group.h"
+#include "run.h"
+#include "session.h"
+
+#define ROUNDS 5
+#define N 200000
+#define NS (10 * N) /* calls of the sampled runs */
+
+/* Run hit_target @n movslq under catcher @how, hit_movslq a region; @p < 1: sampled with that
+   probability (inproc). ns from the start to the end, or 0 with a line on stderr. */
+static uint64_t run(enum ps_catcher how, uint64_t n, double p, const struct ps_event *ev)
+{
+	char count[32];
+	char *argv[] = {"bench/hit_target", count, "movslq", NULL};
+	const char *const stdio[3] = {NULL, "/dev/null", NULL};
+	uint64_t t0 = ps_now_ns();
+	struct ps_session *s;
+	struct ps_error err;
+	int rc = 0;
+
+	snprintf(count, sizeof count, "%llu", (unsigned long long)n);
+	if (ps_session_spawn_io(&s, argv, ev, 1, how, stdio, &err)) {
+		fprintf(stderr, "inproc: %s\n", err.msg);
+		return 0;
+	}
+	if (ps_session_region_func(s, "hit_movslq", 0, &err) < 0)
+		rc = -1;
+	if (!rc && p < 1) { /* p = 0: the draw leaves every call out */
+		struct ps_mshm_policy pol = {
+		    .on = 1, .sampled = 1, .threshold = (uint64_t)(p * 18446744073709551615.0)};
+
+		rc = ps_session_marker_policy(s, &pol, &err);
+	}
+	while (!rc && (rc = ps_session_run(s, 0, 0, &err)) == 0)
+		;
+	if (rc < 0)
+		fprintf(stderr, "inproc: %s\n", err.msg);
+	ps_session_free(s);
+	return rc < 0 ? 0 : ps_now_ns() - t0;
+}
+
+/* Two raw reads of the group of @ev on this thread, per pair, in ns. */
+static double floor_ns(const struct ps_event *ev)
+{
+	uint64_t buf[3 + 2 * PS_MAX_EVENTS], t[ROUNDS];
+	struct ps_group g;
+	struct ps_error err;
+
+	if (ps_group_open(&g, ev, 1, 0, -1, PS_GROUP_ENABLED, &err))
+		return 0;
+	for (int r = 0; r < ROUNDS; r++) {
+		uint64_t t0 = ps_now_ns();
+
+		for (int i = 0; i < N; i++)
+			if (read(g.fds[0], buf, sizeof buf) < 0 || read(g.fds[0], buf, sizeof buf) < 0)
+				break;
+		t[r] = ps_now_ns() - t0;
+	}
+	ps_group_close(&g);
+	return (double)median(t, ROUNDS) / N;
+}
+
+int main(void)
+{
+	enum { INPROC, SAMPLED, UNSAMPLED, UPROBE, K };
+	static const char *const name[K] = {"inproc", "inproc --sample 0.01", "inproc, a call left out", "uprobe"};
+	static const enum ps_catcher how[K] = {PS_CATCH_INPROC, PS_CATCH_INPROC, PS_CATCH_INPROC, PS_CATCH_UPROBE};
+	static const double prob[K] = {1, 0.01, 0, 1};
+	static const uint64_t calls[K] = {N, NS, NS, N};
+	uint64_t full[K][ROUNDS], none[K][ROUNDS];
+	double per[K], fl;
+	struct ps_event ev;
+	struct ps_error err;
+	int ok[K] = {1, 1, 1, 1};
+
+	if (ps_event_resolve("task-clock", &ev, &err)) {
+		printf("inproc: %s\n", err.msg);
+		return 0;
+	}
+	for (int r = 0; r < ROUNDS; r++)
+		for (int k = 0; k < K; k++)
+			if (ok[k]) {
+				full[k][r] = run(how[k], calls[k], prob[k], &ev);
+				none[k][r] = run(how[k], 0, prob[k], &ev);
+				ok[k] = full[k][r] && none[k][r];
+			}
+	fl = floor_ns(&ev);
+	printf("per call of hit_movslq (task-clock), %d calls (sampled: %d), medians of %d runs:\n", N, NS, ROUNDS);
+	printf("  %-22s %9.1f ns (two read(2)s of the group)\n", "marker floor", fl);
+	for (int k = 0; k < K; k++) {
+		per[k] =
+		    ok[k] ? ((double)median(full[k], ROUNDS) - (double)median(none[k], ROUNDS)) / (double)calls[k] : 0;
+		if (ok[k])
+			printf("  %-22s %9.1f ns\n", name[k], per[k]);
+		else
+			printf("  %-22s cannot run here (above)\n", name[k]);
+	}
+	if (ok[INPROC] && fl > 0)
+		printf("inproc / floor: %.2f (goal <= 1.3)\n", per[INPROC] / fl);
+	if (ok[INPROC] && ok[UPROBE] && per[INPROC] > 0)
+		printf("uprobe / inproc: %.1f (goal >= 5)\n", per[UPROBE] / per[INPROC]);
+	if (ok[UNSAMPLED])
+		printf("a call left out: %.1f ns (goal <= 20)\n", per[UNSAMPLED]);
+	return 0;
+}

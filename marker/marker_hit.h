@@ -1,0 +1,24 @@
+/* marker/marker_hit.h - the hit path (marker.c) as the in-process agent (agent/) calls it. */
+#ifndef PS_MARKER_HIT_H
+#define PS_MARKER_HIT_H
+
+#include <stdint.h>
+
+#include "perfsh/marker.h"
+
+/* ps_marker_begin(@id) with the hit's fields set to @args when it opens one. */
+void pm_begin_with(int id, const uint64_t args[PS_MARKER_FIELDS]);
+
+/* ps_marker_end(@id) for a hit an exception unwound: its record is flagged PS_SNAP_UNWOUND. */
+void pm_end_unwound(int id);
+
+/*
+ * Whether the hit of region @id that begins now can be left at its entry count, before anything
+ * is saved or read (it touches no vector register): 1 when nothing is recorded (markers off,
+ * @id not armed), when @nested (a call inside the outermost one, which is the hit), or when the
+ * policy's draw leaves it out; then the entry is counted. 0: begin it (pm_begin_with()), which
+ * then records it if it was drawn here.
+ */
+int pm_quick(int id, int nested);
+
+#endif

@@ -1,0 +1,311 @@
+-- The in-process catcher (--backend inproc): libperfsh-agent.so, preloaded into a program perfsh
+-- starts, patches the entries of its functions with jumps to trampolines and measures each call
+-- with the marker library's machinery (no trap); perfsh drains the records as the marker
+-- catcher does. Hits must be those of the ptrace catcher, the program's output untouched; what
+-- the agent does not do yet is refused up front in one line naming --backend uprobe.
+local perfsh = require "perfsh"
+local core = require "perfsh.core"
+local support = dofile("tests/support.lua")
+local P = support.perfsh
+
+-- Run @argv under @backend with function regions @funcs (opts: every_level); returns the
+-- regions' stats and first arguments, sorted (by function), the program's stdout and its exit code.
+local function measure(backend, argv, funcs, opts)
+  local out = os.tmpname()
+  local spec = {backend = backend, events = {"task-clock"}, stdout = out}
+  for i, a in ipairs(argv) do spec[i] = a end
+  local t <close> = perfsh.spawn(spec)
+  local regions = {}
+  for _, f in ipairs(funcs) do
+    regions[f] = t:region{func = f, every_level = opts and opts.every_level, inline = false, args = {"a0"}}
+  end
+  local code = t:run().code
+  local res = {}
+  for f, r in pairs(regions) do
+    local args = {}
+    for h in r:hits() do args[#args + 1] = h.args and h.args[1] or -1 end
+    table.sort(args)
+    res[f] = {stats = r:stats(), args = args}
+  end
+  return res, support.take(out), code
+end
+
+-- A program built by @cmd ("cc ... -o %s SRC"; %s: a temporary file), asserted to build.
+local function build(cmd)
+  local exe = os.tmpname()
+  local _, err, rc = support.sh(cmd:format(exe))
+  assert.are.equal(0, rc, err)
+  return exe
+end
+
+-- The agent is built beside perfsh (make), and inproc opens the same software events.
+local function need_agent(pending)
+  local f = io.open(support.build .. "/lib/libperfsh-agent.so")
+  if not f then
+    pending("no " .. support.build .. "/lib/libperfsh-agent.so (make builds it)")
+    return false
+  end
+  f:close()
+  return true
+end
+
+describe("the in-process catcher", function()
+  it("measures examples/sum's sum with the hits of the ptrace catcher, the program's output untouched", function()
+    if not need_agent(pending) then return end
+    local plain = support.sh("examples/sum")
+    local want, wout = measure("ptrace", {"examples/sum"}, {"sum"})
+    local got, gout, code = measure("inproc", {"examples/sum"}, {"sum"})
+    assert.are.equal(0, code)
+    assert.are.equal(plain, gout)
+    assert.are.equal(plain, wout)
+    assert.are.equal(1, got.sum.stats.hits)
+    assert.are.equal(want.sum.stats.hits, got.sum.stats.hits)
+    assert.are.equal(want.sum.stats.entries, got.sum.stats.entries)
+    assert.is_true(got.sum.stats.hits == 1 and #got.sum.args == 1)
+  end)
+
+  it("measures a function called from 4 threads with the hits of the ptrace catcher", function()
+    if not need_agent(pending) then return end
+    local argv = {"examples/threads", "500", "100", "4"}
+    local want = measure("ptrace", argv, {"work"})
+    local got, out, code = measure("inproc", argv, {"work"})
+    assert.are.equal(0, code)
+    assert.are.equal("calls = 2000\n", out)
+    assert.are.equal(2000, got.work.stats.hits)
+    assert.are.equal(want.work.stats.hits, got.work.stats.hits)
+  end)
+
+  it("counts a recursive walk's outermost calls and its nested entries as the ptrace catcher does", function()
+    if not need_agent(pending) then return end
+    local argv = {"examples/recursive", "7", "12"}
+    local plain = support.sh(table.concat(argv, " "))
+    local want = measure("ptrace", argv, {"walk"})
+    local got, out, code = measure("inproc", argv, {"walk"})
+    assert.are.equal(0, code)
+    assert.are.equal(plain, out)
+    assert.are.equal("checksum = " .. 7 * 13 * 14 // 2 .. "\n", out)
+    assert.are.equal(7, got.walk.stats.hits)
+    assert.are.equal(want.walk.stats.hits, got.walk.stats.hits)
+    assert.are.equal(want.walk.stats.entries, got.walk.stats.entries)
+    assert.are.same({12, 12, 12, 12, 12, 12, 12}, got.walk.args)
+    assert.are.same(want.walk.args, got.walk.args)
+  end)
+
+  it("records every level of the recursion with each call's argument, as the ptrace catcher does", function()
+    if not need_agent(pending) then return end
+    local argv = {"examples/recursive", "3", "20"}
+    local want = measure("ptrace", argv, {"walk"}, {every_level = true})
+    local got, out, code = measure("inproc", argv, {"walk"}, {every_level = true})
+    assert.are.equal(0, code)
+    assert.are.equal("checksum = " .. 3 * 21 * 22 // 2 .. "\n", out)
+    assert.are.equal(63, got.walk.stats.hits)
+    assert.are.equal(want.walk.stats.hits, got.walk.stats.hits)
+    for n = 0, 20 do
+      for k = 1, 3 do assert.are.equal(n, got.walk.args[3 * n + k]) end -- walk(0) .. walk(20), three times each
+    end
+    assert.are.same(want.walk.args, got.walk.args)
+  end)
+
+  it("lets C++ exceptions pass through measured functions, the hits they cut short recorded unwound", function()
+    if not need_agent(pending) then return end
+    local exe = build("g++ -O2 -g -o %s tests/fixtures/exc.cpp")
+    local plain = support.sh(exe)
+    assert.are.equal("sum=27 caught=3 total=-30\n", plain)
+    local out = os.tmpname()
+    local t <close> = perfsh.spawn{exe, backend = "inproc", events = {"task-clock"}, stdout = out}
+    local r = {}
+    for _, f in ipairs{"middle", "thrower", "outer", "inner"} do r[f] = t:region{func = f} end
+    assert.are.equal(0, t:run().code)
+    os.remove(exe)
+    assert.are.equal(plain, support.take(out))
+    for _, f in ipairs{"middle", "thrower"} do
+      assert.are.equal(6, r[f]:stats().hits, f)       -- the calls that returned
+      assert.are.equal(3, r[f]:stats().incomplete, f) -- the calls the exception unwound
+    end
+    for _, f in ipairs{"outer", "inner"} do -- inner throws and catches inside itself
+      assert.are.equal(10, r[f]:stats().hits, f)
+      assert.are.equal(0, r[f]:stats().incomplete, f)
+    end
+  end)
+
+  it("lets threads end by pthread_exit inside measured functions, destructors run, the hits recorded unwound",
+    function()
+    if not need_agent(pending) then return end
+    local exe = build("g++ -O2 -g -o %s tests/fixtures/pexit.cpp -lpthread")
+    assert.are.equal("sum=4 dtors=8\n", support.sh(exe))
+    local got, out, code = measure("inproc", {exe}, {"body", "finish"})
+    os.remove(exe)
+    assert.are.equal(0, code)
+    assert.are.equal("sum=4 dtors=8\n", out)
+    for _, f in ipairs{"body", "finish"} do
+      assert.are.equal(2, got[f].stats.hits, f)
+      assert.are.equal(2, got[f].stats.incomplete, f)
+    end
+  end)
+
+  it("ends the hits of calls longjmp leaves as unwound, as the ptrace catcher does", function()
+    if not need_agent(pending) then return end
+    local exe = build("cc -O2 -g -o %s tests/fixtures/ljmp.c")
+    local want = measure("ptrace", {exe}, {"mid", "deep"})
+    local got, out, code = measure("inproc", {exe}, {"mid", "deep"})
+    os.remove(exe)
+    assert.are.equal(0, code)
+    assert.are.equal("s=1320\n", out)
+    for _, f in ipairs{"mid", "deep"} do
+      assert.are.equal(20, got[f].stats.hits, f)
+      assert.are.equal(10, got[f].stats.incomplete, f)
+      assert.are.equal(want[f].stats.hits, got[f].stats.hits, f)
+      assert.are.equal(want[f].stats.incomplete, got[f].stats.incomplete, f)
+    end
+  end)
+
+  it("leaves every register a -fipa-ra caller keeps across the call as it was (tests/fixtures/keepregs.c)", function()
+    if not need_agent(pending) then return end
+    local exe = build("cc -O2 -g -o %s tests/fixtures/keepregs.c")
+    local got, out, code = measure("inproc", {exe, "2000"}, {"keep"})
+    os.remove(exe)
+    assert.are.equal("kept 2000\n", out)
+    assert.are.equal(0, code)
+    assert.are.equal(2000, got.keep.stats.hits)
+  end)
+
+  it("records every Nth call under the live policy (t:markers{every = N}), the others counted, registers kept",
+    function()
+    if not need_agent(pending) then return end
+    local exe = build("cc -O2 -g -o %s tests/fixtures/keepregs.c")
+    local out = os.tmpname()
+    local t <close> = perfsh.spawn{exe, "3000", backend = "inproc", events = {"task-clock"}, stdout = out}
+    local keep = t:region{func = "keep"}
+    t:markers{every = 10}
+    assert.are.equal(0, t:run().code)
+    os.remove(exe)
+    assert.are.equal("kept 3000\n", support.take(out))
+    assert.are.equal(300, keep:stats().hits)
+    assert.are.equal(3000, keep:stats().entries)
+  end)
+
+  it("samples every Nth call with perfsh stat --every as the ptrace catcher does, every call counted", function()
+    if not need_agent(pending) then return end
+    local exe = build("cc -O2 -g -o %s tests/fixtures/keepregs.c")
+    local function stat(backend)
+      local out, err, rc = support.sh(("%s stat --backend %s --every 3 -r keep %s 3000"):format(P, backend, exe))
+      assert.are.equal(0, rc, err)
+      return out:match("region keep %(func, (%d+) hits, sampled from (%d+) calls%)")
+    end
+    local hits, calls = stat("inproc")
+    local want = {stat("ptrace")}
+    os.remove(exe)
+    assert.are.equal("1000", hits)
+    assert.are.equal("3000", calls)
+    assert.are.same(want, {hits, calls})
+  end)
+
+  it("leaves the program running to its normal end when perfsh is killed by SIGKILL", function()
+    if not need_agent(pending) then return end
+    local out = os.tmpname()
+    local p = io.popen(("%s stat --backend inproc --every-level -r walk examples/recursive 40000 10 >%s 2>/dev/null "
+      .. "& echo $!"):format(P, out))
+    local perfsh_pid = p:read("l")
+    p:close()
+    local child = support.child_of(perfsh_pid)
+    assert.truthy(child, "the program never started")
+    os.execute("sleep 0.3")
+    os.execute("kill -KILL " .. perfsh_pid)
+    local gone = support.gone(child, 1200) -- up to a minute on a loaded machine
+    assert.is_true(gone, "the program did not end")
+    assert.are.equal("checksum = " .. 40000 * 11 * 12 // 2 .. "\n", support.take(out))
+  end)
+end)
+
+describe("the in-process catcher refuses up front, in one line naming --backend uprobe", function()
+  local function one_line(cmd)
+    local out, err, rc = support.sh(cmd)
+    assert.are_not.equal(0, rc)
+    assert.are.equal("", out)
+    local lines = support.lines(err)
+    assert.are.equal(1, #lines, err)
+    assert.truthy(lines[1]:find("--backend uprobe", 1, true), err)
+    return lines[1]
+  end
+
+  it("a line range", function()
+    assert.truthy(one_line(P .. " stat --backend inproc -r examples/sum.c:20-22 examples/sum"):find("not yet", 1, true))
+  end)
+
+  it("an attach (-p)", function()
+    assert.truthy(one_line(P .. " stat --backend inproc -p 1 -r walk"):find("(-p)", 1, true))
+  end)
+
+  it("a function of a shared library", function()
+    one_line(P .. " stat --backend inproc -r libc.so.6:malloc examples/recursive")
+  end)
+
+  it("a function whose entry a branch of its cold part jumps into (the relocation refuses it)", function()
+    local exe = build("cc -O2 -no-pie -g -o %s tests/fixtures/sitereloc.c")
+    local line = one_line(P .. " stat --backend inproc -r er_hot " .. exe)
+    os.remove(exe)
+    assert.truthy(line:find("lands inside the 6 bytes displaced", 1, true), line)
+  end)
+
+  it("several counter groups", function()
+    one_line(P .. " stat --backend inproc -g task-clock -g page-faults -r walk examples/recursive")
+  end)
+
+  it("sampling in time windows, with the code needs_uprobe", function()
+    if not need_agent(pending) then return end
+    local t <close> = perfsh.spawn{"examples/recursive", backend = "inproc", events = {"task-clock"},
+      stdout = "/dev/null"}
+    local r, why, code = t:try_region{func = "walk", sample = {window_ms = 5, period_ms = 100}}
+    assert.is_nil(r)
+    assert.are.equal(core.errors.needs_uprobe, code)
+    assert.truthy(why:find("--backend uprobe", 1, true), why)
+  end)
+
+  it("a program with an unwinder of its own (Rust), with the code needs_uprobe", function()
+    if not need_agent(pending) then return end
+    local f = io.open("examples/grocery_rs")
+    if not f then
+      pending("examples/grocery_rs is not built (no rustc)")
+      return
+    end
+    f:close()
+    local t <close> = perfsh.spawn{"examples/grocery_rs", backend = "inproc", events = {"task-clock"},
+      stdout = "/dev/null"}
+    local r, why, code = t:try_region{func = "update_product"}
+    assert.is_nil(r)
+    assert.are.equal(core.errors.needs_uprobe, code)
+    assert.truthy(why:find("unwinder of its own", 1, true), why)
+    assert.truthy(why:find("--backend uprobe", 1, true), why)
+  end)
+
+  it("a static program (no dynamic loader to preload the agent), with the code needs_uprobe", function()
+    if not need_agent(pending) then return end
+    local exe = os.tmpname()
+    local _, err, rc = support.sh(("cc -O2 -static -o %s examples/recursive.c"):format(exe))
+    if rc ~= 0 then
+      os.remove(exe)
+      pending("no static C library to link with: " .. err)
+      return
+    end
+    local t <close> = perfsh.spawn{exe, backend = "inproc", events = {"task-clock"}, stdout = "/dev/null"}
+    local r, why, code = t:try_region{func = "walk"}
+    os.remove(exe)
+    assert.is_nil(r)
+    assert.are.equal(core.errors.needs_uprobe, code)
+    assert.truthy(why:find("static", 1, true), why)
+  end)
+
+  it("a program built with AddressSanitizer, whose runtime must be loaded first", function()
+    if not need_agent(pending) then return end
+    local exe = os.tmpname()
+    local _, err, rc = support.sh(("cc -O1 -g -fsanitize=address -o %s examples/recursive.c"):format(exe))
+    if rc ~= 0 then
+      os.remove(exe)
+      pending("no AddressSanitizer to build with: " .. err)
+      return
+    end
+    local line = one_line(P .. " stat --backend inproc -r walk " .. exe)
+    os.remove(exe)
+    assert.truthy(line:find("sanitizer", 1, true), line)
+  end)
+end)
