@@ -24,7 +24,7 @@ enum {
 	PS_EUSAGE = -1,	       /* bad input: unknown event, bad syntax, unknown symbol */
 	PS_ENOTFOUND = -2,     /* a name that does not resolve */
 	PS_ENEEDS_PTRACE = -3, /* the uprobe catcher cannot do it; the ptrace catcher can */
-	PS_ENEEDS_UPROBE = -4  /* the in-process catcher cannot do it (yet); the uprobe catcher can */
+	PS_ENEEDS_UPROBE = -4  /* the in-process or marker catcher cannot do it (yet); the uprobe catcher can */
 };
 
 /* Fill @err (if not NULL) and return -1; printf-style. */

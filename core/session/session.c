@@ -159,7 +159,9 @@ int ps_session_set_groups(struct ps_session *s, const int *sizes, int n, struct 
 	if (env->started || ps_hitpath_recording(env->hp))
 		return ps_error_set(err, PS_EUSAGE, "groups are set before the program starts running");
 	if (!(ps__caps(s) & PS_CATCH_EVENTS_LATE) && n > 1)
-		return ps_error_set(err, PS_EUSAGE, "the %s catcher counts one group of events", s->cat->ops->name);
+		return ps_error_set(err, PS_ENEEDS_UPROBE,
+				    "the %s catcher counts one group of events; for several, use --backend uprobe",
+				    s->cat->ops->name);
 	if (n < 1)
 		return ps_error_set(err, PS_EUSAGE, "no counter group given; give at least one event");
 	if (n > PS_MAX_GROUPS)
