@@ -427,10 +427,8 @@ end)
 
 describe("perfsh killed by SIGKILL", function()
   it("takes its tracee with it", function()
-    local p = io.popen(support.perfsh .. " stat -r work examples/threads 100000 100000 >/dev/null 2>&1 & echo $!")
-    local perfsh_pid = p:read("l")
-    p:close()
-    local child = support.child_of(perfsh_pid)
+    local perfsh_pid, child = support.perfsh_background(support.perfsh
+      .. " stat -r work examples/threads 100000 100000 >/dev/null 2>&1")
     assert.truthy(child, "the tracee never started")
     os.execute("sleep 0.2")
     os.execute("kill -KILL " .. perfsh_pid)

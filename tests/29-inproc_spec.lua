@@ -203,11 +203,8 @@ describe("the in-process catcher", function()
   it("leaves the program running to its normal end when perfsh is killed by SIGKILL", function()
     if not need_agent(pending) then return end
     local out = os.tmpname()
-    local p = io.popen(("%s stat --backend inproc --every-level -r walk examples/recursive 40000 10 >%s 2>/dev/null "
-      .. "& echo $!"):format(P, out))
-    local perfsh_pid = p:read("l")
-    p:close()
-    local child = support.child_of(perfsh_pid)
+    local perfsh_pid, child = support.perfsh_background(
+      ("%s stat --backend inproc --every-level -r walk examples/recursive 40000 10 >%s 2>/dev/null"):format(P, out))
     assert.truthy(child, "the program never started")
     os.execute("sleep 0.3")
     os.execute("kill -KILL " .. perfsh_pid)

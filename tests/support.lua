@@ -179,6 +179,15 @@ function support.background(prog, args)
   return p, pid
 end
 
+--- Start @cmd (a shell command line running perfsh, its output redirected) in the background;
+-- perfsh's pid and, once it has started it, its child's (nil if it never did).
+function support.perfsh_background(cmd)
+  local p = io.popen(cmd .. " & echo $!")
+  local perfsh_pid = p:read("l")
+  p:close()
+  return perfsh_pid, support.child_of(perfsh_pid)
+end
+
 --- The pid (a string) of a child of process @pid, waiting up to @tries x 50 ms for one; nil if none came.
 function support.child_of(pid, tries)
   for _ = 1, tries or 100 do

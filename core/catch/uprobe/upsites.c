@@ -101,7 +101,7 @@ int ps__up_func_sites(struct ps_upcatch *u, const char *path, uint64_t offset, i
 			    name, why.msg, u->exe[0] ? u->exe : "the program");
 		ps_catch_notice(u->env, "region '%s': its exits cannot be found (%s); a uretprobe catches its returns",
 				name, why.msg);
-		return ps__up_site_add(u, path, offset, region, PS_UPOINT_ENTRY, 0, 0, 1, err);
+		return ps__up_site_add(u, path, offset, region, PS_UPOINT_ENTRY, 0, pack_group(u, 2), 1, err);
 	}
 	if (ps_retsites_leaf(&rs))
 		return ps__up_site_add(u, path, offset, region, PS_UPOINT_LEAF, 0, pack_group(u, 2), 1, err);
