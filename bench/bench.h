@@ -3,7 +3,9 @@
 #define PS_BENCH_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <sys/resource.h>
 
 static inline int bench_cmp_u64(const void *a, const void *b)
@@ -24,6 +26,22 @@ static inline uint64_t bench_cpu_ns(const struct rusage *ru)
 {
 	return (uint64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000000u +
 	       (uint64_t)(ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) * 1000u;
+}
+
+/* The CPU time a bench target (bench/hit_target and the like) wrote at its end into the file
+   $BENCH_TARGET_CPU names, @path, in ns (0: none); the file is removed. */
+static inline uint64_t bench_target_cpu(const char *path)
+{
+	unsigned long long ns = 0;
+	FILE *f = fopen(path, "r");
+
+	if (f) {
+		if (fscanf(f, "%llu", &ns) != 1)
+			ns = 0;
+		fclose(f);
+		unlink(path);
+	}
+	return ns;
 }
 
 #endif

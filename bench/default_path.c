@@ -209,21 +209,6 @@ struct sample {
 
 static char cpu_file[64]; /* $BENCH_TARGET_CPU: the targets write their CPU time there */
 
-/* The CPU time the run's target wrote into cpu_file, in ns (0: none); the file is removed. */
-static uint64_t target_cpu(void)
-{
-	unsigned long long ns = 0;
-	FILE *f = fopen(cpu_file, "r");
-
-	if (f) {
-		if (fscanf(f, "%llu", &ns) != 1)
-			ns = 0;
-		fclose(f);
-		unlink(cpu_file);
-	}
-	return ns;
-}
-
 /* One run of the floor or the default path on @rw with @n calls; @o (default path) gets what
    perfsh printed. */
 static void run_one(const struct row *rw, const struct fn *f, int kind, uint64_t n, struct out *o, struct sample *s)
@@ -235,7 +220,7 @@ static void run_one(const struct row *rw, const struct fn *f, int kind, uint64_t
 		s->ns[CPU] = floor_cpu_ns;
 	} else
 		s->ns[WALL] = run_default(rw, n, o, &s->ns[CPU]);
-	s->ns[PROG] = target_cpu();
+	s->ns[PROG] = bench_target_cpu(cpu_file);
 }
 
 /* One pair of runs, with @n and @n0 calls, of the floor or the default path (its run with @n0
