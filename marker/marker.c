@@ -98,9 +98,17 @@ static int own_ring(struct pm_thread *t)
 	return 0;
 }
 
+static int sealed; /* pm_seal() */
+
+void pm_seal(void)
+{
+	__atomic_store_n(&sealed, 1, __ATOMIC_RELEASE);
+}
+
 /* The first hit of a thread: its state, group and ring. */
 static struct pm_thread *thread_init(void)
 {
+	static int said;
 	struct pm_thread *t;
 	struct ps_error err;
 
@@ -108,6 +116,12 @@ static struct pm_thread *thread_init(void)
 	self = &off_thread;
 	if (!__atomic_load_n(&pm_cfg.on, __ATOMIC_ACQUIRE))
 		return self;
+	if (__atomic_load_n(&sealed, __ATOMIC_ACQUIRE)) {
+		if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+			pm_warn("the program has locked itself with seccomp: the threads that had not hit a region "
+				"before are not measured (perf_event_open could be what its filter forbids)");
+		return self;
+	}
 	pthread_once(&key_once, make_key);
 	if (!(t = calloc(1, sizeof *t))) {
 		pm_warn("out of memory for a thread's state; this thread's markers are off");

@@ -21,4 +21,12 @@ void pm_end_unwound(int id);
  */
 int pm_quick(int id, int nested);
 
+/*
+ * The process is about to lock itself with seccomp (agent_seccomp.c sees the call): from now on
+ * a thread's first hit opens nothing and records nothing, since its perf_event_open(2) could be
+ * what the filter kills the process for. Threads that already count go on (a read(2) of their
+ * group is a call any filter lets through that lets the program read at all).
+ */
+void pm_seal(void);
+
 #endif

@@ -169,6 +169,21 @@ describe("the in-process catcher", function()
     assert.are.equal(2000, got.keep.stats.hits)
   end)
 
+  it("opens no counter once the program locks itself with seccomp: it runs to its end, its earlier threads measured",
+    function()
+    if not need_agent(pending) then return end
+    local exe = build("cc -O2 -g -pthread -o %s tests/fixtures/sandboxed.c")
+    for _, how in ipairs{"prctl", "syscall"} do
+      -- the filter kills the process at a perf_event_open: the new thread's first hit must open none
+      local out, err, rc = support.sh(("%s stat --backend inproc -r work %s %s"):format(P, exe, how))
+      assert.are.equal(0, rc, err)
+      assert.truthy(out:find("sum 14850\n", 1, true), out)
+      assert.truthy(out:find("region work (func, 200 hits)", 1, true), how .. ": " .. out)
+      assert.truthy(err:find("locked itself with seccomp", 1, true), err)
+    end
+    os.remove(exe)
+  end)
+
   it("records every Nth call under the live policy (t:markers{every = N}), the others counted, registers kept",
     function()
     if not need_agent(pending) then return end
