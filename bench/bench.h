@@ -21,6 +21,19 @@ static inline uint64_t median(uint64_t *v, int n)
 	return v[n / 2];
 }
 
+static inline int bench_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* The median of @n doubles (sorts @v). */
+static inline double median_d(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
+	return v[n / 2];
+}
+
 /* The CPU time (user + system) in @ru, in nanoseconds. */
 static inline uint64_t bench_cpu_ns(const struct rusage *ru)
 {
