@@ -171,6 +171,10 @@ static int run_script(lua_State *L, const char *path, char **argv, int argc, int
 		ps_host_report(L);
 		return 1;
 	}
+	if (!lua_checkstack(L, argc - idx + LUA_MINSTACK)) { /* the arguments are pushed as the chunk's ... */
+		fprintf(stderr, "perfsh: %d arguments are too many for a script; give fewer\n", argc - idx - 1);
+		return 1;
+	}
 	for (int i = idx + 1; i < argc; i++, n++)
 		lua_pushstring(L, argv[i]);
 	status = ps_host_docall(L, n, 0);

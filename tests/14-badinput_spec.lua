@@ -98,6 +98,9 @@ local rows = {
   {"one line for a range", "stat -r badinput.c:20 %T", 2,
     "^perfsh stat: region 'badinput%.c:20' is one line; a line region is a range .* e%.g%. badinput%.c:20%-21$"},
   {"no region", "stat %T", 2, "^perfsh stat: no region given; name one with %-r"},
+  -- 80 arguments: more than the Lua stack's 20 free slots the script gets them on
+  {"forty regions, all unknown", "stat " .. ("-r nosuch "):rep(40) .. "%T", 2,
+    "^perfsh stat: region 'nosuch': no function 'nosuch' in "},
   {"an unknown option", "stat -r region --bogus %T", 2,
     "^perfsh stat: unknown option '%-%-bogus' %(perfsh stat %-%-help"},
   -- the program
