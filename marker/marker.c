@@ -130,6 +130,8 @@ static struct pm_thread *thread_init(void)
 	t->tid = pm_gettid();
 	if (pm_cfg.live ? pm_live_slot(t) : own_ring(t))
 		goto fail;
+	t->stack = t->slot ? t->slot->stack : t->own_stack;
+	t->pub = t->slot ? &t->slot->depth : &t->own_depth;
 	t->rng = ((uint64_t)t->tid << 32 | 1u) ^ now_ns();
 	if (pm_counters_open(&t->c, pm_cfg.ev, pm_cfg.nev, pm_cfg.read.mode, &err)) {
 		pm_warn("%s; thread %u's markers are off", err.msg, t->tid);
@@ -185,7 +187,7 @@ GPR_ONLY static inline int sampled(struct pm_thread *t)
 void ps_marker_begin(int id)
 {
 	struct pm_thread *t = self;
-	struct pm_frame *f;
+	struct ps_mshm_frame *f;
 	uint32_t chosen;
 
 	if (UNLIKELY(!t))
@@ -202,6 +204,7 @@ void ps_marker_begin(int id)
 		return;
 	}
 	f = &t->stack[t->depth++];
+	*t->pub = t->depth;
 	f->id = id;
 	f->hit = t->entries[id];
 	__atomic_store_n(&t->entries[id], f->hit + 1, __ATOMIC_RELAXED);
@@ -256,7 +259,7 @@ static void make_room(struct pm_thread *t)
 }
 
 /* The record of frame @f ending now, into the ring. */
-static void record(struct pm_thread *t, struct pm_frame *f, uint32_t depth, uint32_t flags)
+static void record(struct pm_thread *t, struct ps_mshm_frame *f, uint32_t depth, uint32_t flags)
 {
 	uint64_t end[PS_MAX_EVENTS], enabled, running, t_end, slow;
 	struct ps_ring *r = t->ring;
@@ -319,6 +322,7 @@ static void end(int id, uint32_t flags)
 	t->depth = d - 1;
 	if (t->stack[d - 1].sampled)
 		record(t, &t->stack[d - 1], d - 1, flags);
+	*t->pub = t->depth; /* after its record: a hit the program dies in the middle of ends exited */
 }
 
 void ps_marker_end(int id)

@@ -10,23 +10,13 @@
 #include "perfsh/marker.h"
 #include "ring.h"
 
-/* One open hit on a thread's stack. */
-struct pm_frame {
-	int32_t id;
-	uint32_t sampled;
-	uint64_t hit;
-	uint64_t t_start;
-	uint64_t enabled, running;
-	int16_t cpu;
-	uint64_t args[PS_MARKER_FIELDS];
-	uint64_t start[PS_MAX_EVENTS];
-};
-
 /*
  * A thread's state. Its ring (core/hitpath/ring.h) is single-producer: the thread reserves and
  * commits records. The consumer: whoever holds the lock (marker_lock.h), draining it to the
  * file (marker_file.c); or perfsh, when the ring is in a shared slot.
- * @cnt and @entries are the thread's own (file mode) or its slot's (shared mode).
+ * @cnt, @entries and @stack (with the count of its open hits, @depth, copied to *@pub at each
+ * change) are the thread's own (file mode) or its slot's (shared mode: perfsh sees the hits a
+ * thread had open when the program ended).
  */
 struct pm_thread {
 	struct pm_thread *next; /* marker_file.c's list, under the lock */
@@ -42,7 +32,14 @@ struct pm_thread {
 	struct ps_mshm_counts own, *cnt;
 	uint64_t *entries;	   /* begins per region id */
 	struct ps_mshm_slot *slot; /* shared mode: the thread's slot */
-	struct pm_frame stack[PS_MARKER_DEPTH];
+	struct ps_mshm_frame *stack;
+	uint32_t *pub;
+	uint32_t own_depth;
+	struct ps_mshm_frame own_stack[PS_MARKER_DEPTH];
 };
+
+_Static_assert(PS_MSHM_DEPTH == PS_MARKER_DEPTH && PS_MSHM_VALUES == PS_MAX_EVENTS &&
+		   PS_MSHM_FIELDS == PS_MARKER_FIELDS,
+	       "a slot's frames are the library's");
 
 #endif

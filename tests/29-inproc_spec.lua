@@ -169,6 +169,20 @@ describe("the in-process catcher", function()
     assert.are.equal(2000, got.keep.stats.hits)
   end)
 
+  it("says a program killed inside a measured call died in its region, the call incomplete, as ptrace does",
+    function()
+    if not need_agent(pending) then return end
+    local function stat(backend)
+      local out, err, rc = support.sh(("%s stat --backend %s -r step examples/crash"):format(P, backend))
+      return rc, err:match("killed by SIGSEGV [^\n]*"), out:match("region step %([^\n]*")
+    end
+    local rc, died, region = stat("inproc")
+    assert.are.equal(139, rc)
+    assert.are.equal("killed by SIGSEGV in region step", died)
+    assert.are.equal("region step (func, 4 hits, 1 incomplete (unwound or exited))", region)
+    assert.are.same({rc, died, region}, {stat("ptrace")})
+  end)
+
   it("opens no counter once the program locks itself with seccomp: it runs to its end, its earlier threads measured",
     function()
     if not need_agent(pending) then return end

@@ -276,6 +276,40 @@ static void feed(struct ps_markcatch *m, const struct ps_snap *rec)
 	ps_hitpath_pair(m->env->hp, id, rec);
 }
 
+/* The hits @sl's thread had open when it ended (with the program, killed or by exit() inside a
+   region, or alone) end as exited records, as the other catchers end what a thread left open:
+   at their start, since no end was read. A hit whose record the thread wrote before it died
+   between that and closing its frame (@last: the slot's last record, NULL if none) is not
+   ended twice. */
+static void left_open(struct ps_markcatch *m, struct ps_mshm_slot *sl, const struct ps_snap_key *last)
+{
+	uint32_t d = __atomic_load_n(&sl->depth, __ATOMIC_ACQUIRE);
+	struct ps_snap *rec;
+
+	if (!d || !(rec = calloc(1, m->ctl->recsize)))
+		return;
+	for (uint32_t j = 0; j < d && j < PS_MSHM_DEPTH; j++) {
+		const struct ps_mshm_frame *f = &sl->stack[j];
+		const struct ps_snap_key k = {.region = (uint32_t)f->id,
+					      .tid = sl->tid,
+					      .hit = f->hit,
+					      .depth = j,
+					      .flags = PS_SNAP_EXITED,
+					      .nvals = (uint8_t)m->ctl->nvals,
+					      .nargs = PS_MSHM_FIELDS};
+		const struct ps_snap_point at = {f->t_start, f->enabled, f->running, f->cpu, f->start};
+
+		if (last && j == d - 1 && last->region == (uint32_t)f->id && last->hit == f->hit && last->depth == j)
+			continue;
+		if (f->sampled && f->id >= 0) {
+			ps_snap_fill(rec, &k, f->args, &at, &at);
+			feed(m, rec);
+		}
+	}
+	free(rec);
+	sl->depth = 0;
+}
+
 /* A slot whose thread ended and whose ring is empty: its counts to the totals, free again. */
 static void free_slot(struct ps_markcatch *m, struct ps_mshm_slot *sl, struct ps_ring *r)
 {
@@ -286,6 +320,7 @@ static void free_slot(struct ps_markcatch *m, struct ps_mshm_slot *sl, struct ps
 	m->fast += sl->cnt.fast;
 	memset(&sl->cnt, 0, sizeof sl->cnt);
 	memset(sl->entries, 0, sizeof sl->entries);
+	sl->depth = 0;
 	sl->tid = 0;
 	ps_ring_init_at(sl->ring, ps_mshm_ring_bytes(m->ctl), m->ctl->recsize, PS_MSHM_RING_RECORDS, NULL);
 	__atomic_store_n(&sl->state, PS_MSHM_FREE, __ATOMIC_RELEASE);
@@ -303,13 +338,17 @@ static void drain(struct ps_markcatch *m)
 		uint32_t state = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
 		struct ps_ring *r = (struct ps_ring *)sl->ring;
 		const struct ps_snap *rec;
+		struct ps_snap_key last = {.region = UINT32_MAX};
 
 		if (state == PS_MSHM_FREE)
 			continue;
 		while ((rec = ps_ring_peek(r))) {
+			last = (struct ps_snap_key){.region = rec->region, .hit = rec->hit, .depth = rec->depth};
 			feed(m, rec);
 			ps_ring_pop(r);
 		}
+		if (state == PS_MSHM_GONE || m->ended)
+			left_open(m, sl, last.region == UINT32_MAX ? NULL : &last);
 		if (state == PS_MSHM_GONE) {
 			free_slot(m, sl, r);
 			continue;

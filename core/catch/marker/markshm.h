@@ -31,12 +31,14 @@
 #include "ring.h"
 
 #define PS_MSHM_MAGIC 0x314c544348534d50ull /* "PMSHCTL1", little-endian */
-#define PS_MSHM_VERSION 1
+#define PS_MSHM_VERSION 2
 #define PS_MSHM_REGIONS 1024 /* == PS_MARKER_REGIONS */
 #define PS_MSHM_NAME 128
 #define PS_MSHM_FIELDS 4 /* == PS_MARKER_FIELDS */
 #define PS_MSHM_SLOTS 64
 #define PS_MSHM_RING_RECORDS 16384 /* a thread's records perfsh may fall behind by */
+#define PS_MSHM_DEPTH 64	   /* == PS_MARKER_DEPTH */
+#define PS_MSHM_VALUES 16	   /* == PS_MAX_EVENTS */
 
 enum { PS_MSHM_FREE = 0, PS_MSHM_USED = 1, PS_MSHM_GONE = 2 };
 
@@ -104,11 +106,29 @@ struct ps_mshm_counts {
 	uint64_t unmatched, fast;
 };
 
+/* One hit open on a thread (the library's frame): its region, its hit number, whether it is
+   recorded, and its start (time, counter times, CPU, values) and arguments. */
+struct ps_mshm_frame {
+	int32_t id;
+	uint32_t sampled;
+	uint64_t hit;
+	uint64_t t_start;
+	uint64_t enabled, running;
+	int16_t cpu;
+	uint64_t args[PS_MSHM_FIELDS];
+	uint64_t start[PS_MSHM_VALUES];
+};
+
+/* A thread's slot. Its open hits are kept here, not in the program's own memory, so that
+   perfsh sees what a thread had open when the program ended (killed, or exit() inside a
+   region): @stack[0 .. @depth - 1], outermost first. */
 struct ps_mshm_slot {
 	uint32_t state; /* PS_MSHM_FREE, USED, GONE */
 	uint32_t tid;
 	struct ps_mshm_counts cnt;
 	uint64_t entries[PS_MSHM_REGIONS]; /* begins per region id */
+	uint32_t depth;
+	struct ps_mshm_frame stack[PS_MSHM_DEPTH];
 	_Alignas(64) unsigned char ring[]; /* a struct ps_ring of the slot's remaining bytes */
 };
 
