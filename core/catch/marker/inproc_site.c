@@ -125,11 +125,10 @@ int ps_inproc_site(const struct ps_catch_env *env, pid_t pid, const struct ps_ca
 	if (ps_maps_bias(pid, path, &bias, err) || ps_sym_open(&st, path, err))
 		return -1;
 	sym = ps_sym_by_addr(st, p->addr - bias);
-	if (env->unwinds == 1 && (ps_sym_lookup(st, "_Unwind_RaiseException", &any, NULL) == 0 ||
-				  ps_sym_lookup(st, "rust_eh_personality", &any, NULL) == 0))
+	if (env->unwinds == 1 && ps_sym_lookup(st, "_Unwind_RaiseException", &any, NULL) == 0)
 		NOT_YET(err, name,
-			"the program unwinds with an unwinder of its own (Rust, or one linked in), which the "
-			"in-process agent does not interpose yet");
+			"the program has an unwinder of its own linked in (not libgcc_s's), which the in-process "
+			"agent cannot interpose");
 	else if (!sym || sym->addr != p->addr - bias || !sym->size)
 		NOT_YET(err, name, "its entry has no function symbol with a size to patch from");
 	else if (ps_site_reloc(path, p->addr - bias, bias, 5, p->addr + (1u << 20), 0, &r, err)) {

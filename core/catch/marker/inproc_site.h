@@ -30,8 +30,8 @@ void ps_inproc_env_restore(struct ps_inproc_env *save);
  * ps_site_reloc() can move for a 5-byte jmp.
  * @out: its address, size and name (the region's spec) on success
  * @err: PS_ENEEDS_UPROBE and one line ending in what to use instead, for what the agent does
- *       not do yet: a line range or address, a function of a shared library, a program that
- *       can unwind exceptions, a static program, a site the relocation refuses
+ *       not do yet: a line range or address, a function of a shared library, a program with
+ *       an unwinder linked into it, a static program, a site the relocation refuses
  *
  * Return: 0, 1 for a point of the session's own that needs nothing here, -1 with @err set.
  */
