@@ -132,16 +132,17 @@ __attribute__((visibility("default"))) void _Unwind_SetIP(struct _Unwind_Context
 	real(c, ip);
 }
 
-/* A walk of the stack that leaves it as it is: the real return addresses for its length. */
+/* A walk of the stack that leaves it as it is: the real return addresses for its length. No
+   frame ends here (stack pointer 0): the walk may run on a signal's stack, above the thread's. */
 __attribute__((visibility("default"))) int _Unwind_Backtrace(trace_fn trace, void *arg)
 {
 	static int (*real)(trace_fn, void *);
 	int rc;
 
-	pa_hooks_unwind(CALLER_SP, 0);
+	pa_hooks_unwind(0, 0);
 	if (!real)
 		real = next("_Unwind_Backtrace");
 	rc = real(trace, arg);
-	pa_hooks_unwind(CALLER_SP, 1);
+	pa_hooks_unwind(0, 1);
 	return rc;
 }
