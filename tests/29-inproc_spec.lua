@@ -239,6 +239,42 @@ describe("the in-process catcher", function()
     assert.are.equal(2, traces, err)
   end)
 
+  it("measures functions of libraries the program links (libm's frexp, libc's pthread_create) with the hits of the "
+    .. "ptrace catcher", function()
+    if not need_agent(pending) then return end
+    local exe = build("cc -O2 -g -fno-builtin -o %s tests/fixtures/frexp.c -lm")
+    local plain = support.sh(exe .. " 1000")
+    local want, wout = measure("ptrace", {exe, "1000"}, {"libm.so.6:frexp"})
+    local got, out, code = measure("inproc", {exe, "1000"}, {"libm.so.6:frexp"})
+    os.remove(exe)
+    assert.are.equal(0, code)
+    assert.are.equal(plain, out)
+    assert.are.equal(plain, wout)
+    assert.are.equal(1000, got["libm.so.6:frexp"].stats.hits)
+    assert.are.equal(want["libm.so.6:frexp"].stats.hits, got["libm.so.6:frexp"].stats.hits)
+    local argv = {"examples/threads", "10", "10", "4"}
+    want = measure("ptrace", argv, {"libc.so.6:pthread_create"})
+    got, out, code = measure("inproc", argv, {"libc.so.6:pthread_create"})
+    assert.are.equal(0, code)
+    assert.are.equal("calls = 40\n", out)
+    assert.are.equal(4, got["libc.so.6:pthread_create"].stats.hits)
+    assert.are.equal(want["libc.so.6:pthread_create"].stats.hits, got["libc.so.6:pthread_create"].stats.hits)
+  end)
+
+  it("drops a function of a library loaded later by dlopen in one line naming --backend uprobe, the program run to "
+    .. "its end", function()
+    if not need_agent(pending) then return end
+    local exe = build("cc -O2 -o %s tests/fixtures/dl.c -ldl")
+    local out, err, rc = support.sh(("%s stat --backend inproc -e task-clock -r libm.so.6:frexp %s"):format(P, exe))
+    os.remove(exe)
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("^sum of exponents = 58\n"), out)
+    assert.are.equal("perfsh: region 'libm.so.6:frexp' is not measured: the agent refused it (its library is not "
+      .. "mapped before main(): one loaded later by dlopen is not patched); use --backend uprobe\n", err)
+    assert.truthy(out:find("region libm.so.6:frexp (func, 0 hits, dropped: its library is not mapped before main(): "
+      .. "one loaded later by dlopen is not patched; use --backend uprobe)", 1, true), out)
+  end)
+
   it("leaves every register a -fipa-ra caller keeps across the call as it was (tests/fixtures/keepregs.c)", function()
     if not need_agent(pending) then return end
     local exe = build("cc -O2 -g -o %s tests/fixtures/keepregs.c")
@@ -311,10 +347,6 @@ describe("the in-process catcher refuses up front, in one line naming --backend 
 
   it("an attach (-p)", function()
     assert.truthy(one_line(P .. " stat --backend inproc -p 1 -r walk"):find("(-p)", 1, true))
-  end)
-
-  it("a function of a shared library", function()
-    one_line(P .. " stat --backend inproc -r libc.so.6:malloc examples/recursive")
   end)
 
   it("a function whose entry a branch of its cold part jumps into (the relocation refuses it)", function()

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "inproc_lib.h"
 #include "inproc_site.h"
 #include "procmaps.h"
 #include "sitereloc.h"
@@ -115,6 +116,8 @@ int ps_inproc_site(const struct ps_catch_env *env, pid_t pid, const struct ps_ca
 
 	if (p->region < 0)
 		return 1; /* the session's watch of the unwinder: a program that unwinds is refused below */
+	if (p->path && p->role == PS_ROLE_ENTRY)
+		return ps_inproc_lib_site(env, pid, p, out, err);
 	if (p->path || p->role != PS_ROLE_ENTRY || p->bp_kind != PS_BP_FUNC)
 		return NOT_YET(err, name,
 			       p->path
