@@ -11,7 +11,8 @@
  * __cxa_begin_catch (libstdc++) does the same again where the exception is caught, for a
  * personality whose _Unwind_SetIP is not called through the PLT. _Unwind_Backtrace (Rust's
  * backtraces, RUST_BACKTRACE) walks the stack without unwinding it: the real return addresses
- * are put back for the walk and swapped again after. pthread_exit starts its forced unwind
+ * are put back for the walk and swapped again after; so does glibc's backtrace(), which calls
+ * the one of a libgcc_s it opened itself, not through the PLT. pthread_exit starts its forced unwind
  * inside glibc. perfsh refuses programs whose unwinder it cannot interpose (one linked into
  * the program). A thread cancelled inside a measured function ends at the first swapped
  * return address: the cleanups of the frames above it do not run (glibc's cancellation unwinds
@@ -47,6 +48,7 @@ int _Unwind_Resume_or_Rethrow(struct _Unwind_Exception *e);
 int _Unwind_ForcedUnwind(struct _Unwind_Exception *e, stop_fn stop, void *arg);
 void _Unwind_SetIP(struct _Unwind_Context *c, uint64_t ip);
 int _Unwind_Backtrace(trace_fn trace, void *arg);
+int backtrace(void **buf, int size);
 void *__cxa_begin_catch(void *e);
 void pthread_exit(void *ret);
 
@@ -145,4 +147,18 @@ __attribute__((visibility("default"))) int _Unwind_Backtrace(trace_fn trace, voi
 	rc = real(trace, arg);
 	pa_hooks_unwind(0, 1);
 	return rc;
+}
+
+/* glibc's walk (execinfo.h), the same way. */
+__attribute__((visibility("default"))) int backtrace(void **buf, int size)
+{
+	static int (*real)(void **, int);
+	int n;
+
+	pa_hooks_unwind(0, 0);
+	if (!real)
+		real = next("backtrace");
+	n = real(buf, size);
+	pa_hooks_unwind(0, 1);
+	return n;
 }

@@ -275,6 +275,16 @@ describe("the in-process catcher", function()
       .. "one loaded later by dlopen is not patched; use --backend uprobe)", 1, true), out)
   end)
 
+  it("lets glibc's backtrace() walk through measured functions to main", function()
+    if not need_agent(pending) then return end
+    local exe = build("cc -O2 -g -rdynamic -o %s tests/fixtures/backtrace.c")
+    local got, out, code = measure("inproc", {exe}, {"mid", "deep"})
+    os.remove(exe)
+    assert.are.equal(0, code)
+    assert.are.equal("frames=1 main=1\n", out)
+    assert.are.same({1, 1}, {got.mid.stats.hits, got.deep.stats.hits})
+  end)
+
   it("leaves every register a -fipa-ra caller keeps across the call as it was (tests/fixtures/keepregs.c)", function()
     if not need_agent(pending) then return end
     local exe = build("cc -O2 -g -o %s tests/fixtures/keepregs.c")
