@@ -90,12 +90,15 @@ MARKER_RPATH = $(if $(filter /usr /usr/,$(PREFIX)),,-Wl$(comma)-rpath$(comma)$${
 
 # The in-process agent (agent/, --backend inproc): the marker library's sources, the x86
 # relocation and trampolines, and the patching; it exports nothing (it is LD_PRELOADed). Built
-# without sanitizers even with SAN=1: it is preloaded into programs that are not.
+# without sanitizers even with SAN=1: it is preloaded into programs that are not. No sibling
+# calls: every call it makes returns into its own code, by which the entry hook knows a call of
+# a library's function as the agent's own, not the program's (agent/agent_libs.c).
 AGENT_SRC := $(sort $(wildcard agent/*.c) $(wildcard marker/*.c)) $(patsubst %,core/%.c,base/error events/events \
              events/group base/outfile events/pmu records/psnap_write records/psnap_regions hitpath/ring base/suggest \
              events/sysfs_pmu events/tracepoint binary/x86/x86reloc binary/x86/x86insn binary/x86/x86tramp)
 AGENT_OBJ := $(AGENT_SRC:%.c=$(B)/agent-o/%.o)
-AGENT_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=% -fno-omit-frame-pointer,$(CFLAGS))
+AGENT_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=% -fno-omit-frame-pointer,$(CFLAGS)) \
+                -fno-optimize-sibling-calls
 AGENT_SO  := $(B)/lib/libperfsh-agent.so
 
 all: perfsh $(SO) $(MARKER) $(AGENT_SO) examples

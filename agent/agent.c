@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "agent_hooks.h"
+#include "agent_libs.h"
 #include "agent_near.h"
 #include "marker_init.h"
 #include "marker_live.h"
@@ -132,6 +133,7 @@ static void forget_preload(void)
 __attribute__((constructor)) static void agent_ctor(void)
 {
 	struct ps_mshm_ctl *c;
+	const char *why;
 	unsigned n;
 	int one;
 
@@ -147,6 +149,8 @@ __attribute__((constructor)) static void agent_ctor(void)
 			refuse(&c->sites[i], "this CPU has no xsave to keep the registers with");
 		else if (!one)
 			refuse(&c->sites[i], "other threads run already before main(): nothing is patched");
+		else if ((why = pa_lib_site(&c->sites[i])))
+			refuse(&c->sites[i], why);
 		else
 			patch(&c->sites[i], i);
 	}

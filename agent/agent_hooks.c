@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "agent_hooks.h"
+#include "agent_libs.h"
 #include "marker_hit.h"
 #include "perfsh/marker.h"
 
@@ -31,6 +32,7 @@ struct shadow {
 static __thread struct shadow shadow[SHADOW_DEPTH] __attribute__((tls_model("initial-exec")));
 static __thread unsigned depth __attribute__((tls_model("initial-exec")));
 static __thread uint32_t open[PS_MSHM_SITES] __attribute__((tls_model("initial-exec")));
+static __thread int busy __attribute__((tls_model("initial-exec"))); /* in a hook: calls are the agent's */
 static int site_id[PS_MSHM_SITES];
 static unsigned site_every[PS_MSHM_SITES];
 
@@ -71,8 +73,8 @@ static void left(uint64_t sp)
    (which also ends the hits of frames longjmp has left). */
 __attribute__((visibility("hidden"), target("general-regs-only"))) int pa_quick(uint64_t idx, uint64_t sp)
 {
-	if (idx >= PS_MSHM_SITES)
-		return 1;
+	if (idx >= PS_MSHM_SITES || busy || *(uint64_t *)sp - pa_agent_lo < pa_agent_len)
+		return 1; /* a call of the agent's own (a library's function it calls too) */
 	if (depth > 0 && BELOW(&shadow[depth - 1], sp))
 		return 0; /* frames left by longjmp: ended on the full path, which draws */
 	if (depth >= SHADOW_DEPTH)
@@ -91,7 +93,9 @@ __attribute__((visibility("hidden"))) void pa_enter(uint64_t idx, uint64_t *sp, 
 			return;
 	}
 	open[i]++;
+	busy = 1;
 	pm_begin_with(site_id[i], (const uint64_t[PS_MARKER_FIELDS]){regs[4], regs[5], regs[6], regs[7]});
+	busy = 0;
 	shadow[d] = (struct shadow){.sp = (uint64_t)sp, .ret = *sp, .idx = i};
 	depth = d + 1;
 	*sp = (uint64_t)pa_exit_stub;
@@ -108,7 +112,9 @@ __attribute__((visibility("hidden"))) uint64_t pa_exit(uint64_t sp)
 		abort(); /* no real return address to go to: a stack switched inside a measured call */
 	d = --depth;
 	open[shadow[d].idx]--;
+	busy = 1;
 	ps_marker_end(site_id[shadow[d].idx]);
+	busy = 0;
 	return shadow[d].ret;
 }
 

@@ -36,15 +36,6 @@ local function measure(exe, argv, funcs, backend)
   return res, t:info(), support.read(dir .. "/out." .. backend)
 end
 
--- rustc from PATH, $RUSTC or ~/.cargo/bin; nil (the test pending, the reason printed) when there is none.
-local function find_rustc()
-  for _, c in ipairs{os.getenv("RUSTC") or "rustc", (os.getenv("HOME") or "/root") .. "/.cargo/bin/rustc"} do
-    if select(3, support.sh("command -v " .. support.q(c))) == 0 then return c end
-  end
-  print("# skipped: rustc is not installed (no rustc in PATH, $RUSTC or ~/.cargo/bin)")
-  pending("rustc is not installed")
-end
-
 describe("the uprobe catcher's exits", function()
   teardown(function() os.execute("rm -rf " .. support.q(dir)) end)
 
@@ -150,7 +141,7 @@ describe("the uprobe catcher's exits", function()
 
   it("Rust: update_product called from std::thread::scope threads, ptrace's hits, no stop per hit", function()
     if not need_uprobes(pending) then return end
-    local rustc = find_rustc()
+    local rustc = support.find_rustc(pending)
     if not rustc then return end
     local exe = build(rustc .. " -O -g -o %s tests/fixtures/grocery.rs", "grocery")
     local lines = {}
@@ -172,7 +163,7 @@ describe("the uprobe catcher's exits", function()
 
   it("Rust: a panic through the measured function is caught by catch_unwind, its calls recorded unwound", function()
     if not need_uprobes(pending) then return end
-    local rustc = find_rustc()
+    local rustc = support.find_rustc(pending)
     if not rustc then return end
     local exe = build(rustc .. " -O -g -o %s tests/fixtures/panics.rs", "panics")
     -- 98 calls: the last panic (call 95) has calls after it, whose probes show its frame left

@@ -9,7 +9,8 @@ local support = dofile("tests/support.lua")
 local P = support.perfsh
 
 -- Run @argv under @backend with function regions @funcs (opts: every_level); returns the
--- regions' stats and first arguments, sorted (by function), the program's stdout and its exit code.
+-- regions' stats, first arguments (sorted) and records {first argument, unwound} (sorted by it),
+-- by function, the program's stdout and its exit code.
 local function measure(backend, argv, funcs, opts)
   local out = os.tmpname()
   local spec = {backend = backend, events = {"task-clock"}, stdout = out}
@@ -22,10 +23,14 @@ local function measure(backend, argv, funcs, opts)
   local code = t:run().code
   local res = {}
   for f, r in pairs(regions) do
-    local args = {}
-    for h in r:hits() do args[#args + 1] = h.args and h.args[1] or -1 end
+    local args, recs = {}, {}
+    for h in r:hits() do
+      args[#args + 1] = h.args and h.args[1] or -1
+      recs[#recs + 1] = {args[#args], h.unwound and true or false}
+    end
     table.sort(args)
-    res[f] = {stats = r:stats(), args = args}
+    table.sort(recs, function(a, b) return a[1] < b[1] end)
+    res[f] = {stats = r:stats(), args = args, records = recs}
   end
   return res, support.take(out), code
 end
@@ -159,6 +164,131 @@ describe("the in-process catcher", function()
     end
   end)
 
+  it("measures Rust's update_product, called from std::thread::scope threads, with the hits of the ptrace catcher",
+    function()
+    if not need_agent(pending) then return end
+    if not io.open("examples/grocery_rs") then
+      print("# skipped: examples/grocery_rs is not built (make builds it where rustc is)")
+      pending("examples/grocery_rs is not built: rustc is not installed")
+      return
+    end
+    local function stat(backend) -- 500 products, 4 rounds, 3 threads: 2,000 calls
+      local out, err, rc = support.sh(("%s stat --backend %s -r update_product -e task-clock "
+        .. "examples/grocery_rs 500 4 3"):format(P, backend))
+      assert.are.equal(0, rc, err)
+      assert.truthy(out:find("caught by " .. backend, 1, true), out)
+      return out:match("^(updates = %d+\nchecksum = [%d.]+\n)"), out:match("\n(region update_product %b())")
+    end
+    local out, line = stat("inproc")
+    local want_out, want_line = stat("ptrace")
+    assert.are.equal(support.sh("examples/grocery_rs 500 4 3"), out)
+    assert.are.equal("region update_product (func, 2000 hits)", line)
+    assert.are.equal(want_line, line)
+    assert.are.equal(want_out, out)
+  end)
+
+  it("lets Rust panics pass through measured functions to a catch_unwind inside one: the calls they cut short "
+    .. "recorded unwound, the catching call's return caught, drops run", function()
+    if not need_agent(pending) then return end
+    local rustc = support.find_rustc(pending)
+    if not rustc then return end
+    local exe = build(rustc .. " -O -g -o %s tests/fixtures/rcatch.rs")
+    local got, out, code = measure("inproc", {exe, "40"}, {"guarded", "level", "risky"})
+    assert.are.equal(0, code)
+    assert.are.equal("returned=30 panicked=10 drops=40\n", out)
+    -- guarded(i) lands the panic by a landing pad (no __cxa_begin_catch) and returns: 40 hits
+    assert.are.same({40, 0}, {got.guarded.stats.hits, got.guarded.stats.incomplete})
+    for _, rec in ipairs(got.guarded.records) do assert.are.same({rec[1], false}, rec) end
+    -- level(i) runs a drop as the panic of risky(i) passes (a cleanup pad); i % 4 == 3 panics
+    for _, f in ipairs{"level", "risky"} do
+      assert.are.same({30, 10}, {got[f].stats.hits, got[f].stats.incomplete}, f)
+      assert.are.equal(40, #got[f].records, f)
+      for i, rec in ipairs(got[f].records) do assert.are.same({i - 1, (i - 1) % 4 == 3}, rec, f) end
+    end
+    -- the ptrace catcher (its breakpoint on __rust_panic_cleanup) and the uprobe catcher (which leaves the stack
+    -- alone) give the same records
+    for _, b in ipairs(core.uprobe_available() and {"ptrace", "uprobe"} or {"ptrace"}) do
+      local want = measure(b, {exe, "40"}, {"guarded", "level", "risky"})
+      for _, f in ipairs{"guarded", "level", "risky"} do
+        assert.are.same(want[f].records, got[f].records, b .. " " .. f)
+      end
+    end
+    os.remove(exe)
+  end)
+
+  it("prints a Rust panic's whole backtrace (RUST_BACKTRACE=1) through measured functions, and runs on", function()
+    if not need_agent(pending) then return end
+    local rustc = support.find_rustc(pending)
+    if not rustc then return end
+    local exe = build(rustc .. " -O -g -o %s tests/fixtures/rcatch.rs")
+    local out, err, rc = support.sh(("RUST_BACKTRACE=1 %s stat --backend inproc -e task-clock -r guarded -r level "
+      .. "-r risky %s 8 hook"):format(P, exe))
+    os.remove(exe)
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("^returned=6 panicked=2 drops=8\n"), out)
+    assert.truthy(out:find("region guarded (func, 8 hits)", 1, true), out)
+    local traces = 0
+    for trace in err:gmatch("stack backtrace:\n(.-)\nnote:") do
+      traces = traces + 1
+      local names = {}
+      for _, l in ipairs(support.lines(trace)) do names[#names + 1] = l:match("^%s*%d+: (.+)") end
+      local at, want = 0, {"rcatch::risky", "rcatch::level", "rcatch::guarded", "rcatch::main"}
+      for _, name in ipairs(names) do
+        assert.falsy(name:find("pa_", 1, true), trace) -- no agent frame: the real return addresses
+        if name:find(want[at + 1], 1, true) == 1 then at = at + 1 end
+        if at == #want then break end
+      end
+      assert.are.equal(#want, at, trace)
+    end
+    assert.are.equal(2, traces, err)
+  end)
+
+  it("measures functions of libraries the program links (libm's frexp, libc's pthread_create) with the hits of the "
+    .. "ptrace catcher", function()
+    if not need_agent(pending) then return end
+    local exe = build("cc -O2 -g -fno-builtin -o %s tests/fixtures/frexp.c -lm")
+    local plain = support.sh(exe .. " 1000")
+    local want, wout = measure("ptrace", {exe, "1000"}, {"libm.so.6:frexp"})
+    local got, out, code = measure("inproc", {exe, "1000"}, {"libm.so.6:frexp"})
+    os.remove(exe)
+    assert.are.equal(0, code)
+    assert.are.equal(plain, out)
+    assert.are.equal(plain, wout)
+    assert.are.equal(1000, got["libm.so.6:frexp"].stats.hits)
+    assert.are.equal(want["libm.so.6:frexp"].stats.hits, got["libm.so.6:frexp"].stats.hits)
+    local argv = {"examples/threads", "10", "10", "4"}
+    want = measure("ptrace", argv, {"libc.so.6:pthread_create"})
+    got, out, code = measure("inproc", argv, {"libc.so.6:pthread_create"})
+    assert.are.equal(0, code)
+    assert.are.equal("calls = 40\n", out)
+    assert.are.equal(4, got["libc.so.6:pthread_create"].stats.hits)
+    assert.are.equal(want["libc.so.6:pthread_create"].stats.hits, got["libc.so.6:pthread_create"].stats.hits)
+  end)
+
+  it("drops a function of a library loaded later by dlopen in one line naming --backend uprobe, the program run to "
+    .. "its end", function()
+    if not need_agent(pending) then return end
+    local exe = build("cc -O2 -o %s tests/fixtures/dl.c -ldl")
+    local out, err, rc = support.sh(("%s stat --backend inproc -e task-clock -r libm.so.6:frexp %s"):format(P, exe))
+    os.remove(exe)
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("^sum of exponents = 58\n"), out)
+    assert.are.equal("perfsh: region 'libm.so.6:frexp' is not measured: the agent refused it (its library is not "
+      .. "mapped before main(): one loaded later by dlopen is not patched); use --backend uprobe\n", err)
+    assert.truthy(out:find("region libm.so.6:frexp (func, 0 hits, dropped: its library is not mapped before main(): "
+      .. "one loaded later by dlopen is not patched; use --backend uprobe)", 1, true), out)
+  end)
+
+  it("lets glibc's backtrace() walk through measured functions to main", function()
+    if not need_agent(pending) then return end
+    local exe = build("cc -O2 -g -rdynamic -o %s tests/fixtures/backtrace.c")
+    local got, out, code = measure("inproc", {exe}, {"mid", "deep"})
+    os.remove(exe)
+    assert.are.equal(0, code)
+    assert.are.equal("frames=1 main=1\n", out)
+    assert.are.same({1, 1}, {got.mid.stats.hits, got.deep.stats.hits})
+  end)
+
   it("leaves every register a -fipa-ra caller keeps across the call as it was (tests/fixtures/keepregs.c)", function()
     if not need_agent(pending) then return end
     local exe = build("cc -O2 -g -o %s tests/fixtures/keepregs.c")
@@ -262,10 +392,6 @@ describe("the in-process catcher refuses up front, in one line naming --backend 
     assert.truthy(one_line(P .. " stat --backend inproc -p 1 -r walk"):find("(-p)", 1, true))
   end)
 
-  it("a function of a shared library", function()
-    one_line(P .. " stat --backend inproc -r libc.so.6:malloc examples/recursive")
-  end)
-
   it("a function whose entry a branch of its cold part jumps into (the relocation refuses it)", function()
     local exe = build("cc -O2 -no-pie -g -o %s tests/fixtures/sitereloc.c")
     local line = one_line(P .. " stat --backend inproc -r er_hot " .. exe)
@@ -287,17 +413,12 @@ describe("the in-process catcher refuses up front, in one line naming --backend 
     assert.truthy(why:find("--backend uprobe", 1, true), why)
   end)
 
-  it("a program with an unwinder of its own (Rust), with the code needs_uprobe", function()
+  it("a program with an unwinder of its own linked in (libgcc's, static), with the code needs_uprobe", function()
     if not need_agent(pending) then return end
-    local f = io.open("examples/grocery_rs")
-    if not f then
-      pending("examples/grocery_rs is not built (no rustc)")
-      return
-    end
-    f:close()
-    local t <close> = perfsh.spawn{"examples/grocery_rs", backend = "inproc", events = {"task-clock"},
-      stdout = "/dev/null"}
-    local r, why, code = t:try_region{func = "update_product"}
+    local exe = build("g++ -O2 -g -static-libgcc -static-libstdc++ -o %s tests/fixtures/exc.cpp")
+    local t <close> = perfsh.spawn{exe, backend = "inproc", events = {"task-clock"}, stdout = "/dev/null"}
+    local r, why, code = t:try_region{func = "thrower"}
+    os.remove(exe)
     assert.is_nil(r)
     assert.are.equal(core.errors.needs_uprobe, code)
     assert.truthy(why:find("unwinder of its own", 1, true), why)

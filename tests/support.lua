@@ -41,6 +41,16 @@ function support.need_command(pending, name)
   return rc == 0
 end
 
+--- rustc from PATH, $RUSTC or ~/.cargo/bin; nil, the test marked pending and the reason printed, when
+-- there is none.
+function support.find_rustc(pending)
+  for _, c in ipairs{os.getenv("RUSTC") or "rustc", (os.getenv("HOME") or "/root") .. "/.cargo/bin/rustc"} do
+    if select(3, support.sh("command -v " .. support.q(c))) == 0 then return c end
+  end
+  print("# skipped: rustc is not installed (no rustc in PATH, $RUSTC or ~/.cargo/bin)")
+  pending("rustc is not installed")
+end
+
 -- Whether @path links AddressSanitizer (make SAN=1 builds the marker examples so).
 local asan = {}
 local function with_asan(path)

@@ -89,9 +89,10 @@ static int want_main(struct ps_session *s, struct ps_error *err)
 /*
  * Returns are caught by swapping the return address for a trampoline, which a C++ or Rust
  * unwinder cannot read past. Breakpoints on the unwinder's entry points put the real
- * addresses back before it walks the stack; one on __cxa_begin_catch swaps them again for the
- * frames that are still alive. Armed once the libraries are mapped; a program without an
- * unwinder gets none.
+ * addresses back before it walks the stack; one on __cxa_begin_catch, and on Rust's
+ * __rust_panic_cleanup (in the program: a catch_unwind calls it, never __cxa_begin_catch),
+ * swaps them again for the frames that are still alive. Armed once the libraries are mapped;
+ * a program without an unwinder gets none.
  */
 static void arm_unwind_hooks(struct ps_session *s)
 {
@@ -103,6 +104,7 @@ static void arm_unwind_hooks(struct ps_session *s)
 	    {"libgcc_s", "_Unwind_Resume_or_Rethrow", PS_ROLE_UNWIND},
 	    {"libgcc_s", "_Unwind_ForcedUnwind", PS_ROLE_UNWIND},
 	    {"libstdc++", "__cxa_begin_catch", PS_ROLE_CATCH},
+	    {NULL, "__rust_panic_cleanup", PS_ROLE_CATCH},
 	};
 	for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++) {
 		struct ps_error err;
@@ -113,9 +115,9 @@ static void arm_unwind_hooks(struct ps_session *s)
 			continue;
 		/* linked in statically, or in the shared library */
 		if (ps__symtab(s, &err) == 0 && ps_sym_lookup(s->sym, hooks[i].fn, &sym, NULL) == 0 &&
-		    !strcmp(sym->name, hooks[i].fn))
+		    (!strcmp(sym->name, hooks[i].fn) || !hooks[i].lib)) /* Rust's: a mangled name */
 			addr = sym->addr + ps__main_bias(s);
-		else if (ps__find_function(s, hooks[i].lib, hooks[i].fn, &addr, &err) != 1)
+		else if (!hooks[i].lib || ps__find_function(s, hooks[i].lib, hooks[i].fn, &addr, &err) != 1)
 			continue;
 		s->unwind_hooks |= 1u << i;
 		if (ps__arm_addr(s, addr, PS_BP_ADDR, -1, hooks[i].role, &err) < 0)

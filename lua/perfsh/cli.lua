@@ -386,9 +386,9 @@ function cli.regions_backend(name, value, regions, need, attaching, groups)
   if value == "inproc" then
     for _, r in ipairs(regions) do
       local kind = cli.region_spec(r, name) and select(2, cli.region_spec(r, name)).kind
-      if kind ~= "func" then
-        fail.raise(("perfsh %s: --backend inproc measures functions of the program itself, not yet '%s'; use "
-          .. "--backend uprobe"):format(name, r))
+      if kind ~= "func" and kind ~= "libfunc" then
+        fail.raise(("perfsh %s: --backend inproc measures functions (the program's and its libraries'), not yet "
+          .. "'%s'; use --backend uprobe"):format(name, r))
       end
     end
     if attaching then

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "inproc_lib.h"
 #include "inproc_site.h"
 #include "procmaps.h"
 #include "sitereloc.h"
@@ -115,6 +116,8 @@ int ps_inproc_site(const struct ps_catch_env *env, pid_t pid, const struct ps_ca
 
 	if (p->region < 0)
 		return 1; /* the session's watch of the unwinder: a program that unwinds is refused below */
+	if (p->path && p->role == PS_ROLE_ENTRY)
+		return ps_inproc_lib_site(env, pid, p, out, err);
 	if (p->path || p->role != PS_ROLE_ENTRY || p->bp_kind != PS_BP_FUNC)
 		return NOT_YET(err, name,
 			       p->path
@@ -125,11 +128,10 @@ int ps_inproc_site(const struct ps_catch_env *env, pid_t pid, const struct ps_ca
 	if (ps_maps_bias(pid, path, &bias, err) || ps_sym_open(&st, path, err))
 		return -1;
 	sym = ps_sym_by_addr(st, p->addr - bias);
-	if (env->unwinds == 1 && (ps_sym_lookup(st, "_Unwind_RaiseException", &any, NULL) == 0 ||
-				  ps_sym_lookup(st, "rust_eh_personality", &any, NULL) == 0))
+	if (env->unwinds == 1 && ps_sym_lookup(st, "_Unwind_RaiseException", &any, NULL) == 0)
 		NOT_YET(err, name,
-			"the program unwinds with an unwinder of its own (Rust, or one linked in), which the "
-			"in-process agent does not interpose yet");
+			"the program has an unwinder of its own linked in (not libgcc_s's), which the in-process "
+			"agent cannot interpose");
 	else if (!sym || sym->addr != p->addr - bias || !sym->size)
 		NOT_YET(err, name, "its entry has no function symbol with a size to patch from");
 	else if (ps_site_reloc(path, p->addr - bias, bias, 5, p->addr + (1u << 20), 0, &r, err)) {

@@ -27,11 +27,11 @@ void ps_inproc_env_restore(struct ps_inproc_env *save);
 /**
  * ps_inproc_site() - the site for point @p of process @pid (held at its first instruction),
  * checked as the agent will patch it: a function's entry in the program's own file, which
- * ps_site_reloc() can move for a 5-byte jmp.
+ * ps_site_reloc() can move for a 5-byte jmp, or in a library's (ps_inproc_lib_site()).
  * @out: its address, size and name (the region's spec) on success
  * @err: PS_ENEEDS_UPROBE and one line ending in what to use instead, for what the agent does
- *       not do yet: a line range or address, a function of a shared library, a program that
- *       can unwind exceptions, a static program, a site the relocation refuses
+ *       not do yet: a line range or address, a program with
+ *       an unwinder linked into it, a static program, a site the relocation refuses
  *
  * Return: 0, 1 for a point of the session's own that needs nothing here, -1 with @err set.
  */

@@ -237,7 +237,7 @@ static int ip_arm(struct ps_catch *c, const struct ps_catch_point *p, struct ps_
 	if ((rc = ps_inproc_site(m->env, m->pid, p, &site, err)) != 0)
 		return rc > 0 ? 0 : -1;
 	for (uint32_t i = 0; i < n; i++)
-		if (m->ctl->sites[i].addr == site.addr)
+		if (m->ctl->sites[i].addr == site.addr && m->ctl->sites[i].ino == site.ino)
 			return 0; /* one site, one region of the library */
 	if (n == PS_MSHM_SITES)
 		return ps_error_set(err, PS_EUSAGE, "--backend inproc patches at most %d functions", PS_MSHM_SITES);
@@ -248,6 +248,25 @@ static int ip_arm(struct ps_catch *c, const struct ps_catch_point *p, struct ps_
 	return 0;
 }
 
+/* A library's function the agent has looked at is no longer pending: patched at the address it
+   found, or dropped with why. */
+static void lib_site_seen(struct ps_markcatch *m, const struct ps_mshm_site *s)
+{
+	int id = region_of(m, s->name);
+	struct ps_region_info *ri;
+
+	if (!(s->flags & PS_MSHM_SITE_LIB) || id < 0)
+		return;
+	ri = &m->env->reg[id];
+	ri->pending = 0;
+	if (s->state == PS_MSHM_SITE_PATCHED) {
+		ri->addr = s->addr;
+	} else if (!ri->dropped) {
+		ri->dropped = 1;
+		snprintf(ri->why, sizeof ri->why, "%.200s; use --backend uprobe", s->why);
+	}
+}
+
 /* The sites the agent refused since the last look, told once each. */
 static void told_refusals(struct ps_markcatch *m)
 {
@@ -256,6 +275,7 @@ static void told_refusals(struct ps_markcatch *m)
 
 		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == PS_MSHM_SITE_WAITING)
 			return;
+		lib_site_seen(m, s);
 		if (s->state == PS_MSHM_SITE_REFUSED)
 			ps_catch_notice(m->env,
 					"region '%s' is not measured: the agent refused it (%.200s); use "

@@ -47,12 +47,15 @@ enum { PS_MSHM_FREE = 0, PS_MSHM_USED = 1, PS_MSHM_GONE = 2 };
 
 /* A site's state, as the agent leaves it. */
 enum { PS_MSHM_SITE_WAITING = 0, PS_MSHM_SITE_PATCHED = 1, PS_MSHM_SITE_REFUSED = 2 };
-enum { PS_MSHM_SITE_EVERY_LEVEL = 1 };
+enum { PS_MSHM_SITE_EVERY_LEVEL = 1, PS_MSHM_SITE_LIB = 2 };
 
 /* A function entry the agent patches: perfsh writes it before the program runs (@addr, @size,
-   @name: the region's marker name), the agent @state and, when refused, @why. */
+   @name: the region's marker name), the agent @state and, when refused, @why. A function of a
+   shared library (flag PS_MSHM_SITE_LIB) is given by its link-time address in the file of
+   device @dev and inode @ino, which the agent finds mapped and turns into the run-time one. */
 struct ps_mshm_site {
-	uint64_t addr, size; /* run-time address of the entry; bytes of the function */
+	uint64_t addr, size; /* run-time address of the entry (link-time: see above); bytes of the function */
+	uint64_t dev, ino;   /* a library's file (PS_MSHM_SITE_LIB), else 0 */
 	uint32_t state;
 	uint32_t flags; /* PS_MSHM_SITE_EVERY_LEVEL: a nested call is a hit too */
 	char name[PS_MSHM_NAME];
