@@ -22,10 +22,12 @@ local function build(flags)
   return exe
 end
 
--- Start @exe with its stdin a pipe of ours; return once its 4 threads run: {pid, pipe, out, err}.
-local function start(exe)
+-- Start @exe (@spin: its SPIN, default SPIN) with its stdin a pipe of ours; return once its 4
+-- threads run: {pid, pipe, out, err}.
+local function start(exe, spin)
   local tg = {out = os.tmpname(), err = os.tmpname(), pidf = os.tmpname()}
-  tg.pipe = io.popen(("sh -c 'echo $$ > %s; exec %s %d > %s 2> %s'"):format(tg.pidf, exe, SPIN, tg.out, tg.err), "w")
+  tg.pipe = io.popen(("sh -c 'echo $$ > %s; exec %s %d > %s 2> %s'"):format(tg.pidf, exe, spin or SPIN, tg.out,
+    tg.err), "w")
   for _ = 1, 200 do
     if (support.read_if(tg.err) or ""):find("running") then break end
     os.execute("sleep 0.05")
@@ -162,6 +164,24 @@ describe("the in-process catcher attached to a running process", function()
     assert.are.equal(RIGHT, (stop(tg)))
   end)
 
+  it("patches and unpatches while the threads call the function millions of times a second", function()
+    if not need_agent(pending) then return end
+    -- step(x, t, 1): the threads are often inside its first bytes (tried again) and meet the
+    -- int3 of the unpatch (sent on to the copies); --every keeps the records few
+    local tg = start(exe, 1)
+    local out, err, rc = support.sh(("%s stat --backend inproc -p %d -r step --every 100000 --seconds 1 -e task-clock")
+      :format(P, tg.pid))
+    if rc ~= 0 and refused_here(pending, err) then return stop(tg) end
+    assert.are.equal(0, rc, err)
+    local hits, calls = out:match("region step %(func, (%d+) hits, sampled from (%d+) calls%)")
+    assert.is_true(tonumber(hits) > 0 and tonumber(calls) >= 100000 * tonumber(hits), out)
+    local live, file = site(tg.pid, exe, "step")
+    assert.are.equal(file, live)
+    local got, made = stop(tg)
+    assert.are.equal(RIGHT, got)
+    assert.is_true(made > tonumber(calls))
+  end)
+
   it("puts the bytes back itself when perfsh is killed (SIGKILL) while it measures", function()
     if not need_agent(pending) then return end
     local tg = start(exe)
@@ -190,6 +210,32 @@ describe("the in-process catcher attached to a running process", function()
     local got, calls = stop(tg)
     assert.are.equal(RIGHT, got)
     assert.is_true(calls > 0)
+  end)
+
+  it("refuses, with a note, a site a thread stays inside at each try of the patch, the program untouched", function()
+    if not need_agent(pending) then return end
+    local inside = os.tmpname()
+    local _, berr, brc = support.sh(("cc -O2 -g -o %s tests/fixtures/inside.c"):format(inside))
+    assert.are.equal(0, brc, berr)
+    local out, errf = os.tmpname(), os.tmpname()
+    local p = io.popen(("%s >%s 2>%s & echo $!"):format(inside, out, errf))
+    local pid = math.tointeger(tonumber(p:read("l")))
+    p:close()
+    assert.is_true(wait_for(function() return (support.read_if(errf) or ""):find("filling") ~= nil end))
+    local sout, err, rc = support.sh(("%s stat --backend inproc -p %d -r fill --seconds 1 -e task-clock"):format(P,
+      pid))
+    local live, file = site(pid, inside, "fill")
+    os.execute("kill -USR1 " .. pid)
+    assert.is_true(support.gone(pid))
+    if rc ~= 0 and refused_here(pending, err) then return end
+    assert.are.equal(0, rc, err)
+    assert.truthy(sout:find("region fill (func, 0 hits)", 1, true), sout)
+    assert.truthy(err:find("region 'fill' is not measured: the agent refused it (a thread was inside its first "
+      .. "instructions at each try of the patch); use --backend uprobe", 1, true), err)
+    assert.are.equal(file, live) -- never patched
+    assert.are.equal("done\n", support.take(out))
+    os.remove(errf)
+    os.remove(inside)
   end)
 
   it("refuses a static program in one line, the program untouched", function()
