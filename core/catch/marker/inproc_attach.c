@@ -65,9 +65,9 @@ static int refused(pid_t pid, int why, const struct ps_mshm_ctl *ctl, struct ps_
 				    ctl->why);
 	case PS_MSHM_AT_NOSYNC:
 		return ps_error_set(err, PS_ENEEDS_UPROBE,
-				    "--backend inproc: process %d may not use membarrier SYNC_CORE (%s); use --backend "
-				    "uprobe",
-				    (int)pid, "registration refused");
+				    "--backend inproc: process %d may not register for membarrier SYNC_CORE; use "
+				    "--backend uprobe",
+				    (int)pid);
 	default:
 		return ps_error_set(err, EAGAIN, "--backend inproc: the agent in process %d could not start its thread",
 				    (int)pid);
