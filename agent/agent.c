@@ -13,6 +13,11 @@
  * function's whole flow graph and its jump tables before the run: ps_site_reloc()). A site
  * that cannot be patched is left as it is, its reason in the block.
  *
+ * Loaded into a running process by perfsh's attach (-p), the constructor finds no block and
+ * does nothing; perfsh then calls perfsh_agent_attach() and perfsh_agent_patch()
+ * (agent_attach.c), and pa_patch_attach() below patches the sites as the constructor would,
+ * each jmp written later, while perfsh holds every other thread.
+ *
  * perfsh starts the program with the agent in LD_PRELOAD; the agent takes it out again (and
  * puts back what was there, PERFSH_PRELOAD_WAS) so the program's children run without it. It
  * also clears the death signal perfsh's spawn set: if perfsh dies, the program runs to its
@@ -27,6 +32,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "agent_attach.h"
 #include "agent_hooks.h"
 #include "agent_libs.h"
 #include "agent_near.h"
@@ -46,8 +52,11 @@ static int write_code(uint64_t addr, const uint8_t *bytes, size_t n)
 {
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), lo = addr & ~(page - 1),
 		 hi = (addr + n + page - 1) & ~(page - 1);
-	int prot = pa_prot_of(addr);
+	int prot, kept = pa_attach_defer(addr, bytes, n);
 
+	if (kept)
+		return kept > 0 ? 0 : -1;
+	prot = pa_prot_of(addr);
 	if (prot < 0 || mprotect((void *)lo, hi - lo, prot | PROT_WRITE))
 		return -1;
 	memcpy((void *)addr, bytes, n);
@@ -151,6 +160,19 @@ __attribute__((constructor)) static void agent_ctor(void)
 			refuse(&c->sites[i], "other threads run already before main(): nothing is patched");
 		else if ((why = pa_lib_site(&c->sites[i])))
 			refuse(&c->sites[i], why);
+		else
+			patch(&c->sites[i], i);
+	}
+	pa_near_seal();
+}
+
+void pa_patch_attach(struct ps_mshm_ctl *c)
+{
+	unsigned n = __atomic_load_n(&c->nsites, __ATOMIC_ACQUIRE);
+
+	for (unsigned i = 0; i < n && i < PS_MSHM_SITES; i++) {
+		if (xsave_setup())
+			refuse(&c->sites[i], "this CPU has no xsave to keep the registers with");
 		else
 			patch(&c->sites[i], i);
 	}

@@ -13,6 +13,7 @@
  * unwinder's entry points put the real ones back first, and the catch swaps the live frames'
  * again (agent_unwind.c).
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -29,10 +30,50 @@ struct shadow {
 	unsigned idx; /* the site */
 };
 
-static __thread struct shadow shadow[SHADOW_DEPTH] __attribute__((tls_model("initial-exec")));
-static __thread unsigned depth __attribute__((tls_model("initial-exec")));
-static __thread uint32_t open[PS_MSHM_SITES] __attribute__((tls_model("initial-exec")));
 static __thread int busy __attribute__((tls_model("initial-exec"))); /* in a hook: calls are the agent's */
+typedef struct shadow pa_frame;
+
+/* A thread's shadow stack and open hits, allocated at its first hit and freed when it ends: a
+   library dlopen()ed into a running process (perfsh's attach) gets a few hundred bytes of
+   initial-exec TLS at most, so the thread's TLS holds only a pointer to them. The names below
+   read them as errno reads the thread's own: pa_quick() takes the full path while @tls is NULL,
+   and pa_enter() allocates it there, with every register saved. */
+struct pa_tls {
+	pa_frame frames[SHADOW_DEPTH];
+	unsigned depth;
+	uint32_t open[PS_MSHM_SITES];
+};
+static __thread struct pa_tls *tls __attribute__((tls_model("initial-exec")));
+#define shadow (tls->frames)
+#define depth (tls->depth)
+#define open (tls->open)
+static pthread_key_t tls_key;
+
+static void tls_free(void *p)
+{
+	tls = NULL;
+	free(p);
+}
+
+static void tls_key_make(void)
+{
+	pthread_key_create(&tls_key, tls_free);
+}
+
+/* This thread's frames, allocated: 0, or -1 (no memory: the call is no hit). */
+static int tls_get(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	if (tls)
+		return 0;
+	pthread_once(&once, tls_key_make);
+	if (!(tls = calloc(1, sizeof *tls)))
+		return -1;
+	pthread_setspecific(tls_key, tls);
+	return 0;
+}
+
 static int site_id[PS_MSHM_SITES];
 static unsigned site_every[PS_MSHM_SITES];
 
@@ -75,6 +116,8 @@ __attribute__((visibility("hidden"), target("general-regs-only"))) int pa_quick(
 {
 	if (idx >= PS_MSHM_SITES || busy || *(uint64_t *)sp - pa_agent_lo < pa_agent_len)
 		return 1; /* a call of the agent's own (a library's function it calls too) */
+	if (!tls)
+		return 0; /* the thread's first hit: pa_enter() allocates its frames */
 	if (depth > 0 && BELOW(&shadow[depth - 1], sp))
 		return 0; /* frames left by longjmp: ended on the full path, which draws */
 	if (depth >= SHADOW_DEPTH)
@@ -85,8 +128,11 @@ __attribute__((visibility("hidden"), target("general-regs-only"))) int pa_quick(
 /* @regs: r11, r10, r9, r8, rdi, rsi, rdx, rcx, rax as the entry stub pushed them. */
 __attribute__((visibility("hidden"))) void pa_enter(uint64_t idx, uint64_t *sp, const uint64_t *regs)
 {
-	unsigned d = depth, i = (unsigned)idx;
+	unsigned d, i = (unsigned)idx;
 
+	if (!tls && (tls_get() || pm_quick(site_id[i], 0)))
+		return; /* the thread's first hit, drawn here (pa_quick() could not) */
+	d = depth;
 	if (d > 0 && BELOW(&shadow[d - 1], (uint64_t)sp)) { /* pa_quick() has not drawn yet */
 		left((uint64_t)sp);
 		if ((d = depth) >= SHADOW_DEPTH || pm_quick(site_id[i], open[i] && !site_every[i]))
@@ -96,7 +142,7 @@ __attribute__((visibility("hidden"))) void pa_enter(uint64_t idx, uint64_t *sp, 
 	busy = 1;
 	pm_begin_with(site_id[i], (const uint64_t[PS_MARKER_FIELDS]){regs[4], regs[5], regs[6], regs[7]});
 	busy = 0;
-	shadow[d] = (struct shadow){.sp = (uint64_t)sp, .ret = *sp, .idx = i};
+	shadow[d] = (pa_frame){.sp = (uint64_t)sp, .ret = *sp, .idx = i};
 	depth = d + 1;
 	*sp = (uint64_t)pa_exit_stub;
 }
@@ -120,7 +166,11 @@ __attribute__((visibility("hidden"))) uint64_t pa_exit(uint64_t sp)
 
 void pa_hooks_unwind(uint64_t sp, int back)
 {
-	unsigned d = depth;
+	unsigned d;
+
+	if (!tls)
+		return; /* no hit on this thread yet */
+	d = depth;
 
 	while (d > 0 && shadow[d - 1].sp < sp) {
 		d--;

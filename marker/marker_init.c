@@ -99,6 +99,16 @@ static int expand_path(const char *in, char *out, size_t n)
 	return 0;
 }
 
+/* Shared mode with perfsh's control block at @path: 0, or -1 (markers off, said). */
+static int live_on(const char *path)
+{
+	if (pm_live_init(path))
+		return -1;
+	pthread_atfork(NULL, NULL, in_child);
+	__atomic_store_n(&pm_cfg.on, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
 static void init(void)
 {
 	const char *env = getenv("PERFSH_OUT"), *live = getenv("PERFSH_CONTROL");
@@ -111,10 +121,7 @@ static void init(void)
 
 		snprintf(path, sizeof path, "%s", live);
 		unsetenv("PERFSH_CONTROL");
-		if (pm_live_init(path) == 0) {
-			pthread_atfork(NULL, NULL, in_child);
-			__atomic_store_n(&pm_cfg.on, 1, __ATOMIC_RELEASE);
-		}
+		live_on(path);
 		return;
 	}
 	if (!env || !*env)
@@ -154,6 +161,14 @@ void pm_first_hit(void)
 void pm_init(void)
 {
 	pthread_once(&init_once, init);
+}
+
+int pm_init_attach(const char *path)
+{
+	pm_init();
+	if (__atomic_load_n(&pm_cfg.on, __ATOMIC_ACQUIRE) || pm_live_ctl())
+		return 1;
+	return live_on(path);
 }
 
 /* Set up before main(): the events resolved and the file created before the first hit. */

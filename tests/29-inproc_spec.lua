@@ -44,15 +44,7 @@ local function build(cmd)
 end
 
 -- The agent is built beside perfsh (make), and inproc opens the same software events.
-local function need_agent(pending)
-  local f = io.open(support.build .. "/lib/libperfsh-agent.so")
-  if not f then
-    pending("no " .. support.build .. "/lib/libperfsh-agent.so (make builds it)")
-    return false
-  end
-  f:close()
-  return true
-end
+local need_agent = support.need_agent
 
 describe("the in-process catcher", function()
   it("measures examples/sum's sum with the hits of the ptrace catcher, the program's output untouched", function()
@@ -386,10 +378,6 @@ describe("the in-process catcher refuses up front, in one line naming --backend 
 
   it("a line range", function()
     assert.truthy(one_line(P .. " stat --backend inproc -r examples/sum.c:20-22 examples/sum"):find("not yet", 1, true))
-  end)
-
-  it("an attach (-p)", function()
-    assert.truthy(one_line(P .. " stat --backend inproc -p 1 -r walk"):find("(-p)", 1, true))
   end)
 
   it("a function whose entry a branch of its cold part jumps into (the relocation refuses it)", function()

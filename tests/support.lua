@@ -34,6 +34,18 @@ function support.assert_touch_pages(h)
   end
 end
 
+--- true when the in-process agent (libperfsh-agent.so) is built beside perfsh; otherwise marks
+-- the test pending, saying so.
+function support.need_agent(pending)
+  local f = io.open(support.build .. "/lib/libperfsh-agent.so")
+  if not f then
+    pending("no " .. support.build .. "/lib/libperfsh-agent.so (make builds it)")
+    return false
+  end
+  f:close()
+  return true
+end
+
 --- true when command @name is installed; otherwise marks the test pending, saying so.
 function support.need_command(pending, name)
   local _, _, rc = support.sh("command -v " .. name)

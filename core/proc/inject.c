@@ -1,5 +1,7 @@
 /* core/proc/inject.c - ps_inject_library(): attach (every thread held, the tracer's own way),
  * call the process's dlopen in one of its threads, put everything back, detach.
+ * ps_inject_library_call(): the same, with functions of the library called after the dlopen
+ * (found by the process's dlsym), in the same thread and the same stop.
  *
  * The call: the library's path is written on the caller's stack below its red zone, and under it
  * a return address of 0; rip = dlopen, rdi = the path, rsi = RTLD_NOW, rsp 16-byte aligned at the
@@ -7,8 +9,9 @@
  * goes. The thread alone runs (the others stay held) until dlopen returns to 0: the SIGSEGV is
  * caught at its signal-delivery stop and never delivered. Signals that come meanwhile are kept
  * for the detach; threads the library starts are held as they are born, then detached with the
- * rest. Then the saved registers (orig_rax and an -ERESTART* rax included: the interrupted system
- * call restarts as it would have) and the saved stack bytes go back.
+ * rest. Each further call (dlsym, then the function) is made the same way, its string in the
+ * same place on the stack (the bytes there saved once, before the first). Then the saved registers (orig_rax and an
+ * -ERESTART* rax included: the interrupted system call restarts as it would have) and the saved stack bytes go back.
  *
  * A dlopen that waits for a lock a held thread owns (the loader's, malloc's) would never return:
  * after LOCK_WAIT_NS the other threads are let run, and held again once the call returned. There is
@@ -56,7 +59,9 @@ struct saved {
 	uint8_t xstate[XSTATE_MAX];
 	struct iovec xiov; /* iov_len: the size the kernel gave (0: FPREGS used instead) */
 	struct user_fpregs_struct fp;
-	uint64_t stack_lo; /* the stack bytes the call overwrote */
+	uint64_t area;	   /* where the calls' strings go, 16-byte aligned, below the red zone */
+	size_t room;	   /* bytes there: the longest string of the calls */
+	uint64_t stack_lo; /* the stack bytes the calls overwrite, saved before the first */
 	uint8_t stack[4096 + 32];
 	size_t stack_n;
 };
@@ -215,30 +220,32 @@ static struct ps_tr_thread *pick(struct ps_tracer *t, pid_t pid, int *in_sys, st
 }
 
 /* Call @fn(@a0, @a1) in @th, saved as @s, with @str (NULL: none) copied on its stack and its
- * address passed as @a0; *@ret gets rax. The stack bytes written are kept in @s. */
+ * address passed instead of argument @str_at (0: @a0, 1: @a1); *@ret gets rax. The stack bytes
+ * the calls write are saved in @s before the first. */
 static int call_fn(struct ps_tracer *t, struct ps_tr_thread *th, struct saved *s, uint64_t fn, const char *str,
-		   uint64_t a0, uint64_t a1, uint64_t *ret, struct ps_error *err)
+		   int str_at, uint64_t a0, uint64_t a1, uint64_t *ret, struct ps_error *err)
 {
 	struct user_regs_struct r = s->r;
 	size_t n = str ? strlen(str) + 1 : 0;
-	uint64_t area = (s->r.rsp - RED_ZONE - n) & ~15ull; /* the string, 16-byte aligned */
-	uint64_t sp = area - 8;				    /* the return address: rsp % 16 == 8 at entry */
+	uint64_t sp = s->area - 8; /* the return address: rsp % 16 == 8 at entry */
 	uint64_t zero = 0;
 
-	if (n > sizeof s->stack - 8)
-		return ps_error_set(err, ENAMETOOLONG, "the library's path is too long");
-	s->stack_lo = sp;
-	s->stack_n = 8 + n;
-	if (mem_rd(th->proc, sp, s->stack, s->stack_n))
-		return ps_error_set(err, errno, "cannot read the stack of thread %d: %s", (int)th->tid,
-				    strerror(errno));
-	if (mem_wr(th->proc, sp, &zero, 8) || (n && mem_wr(th->proc, area, str, n)))
+	if (n > s->room)
+		return ps_error_set(err, ENAMETOOLONG, "a string of the call is too long");
+	if (!s->stack_n) {
+		s->stack_lo = sp;
+		if (mem_rd(th->proc, sp, s->stack, 8 + s->room))
+			return ps_error_set(err, errno, "cannot read the stack of thread %d: %s", (int)th->tid,
+					    strerror(errno));
+		s->stack_n = 8 + s->room;
+	}
+	if (mem_wr(th->proc, sp, &zero, 8) || (n && mem_wr(th->proc, s->area, str, n)))
 		return ps_error_set(err, errno, "cannot write the stack of thread %d: %s", (int)th->tid,
 				    strerror(errno));
 	r.rip = fn;
 	r.rsp = sp;
-	r.rdi = str ? area : a0;
-	r.rsi = a1;
+	r.rdi = str && str_at == 0 ? s->area : a0;
+	r.rsi = str && str_at == 1 ? s->area : a1;
 	r.rax = 0;
 	r.orig_rax = (unsigned long long)-1; /* no system call to restart when it goes */
 	if (run_call(t, th, &r, err))
@@ -255,7 +262,7 @@ static void fetch_dlerror(struct ps_tracer *t, struct ps_tr_thread *th, struct s
 	uint64_t p = 0;
 
 	snprintf(msg, n, "dlopen returned NULL");
-	if (call_fn(t, th, s, dlerror, NULL, 0, 0, &p, &e) || !p)
+	if (call_fn(t, th, s, dlerror, NULL, 0, 0, 0, &p, &e) || !p)
 		return;
 	for (size_t i = 0; i + 1 < n; i++) {
 		if (mem_rd(th->proc, p + i, msg + i, 1) || !msg[i])
@@ -264,10 +271,78 @@ static void fetch_dlerror(struct ps_tracer *t, struct ps_tr_thread *th, struct s
 	}
 }
 
+/* Where the calls' strings go on @s's stack: room for the longest of them. */
+static int string_room(struct saved *s, const struct ps_inject_target *tg, const struct ps_inject_call *calls,
+		       int ncalls, struct ps_error *err)
+{
+	size_t room = strlen(tg->abspath) + 1;
+
+	for (int i = 0; i < ncalls; i++) {
+		size_t a = strlen(calls[i].sym) + 1, b = calls[i].arg ? strlen(calls[i].arg) + 1 : 0;
+		room = a > room ? a : room;
+		room = b > room ? b : room;
+	}
+	if (room > sizeof s->stack - 8)
+		return ps_error_set(err, ENAMETOOLONG, "the library's path or a call's string is too long");
+	s->room = room;
+	s->area = (s->r.rsp - RED_ZONE - room) & ~15ull;
+	s->stack_n = 0;
+	return 0;
+}
+
+/* The instruction pointers of @pid's held threads (@caller's where it was stopped, @s) to @c->held. */
+static int tell_held(struct ps_tracer *t, pid_t pid, struct ps_tr_thread *caller, struct saved *s,
+		     struct ps_inject_call *c, struct ps_error *err)
+{
+	uint64_t *ip = calloc(t->thcap + 1, sizeof *ip);
+	struct user_regs_struct r;
+	int n = 0, rc;
+
+	if (!ip)
+		return ps_error_set(err, ENOMEM, "out of memory");
+	for (unsigned i = 0; i < t->thcap; i++) {
+		struct ps_tr_thread *th = t->th[i];
+		if (!th || !th->proc || th->proc->pid != pid)
+			continue;
+		if (th == caller)
+			ip[n++] = s->r.rip;
+		else if (!ptrace(PTRACE_GETREGS, th->tid, 0, &r))
+			ip[n++] = r.rip;
+	}
+	rc = c->held(c->ud, ip, n, err);
+	free(ip);
+	return rc;
+}
+
+/* Each of @calls in @th (saved as @s), after the dlopen returned handle @h. */
+static int call_each(struct ps_tracer *t, pid_t pid, struct ps_tr_thread *th, struct saved *s,
+		     const struct ps_inject_target *tg, uint64_t h, struct ps_inject_call *calls, int ncalls,
+		     struct ps_error *err)
+{
+	char msg[512];
+
+	for (int i = 0; i < ncalls; i++) {
+		struct ps_inject_call *c = &calls[i];
+		uint64_t fn = 0, ret = 0;
+
+		if (call_fn(t, th, s, tg->dlsym, c->sym, 1, h, 0, &fn, err))
+			return -1;
+		if (!fn) {
+			fetch_dlerror(t, th, s, tg->dlerror, msg, sizeof msg);
+			return ps_error_set(err, PS_ENOTFOUND, "%s has no function %s: %s", tg->abspath, c->sym, msg);
+		}
+		if ((c->held && tell_held(t, pid, th, s, c, err)) ||
+		    call_fn(t, th, s, fn, c->arg ? c->arg : "", 0, 0, 0, &ret, err))
+			return -1;
+		c->ret = (int)ret;
+	}
+	return 0;
+}
+
 /* The call and what it leaves: 0, or -1 with @err (registers and stack put back either way,
  * unless the thread ended). */
-static int inject_held(struct ps_tracer *t, pid_t pid, const struct ps_inject_target *tg, struct ps_inject_info *in,
-		       struct ps_error *err)
+static int inject_held(struct ps_tracer *t, pid_t pid, const struct ps_inject_target *tg, struct ps_inject_call *calls,
+		       int ncalls, struct ps_inject_info *in, struct ps_error *err)
 {
 	struct ps_tr_thread *th = pick(t, pid, &in->in_syscall, err);
 	struct saved *s = th ? malloc(sizeof *s) : NULL;
@@ -277,27 +352,30 @@ static int inject_held(struct ps_tracer *t, pid_t pid, const struct ps_inject_ta
 
 	if (th && !s)
 		return ps_error_set(err, ENOMEM, "out of memory");
-	if (!th || save_thread(th, s, err)) {
+	if (!th || save_thread(th, s, err) || string_room(s, tg, calls, ncalls, err)) {
 		free(s);
 		return -1;
 	}
 	in->tid = th->tid;
 	in->threads = (int)t->nth;
 	t0 = now_ns();
-	rc = call_fn(t, th, s, tg->dlopen, tg->abspath, 0, RTLD_NOW, &h, err);
+	rc = call_fn(t, th, s, tg->dlopen, tg->abspath, 0, 0, RTLD_NOW, &h, err);
 	in->call_ns = now_ns() - t0;
 	if (!rc && !h) {
 		fetch_dlerror(t, th, s, tg->dlerror, msg, sizeof msg);
 		rc = ps_error_set(err, PS_EUSAGE, "cannot load '%s' into process %d: %s", tg->abspath, (int)pid, msg);
 	}
 	in->handle = h;
+	if (!rc)
+		rc = call_each(t, pid, th, s, tg, h, calls, ncalls, err);
 	if (ps__tr_th_find(t, in->tid) && restore_thread(th, s, rc ? NULL : err))
 		rc = -1;
 	free(s);
 	return rc;
 }
 
-int ps_inject_library(pid_t pid, const char *path, struct ps_inject_info *info, struct ps_error *err)
+int ps_inject_library_call(pid_t pid, const char *path, struct ps_inject_call *calls, int ncalls,
+			   struct ps_inject_info *info, struct ps_error *err)
 {
 	static const struct ps_tracer_ops none;
 	struct ps_inject_target tg;
@@ -314,7 +392,7 @@ int ps_inject_library(pid_t pid, const char *path, struct ps_inject_info *info, 
 	if (rc > 0)
 		rc = ps__inject_check(pid, path, &tg, err) ? -1 : 0;
 	if (!rc)
-		rc = inject_held(t, pid, &tg, &in, err);
+		rc = inject_held(t, pid, &tg, calls, ncalls, &in, err);
 	if (ps_tracer_detach(t, rc ? NULL : err))
 		rc = -1;
 	ps_tracer_free(t);
@@ -323,4 +401,16 @@ int ps_inject_library(pid_t pid, const char *path, struct ps_inject_info *info, 
 	if (!rc && info)
 		*info = in;
 	return rc;
+}
+
+int ps_inject_check(pid_t pid, const char *path, struct ps_error *err)
+{
+	struct ps_inject_target tg;
+
+	return ps__inject_check(pid, path, &tg, err);
+}
+
+int ps_inject_library(pid_t pid, const char *path, struct ps_inject_info *info, struct ps_error *err)
+{
+	return ps_inject_library_call(pid, path, NULL, 0, info, err);
 }

@@ -60,4 +60,44 @@ struct ps_inject_info {
  */
 int ps_inject_library(pid_t pid, const char *path, struct ps_inject_info *info, struct ps_error *err);
 
+/**
+ * ps_inject_check() - the refusals of ps_inject_library() found without touching process @pid
+ * (the library, static, no dlopen, seccomp, sanitizer), for a caller that checks before it
+ * starts anything.
+ *
+ * Return: 0, 1 when the process's maps may not be read (whether it may be traced is known only
+ * by trying), or -1 with @err set.
+ */
+int ps_inject_check(pid_t pid, const char *path, struct ps_error *err);
+
+/**
+ * struct ps_inject_call - a function of the library to call once it is loaded, int @sym(const
+ * char *@arg), by the thread that called dlopen, the others still held.
+ * @sym:  its name, found by the process's dlsym on the library's handle
+ * @arg:  a string, copied on the calling thread's stack for the call
+ * @held: called first (NULL: not) with the instruction pointers of every thread of the process,
+ *        each held where it was stopped (the calling one's too): 0 to make the call, or -1 with
+ *        @err to make no more calls
+ * @ud:   for @held
+ * @ret:  what the function returned
+ */
+struct ps_inject_call {
+	const char *sym, *arg;
+	int (*held)(void *ud, const uint64_t *ip, int n, struct ps_error *err);
+	void *ud;
+	int ret;
+};
+
+/**
+ * ps_inject_library_call() - ps_inject_library(), then @ncalls functions of the library called
+ * in turn (@calls), in the same stop of the process: as the dlopen call, each runs in the
+ * calling thread alone unless it waits 2 s for a lock a held thread owns, and the thread's
+ * registers and stack are put back after the last one. A function that is not found is refused
+ * (PS_ENOTFOUND, with dlerror()'s text); the library stays loaded whatever a call returns.
+ *
+ * Return: 0 (each call's @ret set), or -1 with @err set.
+ */
+int ps_inject_library_call(pid_t pid, const char *path, struct ps_inject_call *calls, int ncalls,
+			   struct ps_inject_info *info, struct ps_error *err);
+
 #endif

@@ -1,6 +1,6 @@
 /* core/proc/inject_check.c - what makes a process unfit for ps_inject_library(), found without
  * touching it (/proc/PID/status and maps, the ELF symbols of its files), and the addresses of the
- * dlopen and dlerror it will call. */
+ * dlopen, dlerror and dlsym it will call. */
 #include "inject_priv.h"
 
 #include <errno.h>
@@ -62,13 +62,13 @@ static const char *sanitizer(pid_t pid)
 	return NULL;
 }
 
-/* dlopen and dlerror of the libc.so.6 mapped in @pid: 0, 1 when its maps may not be read, or -1
+/* dlopen, dlerror and dlsym of the libc.so.6 mapped in @pid: 0, 1 when its maps may not be read, or -1
  * with @err set. */
 static int find_dlopen(pid_t pid, struct ps_inject_target *tg, struct ps_error *err)
 {
 	char libc[PATH_MAX];
 	struct ps_symtab *st;
-	const struct ps_sym *o, *e;
+	const struct ps_sym *o, *e, *y;
 	uint64_t bias;
 
 	if (ps_sym_find_mapping(pid, "libc.so.6", libc, sizeof libc, &bias, err)) {
@@ -86,12 +86,14 @@ static int find_dlopen(pid_t pid, struct ps_inject_target *tg, struct ps_error *
 		return -1;
 	o = sym_exact(st, "dlopen");
 	e = sym_exact(st, "dlerror");
-	if (o && e) {
+	y = sym_exact(st, "dlsym");
+	if (o && e && y) {
 		tg->dlopen = o->addr + bias;
 		tg->dlerror = e->addr + bias;
+		tg->dlsym = y->addr + bias;
 	}
 	ps_sym_close(st);
-	if (!o || !e)
+	if (!o || !e || !y)
 		return ps_error_set(err, PS_ENOTFOUND,
 				    "cannot load a library into process %d: %s has no dlopen (glibc 2.34 or later "
 				    "has it)",

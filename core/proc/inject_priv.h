@@ -8,9 +8,9 @@
 
 #include "error.h"
 
-/* Where the process's libc.so.6 has its dlopen and dlerror. */
+/* Where the process's libc.so.6 has its dlopen, dlerror and dlsym. */
 struct ps_inject_target {
-	uint64_t dlopen, dlerror;
+	uint64_t dlopen, dlerror, dlsym;
 	char abspath[4096]; /* the library, absolute */
 };
 

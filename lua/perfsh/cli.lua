@@ -345,8 +345,9 @@ cli.backend_option = {"--backend", "B", "how hits are caught: ptrace (the target
   .. "kernel samples the counters at each probe: the target never stops for a hit; root or CAP_PERFMON; sdt: "
   .. "regions take it), marker (the program's marker library measures its marker:NAME regions itself; the "
   .. "default for them), inproc (an agent preloaded into the program patches its functions' entries and "
-  .. "measures them without a trap; function regions of the program's own file, not yet line ranges, -p, "
-  .. "shared libraries or Rust programs) or auto (uprobe where it works and the regions "
+  .. "measures them without a trap; with -p it is loaded into the running process, and the functions' bytes are "
+  .. "put back at the detach or when perfsh dies; function regions of the program's own file, not yet line "
+  .. "ranges, shared libraries or Rust programs) or auto (uprobe where it works and the regions "
   .. "allow it, else ptrace with a note saying why; never inproc yet); default: auto, or $PERFSH_BACKEND"}
 
 --- The catcher of hits a recipe asks perfsh.spawn/attach for: --backend @value, else the
@@ -390,10 +391,6 @@ function cli.regions_backend(name, value, regions, need, attaching, groups)
         fail.raise(("perfsh %s: --backend inproc measures functions (the program's and its libraries'), not yet "
           .. "'%s'; use --backend uprobe"):format(name, r))
       end
-    end
-    if attaching then
-      fail.raise(("perfsh %s: --backend inproc measures a program perfsh starts, not yet a running one (-p); use "
-        .. "--backend uprobe"):format(name))
     end
     if need then
       fail.raise(("perfsh %s: --backend inproc cannot do this yet (%s); use --backend uprobe"):format(name, need))

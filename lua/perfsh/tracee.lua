@@ -134,7 +134,9 @@ end
 
 --- perfsh.attach(pid, {events = {...}, groups = ..., backend = ...}): trace a running process
 -- (every thread); without events or groups, the events perfsh stat counts. backend as for
--- perfsh.spawn; with "uprobe", detaching is closing the probes.
+-- perfsh.spawn; with "uprobe", detaching is closing the probes; with "inproc", the agent is loaded
+-- into the process at the first run (its function regions armed before), and it puts the functions'
+-- original bytes back at t:detach() (or t:close()) or when perfsh dies.
 function tracee.attach(pid, opts)
   if math.type(pid) ~= "integer" then fail("bad argument #1 to 'attach' (process id expected)", 2) end
   local events, sizes = flatten(opts or {})

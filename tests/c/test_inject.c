@@ -427,3 +427,73 @@ TEST(inject_reports_dlerror_and_leaves_program_running)
 	snprintf(notlib, sizeof notlib, "%s/%s", fixtures_dir(TARGET), TARGET); /* a C file, not ELF */
 	refused(ctest_self, prog, NULL, notlib, PS_EUSAGE, "invalid ELF header");
 }
+
+/* The held threads ps_inject_library_call() shows: how many, and whether each has an address. */
+struct seen {
+	int n, zero;
+};
+
+static int count_held(void *ud, const uint64_t *ip, int n, struct ps_error *err)
+{
+	struct seen *s = ud;
+
+	(void)err;
+	s->n = n;
+	for (int i = 0; i < n; i++)
+		s->zero += ip[i] == 0;
+	return 0;
+}
+
+TEST(inject_calls_function_of_loaded_library_with_every_thread_held)
+{
+	const char *prog = dynamic_target(), *so = lib();
+	char want[256], got[256];
+	struct seen seen = {0, 0};
+	struct ps_inject_call calls[2] = {{.sym = "inject_lib_call", .arg = "hello world"},
+					  {.sym = "inject_lib_call", .arg = "", .held = count_held, .ud = &seen}};
+	struct ps_error err;
+	struct target tg;
+
+	if (!prog || !so)
+		SKIP("cannot build the fixtures (cc)");
+	untraced(prog, NULL, "hello\n", want, sizeof want);
+	CHECK_EQ_INT(start(&tg, prog, NULL), 0);
+	int rc = ps_inject_library_call(tg.pid, so, calls, 2, NULL, &err);
+	if (rc && err.code == EPERM) {
+		finish(&tg, "hello\n", got, sizeof got);
+		SKIP("ptrace is not permitted here: %.200s", err.msg);
+	}
+	CHECK_EQ_INT(rc, 0);
+	CHECK_EQ_INT(calls[0].ret, 1011); /* strlen("hello world"), the constructor ran first */
+	CHECK_EQ_INT(calls[1].ret, 1000);
+	CHECK_EQ_INT(seen.n, 5); /* the target's 4 threads and the one the library started */
+	CHECK_EQ_INT(seen.zero, 0);
+	int st = finish(&tg, "hello\n", got, sizeof got);
+	CHECK_STR(got, want);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 7);
+}
+
+TEST(inject_refuses_call_of_function_the_library_lacks_and_leaves_program_running)
+{
+	const char *prog = dynamic_target(), *so = lib();
+	struct ps_inject_call call = {.sym = "no_such_function", .arg = "x"};
+	char want[256], got[256];
+	struct ps_error err;
+	struct target tg;
+
+	if (!prog || !so)
+		SKIP("cannot build the fixtures (cc)");
+	untraced(prog, NULL, "hello\n", want, sizeof want);
+	CHECK_EQ_INT(start(&tg, prog, NULL), 0);
+	int rc = ps_inject_library_call(tg.pid, so, &call, 1, NULL, &err);
+	if (rc && err.code == EPERM) {
+		finish(&tg, "hello\n", got, sizeof got);
+		SKIP("ptrace is not permitted here: %.200s", err.msg);
+	}
+	CHECK_EQ_INT(rc, -1);
+	CHECK_EQ_INT(err.code, PS_ENOTFOUND);
+	CHECK(strstr(err.msg, "has no function no_such_function") != NULL);
+	int st = finish(&tg, "hello\n", got, sizeof got);
+	CHECK_STR(got, want);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 7);
+}

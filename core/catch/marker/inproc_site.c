@@ -40,17 +40,24 @@ static int find_agent(char *out, size_t n)
 	return -1;
 }
 
+int ps_inproc_agent(char *out, size_t n, struct ps_error *err)
+{
+	if (find_agent(out, n))
+		return ps_error_set(err, PS_EUSAGE,
+				    "--backend inproc: %s not found beside perfsh (set PERFSH_AGENT to it, or use "
+				    "--backend uprobe)",
+				    AGENT);
+	return 0;
+}
+
 int ps_inproc_env_set(struct ps_inproc_env *save, struct ps_error *err)
 {
 	const char *was = getenv("LD_PRELOAD");
 	char agent[PATH_MAX], *list;
 
 	save->preload = NULL;
-	if (find_agent(agent, sizeof agent))
-		return ps_error_set(err, PS_EUSAGE,
-				    "--backend inproc: %s not found beside perfsh (set PERFSH_AGENT to it, or use "
-				    "--backend uprobe)",
-				    AGENT);
+	if (ps_inproc_agent(agent, sizeof agent, err))
+		return -1;
 	if (was && !(save->preload = strdup(was)))
 		return ps_error_set(err, ENOMEM, "out of memory");
 	if (asprintf(&list, "%s%s%s", agent, was && *was ? ":" : "", was ? was : "") < 0) {

@@ -14,6 +14,9 @@ struct ps_inproc_env {
 	char *preload; /* LD_PRELOAD before, or NULL */
 };
 
+/* The agent's path (PERFSH_AGENT, or beside perfsh) in @out: 0, or -1 with @err (one line). */
+int ps_inproc_agent(char *out, size_t n, struct ps_error *err);
+
 /**
  * ps_inproc_env_set() - LD_PRELOAD with the agent first (found beside perfsh, or named by
  * PERFSH_AGENT), and PERFSH_PRELOAD_WAS, for the program about to be started.

@@ -10,7 +10,12 @@
  * first instruction until the first run, and let go then: it runs untraced (no stop at all, not
  * even for its threads' births), and the catcher waits for its end on a pidfd while it drains
  * the rings. The policy (on/off, sampling, slow-hit threshold) is written into the shared block
- * and read by the program at each hit, so it changes while it runs. */
+ * and read by the program at each hit, so it changes while it runs.
+ *
+ * --backend inproc -p PID attaches instead: the process is held (ptrace) from the start to the
+ * first run, as a started program is, while the sites are armed; then the agent is loaded into
+ * it and patches them (inproc_attach.h), and it runs untraced. It is never killed: the detach
+ * and the free ask the agent to put the functions' bytes back first. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -24,6 +29,7 @@
 #include <unistd.h>
 
 #include "catcher.h"
+#include "inproc_attach.h"
 #include "inproc_site.h"
 #include "markblock.h"
 #include "marker_status.h"
@@ -31,7 +37,8 @@
 #include "run.h"
 #include "tracer.h"
 
-#define DRAIN_NS (2u * 1000 * 1000) /* how often the rings are drained while the program runs */
+#define DRAIN_NS (2u * 1000 * 1000)	      /* how often the rings are drained while the program runs */
+#define DETACH_NS (5ull * 1000 * 1000 * 1000) /* the agent's answer to a detach, at most */
 
 struct ps_markcatch {
 	struct ps_catch base;
@@ -53,6 +60,9 @@ struct ps_markcatch {
 	struct ps_tracer *hold;		/* seized and stopped for a pause, or NULL */
 	int inproc;			/* --backend inproc: the agent patches function entries */
 	uint32_t told;			/* sites whose refusal by the agent was told */
+	int attached;			/* -p: the agent is loaded into it at the first run; never killed */
+	int injected;			/* the agent took the block: the detach asks it to unpatch */
+	char agent[PATH_MAX];		/* -p: the agent's path */
 };
 
 /* The shared block: a memfd laid out as core/catch/marker/markshm.h says (markblock.h). */
@@ -77,7 +87,9 @@ static void marker_free(struct ps_markcatch *m)
 {
 	unhold(m);
 	ps_tracer_free(m->t); /* a program not let go yet is killed, as under the other catchers */
-	if (m->released && !m->ended && !m->let_go) {
+	if (m->injected && !m->let_go && !m->ended)
+		ps_inproc_detach(m->pid, m->ctl, DETACH_NS, NULL); /* the functions' bytes back before perfsh goes */
+	if (m->released && !m->ended && !m->let_go && !m->attached) {
 		/* a program started by perfsh dies with its session, as under the other catchers */
 		int st;
 
@@ -94,21 +106,33 @@ static void marker_free(struct ps_markcatch *m)
 	free(m);
 }
 
-/* Start @argv with the block in its environment (and, @inproc, the agent preloaded). */
-static int start(struct ps_catch **cp, struct ps_catch_env *env, char *const argv[], int inproc, struct ps_error *err)
+/* -p (@inproc): the checks of an attach, then process @pid held until the first run, as a
+   program perfsh starts is (the agent is loaded into it then, with the sites armed meanwhile). */
+static int hold_running(struct ps_markcatch *m, pid_t pid, struct ps_error *err)
+{
+	int rc = ps_inproc_attach_check(pid, m->agent, sizeof m->agent, err);
+
+	m->attached = 1;
+	m->pid = pid;
+	if (rc < 0 || ps_tracer_attach(&m->t, pid, NULL, NULL, err))
+		return -1;
+	return rc > 0 && ps_inproc_attach_check(pid, m->agent, sizeof m->agent, err) ? -1 : 0;
+}
+
+/* Start @argv with the block in its environment (and, @inproc, the agent preloaded), or with
+   the agent, attach to @pid. */
+static int start(struct ps_catch **cp, struct ps_catch_env *env, char *const argv[], pid_t pid, int inproc,
+		 struct ps_error *err)
 {
 	struct ps_inproc_env saved = {0};
 	struct ps_markcatch *m;
 	char path[64];
 	int rc;
 
-	if (!argv)
-		return ps_error_set(
-		    err, PS_EUSAGE,
-		    inproc ? "--backend inproc measures a program perfsh starts, not yet a running one (-p); "
-			     "use --backend uprobe"
-			   : "the marker catcher measures a program perfsh starts; for a running one, arm its "
-			     "markers with the uprobe catcher (-r marker:NAME --backend uprobe)");
+	if (!argv && !inproc)
+		return ps_error_set(err, PS_EUSAGE,
+				    "the marker catcher measures a program perfsh starts; for a running one, arm its "
+				    "markers with the uprobe catcher (-r marker:NAME --backend uprobe)");
 	if (env->ngroups > 1)
 		return ps_error_set(err, inproc ? PS_ENEEDS_UPROBE : PS_EUSAGE,
 				    "the %s catcher counts one group of events%s", inproc ? "inproc" : "marker",
@@ -122,20 +146,22 @@ static int start(struct ps_catch **cp, struct ps_catch_env *env, char *const arg
 	m->pidfd = -1;
 	for (int i = 0; i < PS_MSHM_REGIONS; i++)
 		m->map[i] = -1;
-	if (make_block(m, err) || (inproc && ps_inproc_env_set(&saved, err))) {
+	if (make_block(m, err) || (argv ? inproc && ps_inproc_env_set(&saved, err) : hold_running(m, pid, err))) {
 		marker_free(m);
 		return -1;
 	}
-	/* the program opens the block through perfsh's descriptor: nothing is left behind on disk */
-	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)getpid(), m->fd);
-	setenv("PERFSH_CONTROL", path, 1);
-	rc = ps_tracer_spawn(&m->t, argv, NULL, NULL, err); /* no breakpoint: held at its first instruction */
-	unsetenv("PERFSH_CONTROL");
-	if (inproc)
-		ps_inproc_env_restore(&saved);
-	if (rc) {
-		marker_free(m);
-		return -1;
+	if (argv) {
+		/* the program opens the block through perfsh's descriptor: nothing is left behind on disk */
+		snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)getpid(), m->fd);
+		setenv("PERFSH_CONTROL", path, 1);
+		rc = ps_tracer_spawn(&m->t, argv, NULL, NULL, err); /* no breakpoint: held at its first instruction */
+		unsetenv("PERFSH_CONTROL");
+		if (inproc)
+			ps_inproc_env_restore(&saved);
+		if (rc) {
+			marker_free(m);
+			return -1;
+		}
 	}
 	env->nargs = PS_MSHM_FIELDS;
 	env->pid = m->pid = ps_tracer_pid(m->t);
@@ -145,14 +171,12 @@ static int start(struct ps_catch **cp, struct ps_catch_env *env, char *const arg
 
 static int mk_start(struct ps_catch **cp, struct ps_catch_env *env, char *const argv[], pid_t pid, struct ps_error *err)
 {
-	(void)pid;
-	return start(cp, env, argv, 0, err);
+	return start(cp, env, argv, pid, 0, err);
 }
 
 static int ip_start(struct ps_catch **cp, struct ps_catch_env *env, char *const argv[], pid_t pid, struct ps_error *err)
 {
-	(void)pid;
-	return start(cp, env, argv, 1, err);
+	return start(cp, env, argv, pid, 1, err);
 }
 
 /* The session region of marker @name (with the agent: of function @name), or -1. */
@@ -449,16 +473,22 @@ static void unhold(struct ps_markcatch *m)
 	m->hold = NULL;
 }
 
-/* Let the program go from its exec stop: from now on it is not traced at all. */
+/* Let the program go from its exec stop (or the attach's hold): from now on it is not traced
+   at all. An attached one gets the agent then (inproc_attach.h). */
 static int release(struct ps_markcatch *m, struct ps_error *err)
 {
+	char path[64];
 
 	if (ps_tracer_detach(m->t, err))
 		return -1;
 	m->released = 1;
 	if ((m->pidfd = (int)syscall(SYS_pidfd_open, m->pid, 0)) < 0)
 		return ps_error_set(err, errno, "pidfd_open of process %d: %s", (int)m->pid, strerror(errno));
-	return 0;
+	if (!m->attached)
+		return 0;
+	snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)getpid(), m->fd);
+	m->injected = ps_inproc_attach(m->pid, m->agent, m->ctl, path, err) == 0;
+	return m->injected ? 0 : -1;
 }
 
 static int mk_run(struct ps_catch *c, struct ps_error *err)
@@ -510,13 +540,17 @@ static int mk_detach(struct ps_catch *c, struct ps_error *err)
 {
 	struct ps_markcatch *m = of(c);
 
+	int rc = 0;
+
 	__atomic_store_n(&m->ctl->pol.on, 0, __ATOMIC_RELAXED);
 	unhold(m);
-	if (!m->released && release(m, err))
+	if (!m->released && !m->attached && release(m, err))
 		return -1;
+	if (m->injected && !m->ended)
+		rc = ps_inproc_detach(m->pid, m->ctl, DETACH_NS, err);
 	drain(m);
 	m->let_go = !m->ended;
-	return 0;
+	return rc;
 }
 
 static int mk_policy(struct ps_catch *c, const struct ps_mshm_policy *p, struct ps_error *err)

@@ -62,6 +62,29 @@ struct ps_mshm_site {
 	char why[256];
 };
 
+/* An attach (-p): perfsh and the agent it injected (agent/agent_attach.c) meet here. perfsh
+   writes @perfsh before the agent is called; at each try of the patch, with every thread held,
+   the threads' instruction pointers (@held, @nheld; @last on the last try). The agent's watcher
+   thread restores every patched site when @detach is set or perfsh ends, then sets @restored. */
+#define PS_MSHM_HELD 1024
+/* What perfsh_agent_attach() returns. */
+enum {
+	PS_MSHM_AT_OK = 0,
+	PS_MSHM_AT_TAKEN = 1,  /* the agent measures for a control block already */
+	PS_MSHM_AT_OFF = 2,    /* the block refused (its state OFF, @why says) */
+	PS_MSHM_AT_NOSYNC = 3, /* no membarrier SYNC_CORE: the bytes could not be put back safely */
+	PS_MSHM_AT_THREAD = 4, /* no watcher thread */
+};
+struct ps_mshm_attach {
+	int32_t perfsh;
+	uint32_t last;
+	uint32_t nheld;
+	uint32_t detach;   /* perfsh -> agent: 1, put the sites' bytes back */
+	uint32_t restored; /* agent -> perfsh: 1, every patched site has its original bytes */
+	uint32_t patched;  /* agent -> perfsh: sites written so far */
+	uint64_t held[PS_MSHM_HELD];
+};
+
 /* What the library says of itself (state). */
 enum { PS_MSHM_WAITING = 0, PS_MSHM_RUNNING = 1, PS_MSHM_OFF = 2 };
 
@@ -102,6 +125,8 @@ struct ps_mshm_ctl {
 	/* perfsh -> agent, before the program runs (appended: the marker library reads none of it) */
 	uint32_t nsites;
 	struct ps_mshm_site sites[PS_MSHM_SITES];
+	/* perfsh <-> agent, an attach (-p) */
+	struct ps_mshm_attach at;
 };
 
 /* A thread's counts: ends without their begin, hits under the slow-hit threshold. */
