@@ -200,6 +200,60 @@ describe("the in-process catcher", function()
     assert.are.same(want, {hits, calls})
   end)
 
+  -- Line range @range of @argv under @backend: its stats (events task-clock, page-faults), the
+  -- program's stdout and exit code.
+  local function measure_range(backend, argv, range)
+    local out = os.tmpname()
+    local spec = {backend = backend, events = {"task-clock", "page-faults"}, stdout = out}
+    for i, a in ipairs(argv) do spec[i] = a end
+    local t <close> = perfsh.spawn(spec)
+    local r = t:region{range = range}
+    local code = t:run().code
+    return r:stats(), support.take(out), code
+  end
+
+  it("measures a line range of examples/sum with the ptrace catcher's hit and page faults", function()
+    if not need_agent(pending) then return end
+    local plain = support.sh("examples/sum")
+    local want = measure_range("ptrace", {"examples/sum"}, "sum.c:41-43")
+    local got, out, code = measure_range("inproc", {"examples/sum"}, "sum.c:41-43")
+    assert.are.equal(0, code)
+    assert.are.equal(plain, out)
+    assert.are.same({1, 1}, {want.hits, got.hits})
+    assert.are.equal(want.entries, got.entries)
+    -- the loop of lines 41-42 writes 10,000,000 numbers: 40 MB, one fault per 4 KiB page
+    local pages = 10000000 * 4 // 4096
+    for _, st in ipairs{want, got} do
+      local faults = st["page-faults"].sum
+      assert.is_true(faults >= pages * 0.99 and faults <= pages + 50, tostring(faults))
+    end
+    local ratio = got["task-clock"].sum / want["task-clock"].sum
+    assert.is_true(ratio > 0.2 and ratio < 5, tostring(ratio))
+  end)
+
+  it("measures a line range run from 4 threads with the ptrace catcher's hits and nested entries", function()
+    if not need_agent(pending) then return end
+    local argv = {"examples/threads", "500", "100", "4"}
+    local want = measure_range("ptrace", argv, "threads.c:33-34")
+    local got, out, code = measure_range("inproc", argv, "threads.c:33-34")
+    assert.are.equal(0, code)
+    assert.are.equal("calls = 2000\n", out)
+    assert.are.equal(2000, got.hits)
+    assert.are.same({want.hits, want.entries}, {got.hits, got.entries})
+  end)
+
+  it("measures a function and a line range around its call in one run, nested", function()
+    if not need_agent(pending) then return end
+    local out = os.tmpname()
+    local t <close> = perfsh.spawn{"examples/sum", backend = "inproc", events = {"task-clock"}, stdout = out}
+    local sum = t:region{func = "sum"}
+    local around = t:region{range = "sum.c:43-44"}
+    assert.are.equal(0, t:run().code)
+    assert.are.equal(support.sh("examples/sum"), support.take(out))
+    assert.are.same({1, 1}, {sum:stats().hits, around:stats().hits})
+    assert.is_true(around:stats()["task-clock"].sum >= sum:stats()["task-clock"].sum)
+  end)
+
   it("leaves the program running to its normal end when perfsh is killed by SIGKILL", function()
     if not need_agent(pending) then return end
     local out = os.tmpname()
@@ -225,8 +279,37 @@ describe("the in-process catcher refuses up front, in one line naming --backend 
     return lines[1]
   end
 
-  it("a line range", function()
-    assert.truthy(one_line(P .. " stat --backend inproc -r examples/sum.c:20-22 examples/sum"):find("not yet", 1, true))
+  -- one_line of perfsh stat --backend inproc -r @region on a program built by @cmd.
+  local function one_line_built(cmd, region)
+    local exe = build(cmd)
+    local line = one_line(("%s stat --backend inproc -r %s %s"):format(P, region, exe))
+    os.remove(exe)
+    return line
+  end
+
+  -- Region @spec of program @exe, refused by t:try_region with the code needs_uprobe and a
+  -- message naming --backend uprobe: the message.
+  local function refused(exe, spec)
+    local t <close> = perfsh.spawn{exe, backend = "inproc", events = {"task-clock"}, stdout = "/dev/null"}
+    local r, why, code = t:try_region(spec)
+    assert.is_nil(r)
+    assert.are.equal(core.errors.needs_uprobe, code)
+    assert.truthy(why:find("--backend uprobe", 1, true), why)
+    return why
+  end
+
+  it("a line range whose start is where a branch lands inside the bytes a jmp would take", function()
+    local line = one_line_built("cc -O2 -fno-align-loops -g -o %s tests/fixtures/rangebranch.c", "rangebranch.c:12-17")
+    assert.truthy(line:find("region 'rangebranch.c:12-17': its start at spin+0x", 1, true), line)
+    assert.truthy(line:find("lands inside the 5 bytes displaced for the patch", 1, true), line)
+  end)
+
+  it("a line range with the code needs_uprobe in Lua", function()
+    if not need_agent(pending) then return end
+    local exe = build("cc -O2 -fno-align-loops -g -o %s tests/fixtures/rangebranch.c")
+    local why = refused(exe, {range = "rangebranch.c:12-17"})
+    os.remove(exe)
+    assert.truthy(why:find("its start at spin+0x", 1, true), why)
   end)
 
   it("an attach (-p)", function()
@@ -238,9 +321,7 @@ describe("the in-process catcher refuses up front, in one line naming --backend 
   end)
 
   it("a function whose entry a branch of its cold part jumps into (the relocation refuses it)", function()
-    local exe = build("cc -O2 -no-pie -g -o %s tests/fixtures/sitereloc.c")
-    local line = one_line(P .. " stat --backend inproc -r er_hot " .. exe)
-    os.remove(exe)
+    local line = one_line_built("cc -O2 -no-pie -g -o %s tests/fixtures/sitereloc.c", "er_hot")
     assert.truthy(line:find("lands inside the 6 bytes displaced", 1, true), line)
   end)
 
@@ -284,11 +365,8 @@ describe("the in-process catcher refuses up front, in one line naming --backend 
       pending("no static C library to link with: " .. err)
       return
     end
-    local t <close> = perfsh.spawn{exe, backend = "inproc", events = {"task-clock"}, stdout = "/dev/null"}
-    local r, why, code = t:try_region{func = "walk"}
+    local why = refused(exe, {func = "walk"})
     os.remove(exe)
-    assert.is_nil(r)
-    assert.are.equal(core.errors.needs_uprobe, code)
     assert.truthy(why:find("static", 1, true), why)
   end)
 

@@ -345,8 +345,8 @@ cli.backend_option = {"--backend", "B", "how hits are caught: ptrace (the target
   .. "kernel samples the counters at each probe: the target never stops for a hit; root or CAP_PERFMON; sdt: "
   .. "regions take it), marker (the program's marker library measures its marker:NAME regions itself; the "
   .. "default for them), inproc (an agent preloaded into the program patches its functions' entries and "
-  .. "measures them without a trap; function regions of the program's own file, not yet line ranges, -p, "
-  .. "shared libraries or Rust programs) or auto (uprobe where it works and the regions "
+  .. "measures them without a trap; function and line-range regions of the program's own file, not yet -p, "
+  .. "shared libraries or Rust programs' functions) or auto (uprobe where it works and the regions "
   .. "allow it, else ptrace with a note saying why; never inproc yet); default: auto, or $PERFSH_BACKEND"}
 
 --- The catcher of hits a recipe asks perfsh.spawn/attach for: --backend @value, else the
@@ -386,9 +386,9 @@ function cli.regions_backend(name, value, regions, need, attaching, groups)
   if value == "inproc" then
     for _, r in ipairs(regions) do
       local kind = cli.region_spec(r, name) and select(2, cli.region_spec(r, name)).kind
-      if kind ~= "func" then
-        fail.raise(("perfsh %s: --backend inproc measures functions of the program itself, not yet '%s'; use "
-          .. "--backend uprobe"):format(name, r))
+      if kind ~= "func" and kind ~= "line_range" and kind ~= "addr_range" then
+        fail.raise(("perfsh %s: --backend inproc measures functions and line ranges of the program itself, not "
+          .. "yet '%s'; use --backend uprobe"):format(name, r))
       end
     end
     if attaching then

@@ -40,21 +40,27 @@
 
 enum { PS_MSHM_FREE = 0, PS_MSHM_USED = 1, PS_MSHM_GONE = 2 };
 
-/* The agent (agent/, --backend inproc) patches up to this many function entries. */
+/* The agent (agent/, --backend inproc) patches up to this many function entries and points. */
 #define PS_MSHM_SITES 64
 
 /* A site's state, as the agent leaves it. */
 enum { PS_MSHM_SITE_WAITING = 0, PS_MSHM_SITE_PATCHED = 1, PS_MSHM_SITE_REFUSED = 2 };
-enum { PS_MSHM_SITE_EVERY_LEVEL = 1 };
+/* A site's flags: EVERY_LEVEL for an entry; START and END (one or both) make it a point of a
+   range region, where a hit of it starts or ends (the end first where both are). */
+enum { PS_MSHM_SITE_EVERY_LEVEL = 1, PS_MSHM_SITE_START = 2, PS_MSHM_SITE_END = 4 };
 
-/* A function entry the agent patches: perfsh writes it before the program runs (@addr, @size,
-   @name: the region's marker name), the agent @state and, when refused, @why. */
+/* A function entry or a range's point the agent patches: perfsh writes it before the program
+   runs (@addr, @size, @fn, @name: the region's marker name, @patch and @len), the agent @state
+   and, when refused, @why. */
 struct ps_mshm_site {
-	uint64_t addr, size; /* run-time address of the entry; bytes of the function */
+	uint64_t addr, size; /* run-time address of the entry or point; bytes of the function */
 	uint32_t state;
-	uint32_t flags; /* PS_MSHM_SITE_EVERY_LEVEL: a nested call is a hit too */
+	uint32_t flags; /* PS_MSHM_SITE_* */
 	char name[PS_MSHM_NAME];
 	char why[256];
+	uint64_t fn;	/* a point: the run-time address of the function that holds it; 0: @addr is its entry */
+	uint64_t patch; /* the bytes the jmp displaces, as perfsh checked them: [@patch, @patch + @len) */
+	uint32_t len;
 };
 
 /* What the library says of itself (state). */
