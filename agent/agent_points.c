@@ -14,6 +14,7 @@
  * clears the direction flag for C.
  */
 #include <stdint.h>
+#include <string.h>
 
 #include "agent_points.h"
 #include "agent_regs.h"
@@ -41,31 +42,57 @@ void pa_points_site(unsigned idx, int id, unsigned flags)
 		}
 	point_id[idx] = id;
 	point_range[idx] = (uint8_t)k;
-	point_flags[idx] = (uint8_t)(flags & (PS_MSHM_SITE_START | PS_MSHM_SITE_END));
+	point_flags[idx] = (uint8_t)(flags & (PS_MSHM_SITE_START | PS_MSHM_SITE_END | PS_MSHM_SITE_START_FIRST));
 }
 
-/* Point @idx reached: its region's hit ends, then starts, as the point's roles say. */
-__attribute__((visibility("hidden"))) void pa_point(uint64_t idx)
+/* The hit of the region whose first point is @k (marker region @id) ends, if it is open. */
+static void point_end(unsigned k, int id)
 {
-	unsigned i = (unsigned)idx, k;
-	int id;
-
-	if (i >= PS_MSHM_SITES)
-		return;
-	k = point_range[i];
-	id = point_id[i];
-	if ((point_flags[i] & PS_MSHM_SITE_END) && open[k]) {
+	if (open[k]) {
 		open[k] = 0;
 		ps_marker_end(id);
 	}
-	if (!(point_flags[i] & PS_MSHM_SITE_START))
-		return;
+}
+
+/* A hit of that region starts, unless one is open (then it is an entry, counted). */
+static void point_start(unsigned k, int id)
+{
 	if (open[k])
-		pm_quick(id, 1); /* inside the open hit: an entry, counted */
+		pm_quick(id, 1);
 	else if (!pm_quick(id, 0)) {
 		open[k] = 1;
 		ps_marker_begin(id);
 	}
+}
+
+/* Point @idx reached: its region's hit ends, starts, or both, in the order the point says. */
+__attribute__((visibility("hidden"))) void pa_point(uint64_t idx)
+{
+	unsigned i = (unsigned)idx, f;
+
+	if (i >= PS_MSHM_SITES)
+		return;
+	f = point_flags[i];
+	if (f & PS_MSHM_SITE_START_FIRST)
+		point_start(point_range[i], point_id[i]);
+	if (f & PS_MSHM_SITE_END)
+		point_end(point_range[i], point_id[i]);
+	if ((f & PS_MSHM_SITE_START) && !(f & PS_MSHM_SITE_START_FIRST))
+		point_start(point_range[i], point_id[i]);
+}
+
+/* At the program's end by exit() or main's return, in the thread that ends it, and at each
+   other thread's end: the hits it has open, of ranges and of functions, end flagged unwound,
+   as the catchers outside the program record the hits an end cuts short. */
+__attribute__((destructor)) static void points_exit(void)
+{
+	pm_end_open();
+	memset(open, 0, sizeof open);
+}
+
+__attribute__((constructor)) static void points_init(void)
+{
+	pm_end_open_at_thread_end();
 }
 
 /*

@@ -9,7 +9,8 @@
 void pa_point_stub(void);
 
 /* Site @idx is a point of the marker library's region @id from now on, where its hits start,
-   end, or both (@flags: PS_MSHM_SITE_START, PS_MSHM_SITE_END; the end first). */
+   end, or both (@flags: PS_MSHM_SITE_START, PS_MSHM_SITE_END; the end first unless
+   PS_MSHM_SITE_START_FIRST). */
 void pa_points_site(unsigned idx, int id, unsigned flags);
 
 #endif

@@ -45,11 +45,16 @@ static void thread_free(struct pm_thread *t)
 	free(t);
 }
 
+static int end_open_at_end; /* pm_end_open_at_thread_end() */
+
 /* A thread ends: its records to the file (or left in its slot for perfsh), its counts to the
    totals, its group closed. */
 static void thread_gone(void *p)
 {
 	struct pm_thread *t = p;
+
+	if (end_open_at_end && self == t)
+		pm_end_open();
 
 	if (!t->slot && pm_lock(0) == 0) {
 		pm_file_leave(t);
@@ -315,6 +320,19 @@ void ps_marker_end(int id)
 void pm_end_unwound(int id)
 {
 	end(id, PS_SNAP_UNWOUND);
+}
+
+void pm_end_open_at_thread_end(void)
+{
+	end_open_at_end = 1;
+}
+
+void pm_end_open(void)
+{
+	struct pm_thread *t = self;
+
+	while (t && !t->off && t->depth > 0)
+		end(t->stack[t->depth - 1].id, PS_SNAP_UNWOUND);
 }
 
 void ps_marker_field(unsigned slot, uint64_t value)

@@ -242,6 +242,32 @@ describe("the in-process catcher", function()
     assert.are.same({want.hits, want.entries}, {got.hits, got.entries})
   end)
 
+  it("keeps the flags, the red zone and every register across a range's points in a leaf function", function()
+    if not need_agent(pending) then return end
+    local exe = build("cc -O2 -g -o %s tests/fixtures/flagsrange_main.c tests/fixtures/flagsrange.s")
+    local want = measure_range("ptrace", {exe, "1000"}, "flagsrange.s:11-13")
+    local got, out, code = measure_range("inproc", {exe, "1000"}, "flagsrange.s:11-13")
+    os.remove(exe)
+    assert.are.equal(0, code)
+    assert.are.equal("505500000\n", out)
+    assert.are.same({1000, 1000}, {want.hits, got.hits})
+  end)
+
+  it("ends the hits of a range open at a thread's end or the program's exit as incomplete, as under ptrace", function()
+    if not need_agent(pending) then return end
+    local argv = {"examples/threads", "300", "50", "3"}
+    local want = measure_range("ptrace", argv, "threads.c:22-26") -- from work's loop past its return
+    local got, out, code = measure_range("inproc", argv, "threads.c:22-26")
+    assert.are.equal(0, code)
+    assert.are.equal("calls = 900\n", out)
+    assert.are.same({0, 3}, {got.hits, got.incomplete}) -- one per thread, open when it ends
+    assert.are.same({want.hits, want.incomplete, want.entries}, {got.hits, got.incomplete, got.entries})
+    want = measure_range("ptrace", {"examples/recursive", "7", "12"}, "recursive.c:25-30")
+    got = measure_range("inproc", {"examples/recursive", "7", "12"}, "recursive.c:25-30")
+    assert.are.same({0, 1}, {got.hits, got.incomplete}) -- open when main returns
+    assert.are.same({want.hits, want.incomplete, want.entries}, {got.hits, got.incomplete, got.entries})
+  end)
+
   it("measures a function and a line range around its call in one run, nested", function()
     if not need_agent(pending) then return end
     local out = os.tmpname()

@@ -46,8 +46,9 @@ int ps_inproc_sites_named(const struct ps_mshm_ctl *c, const char *name);
 
 /**
  * ps_inproc_sites_add() - site @s put in @c's list for the agent: a second point of the same
- * range at its address adds its role to the site there (an end and a start at one address:
- * the end first), the same function's entry again is the site there.
+ * range at its address adds its role to the site there (an end and a start at one address run
+ * in the order they were armed: PS_MSHM_SITE_START_FIRST where the start came first), the same
+ * function's entry again is the site there.
  * @err: PS_ENEEDS_UPROBE and one line for a site whose bytes another site's patch takes (or
  *       the reverse), or a list that is full
  *

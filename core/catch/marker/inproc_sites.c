@@ -1,6 +1,6 @@
 /* core/catch/marker/inproc_sites.c - the sites perfsh lists in the control block for the agent
- * (inproc_site.h): one per address, a range's start and end at one address made one site, and
- * no two whose patches would overlap. */
+ * (inproc_site.h): one per address, a range's start and end at one address made one site (its
+ * roles in the order they were armed), and no two whose patches would overlap. */
 #include <stdio.h>
 #include <string.h>
 
@@ -33,7 +33,10 @@ int ps_inproc_sites_add(struct ps_mshm_ctl *c, const struct ps_mshm_site *s, str
 		int same = !strncmp(o->name, s->name, sizeof o->name);
 
 		if (o->addr == s->addr && same && (o->flags & roles) && (s->flags & roles)) {
-			o->flags |= s->flags & roles; /* a range's end and start at one address */
+			/* a range's end and start at one address, run in the order they were armed */
+			if (o->flags == PS_MSHM_SITE_START && (s->flags & PS_MSHM_SITE_END))
+				o->flags |= PS_MSHM_SITE_START_FIRST;
+			o->flags |= s->flags & roles;
 			return 0;
 		}
 		if (o->addr == s->addr && !(o->flags & roles) && !(s->flags & roles))

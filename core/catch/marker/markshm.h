@@ -46,8 +46,9 @@ enum { PS_MSHM_FREE = 0, PS_MSHM_USED = 1, PS_MSHM_GONE = 2 };
 /* A site's state, as the agent leaves it. */
 enum { PS_MSHM_SITE_WAITING = 0, PS_MSHM_SITE_PATCHED = 1, PS_MSHM_SITE_REFUSED = 2 };
 /* A site's flags: EVERY_LEVEL for an entry; START and END (one or both) make it a point of a
-   range region, where a hit of it starts or ends (the end first where both are). */
-enum { PS_MSHM_SITE_EVERY_LEVEL = 1, PS_MSHM_SITE_START = 2, PS_MSHM_SITE_END = 4 };
+   range region, where a hit of it starts or ends: where both are, in the order they were
+   armed, the end first unless START_FIRST. */
+enum { PS_MSHM_SITE_EVERY_LEVEL = 1, PS_MSHM_SITE_START = 2, PS_MSHM_SITE_END = 4, PS_MSHM_SITE_START_FIRST = 8 };
 
 /* A function entry or a range's point the agent patches: perfsh writes it before the program
    runs (@addr, @size, @fn, @name: the region's marker name, @patch and @len), the agent @state
