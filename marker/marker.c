@@ -122,7 +122,7 @@ static struct pm_thread *thread_init(void)
 	if (pm_cfg.live ? pm_live_slot(t) : own_ring(t))
 		goto fail;
 	t->rng = ((uint64_t)t->tid << 32 | 1u) ^ now_ns();
-	if (pm_counters_open(&t->c, pm_cfg.ev, pm_cfg.nev, pm_cfg.read.mode, &err)) {
+	if (pm_counters_open(&t->c, pm_cfg.ev, pm_cfg.gsize, pm_cfg.ngroups, pm_cfg.read.mode, &err)) {
 		pm_warn("%s; thread %u's markers are off", err.msg, t->tid);
 		goto fail;
 	}
@@ -270,7 +270,7 @@ static void record(struct pm_thread *t, struct pm_frame *f, uint32_t depth, uint
 				 .seq = t->seq++,
 				 .hit = f->hit,
 				 .depth = depth,
-				 .nvals = (uint8_t)pm_cfg.nev,
+				 .nvals = (uint8_t)pm_cfg.nvals,
 				 .nargs = PS_MARKER_FIELDS};
 	k.flags = flags;
 	if (__atomic_load_n(&pm_cfg.pol->sampled, __ATOMIC_RELAXED))

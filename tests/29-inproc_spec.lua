@@ -268,6 +268,30 @@ describe("the in-process catcher", function()
     assert.are.same({want.hits, want.incomplete, want.entries}, {got.hits, got.incomplete, got.entries})
   end)
 
+  it("counts several groups at each hit, with the ptrace catcher's values and each group's times", function()
+    if not need_agent(pending) then return end
+    local function run(backend)
+      local t <close> = perfsh.spawn{"examples/sum", backend = backend, stdout = "/dev/null",
+        groups = {{"task-clock"}, {"page-faults", "minor-faults"}}}
+      local r = t:region{range = "sum.c:41-43"}
+      assert.are.equal(0, t:run().code)
+      local h = r:hits()()
+      return r:stats(), h
+    end
+    local want = run("ptrace")
+    local got, h = run("inproc")
+    assert.are.same({1, 1}, {want.hits, got.hits})
+    local pages = 10000000 * 4 // 4096
+    for _, ev in ipairs{"page-faults", "minor-faults"} do
+      assert.is_true(got[ev].sum >= pages * 0.99 and got[ev].sum <= pages + 50, ev .. " " .. got[ev].sum)
+      assert.is_true(math.abs(got[ev].sum - want[ev].sum) <= pages // 100, ev)
+    end
+    -- 3 events, then the second group's (enabled, running) at the start and at the end
+    assert.are.equal(5, #h.start)
+    local first, second = h.enabled_end - h.enabled_start, h["end"][4] - h.start[4]
+    assert.is_true(first > 0 and second > 0 and math.abs(second - first) < first / 10, first .. " " .. second)
+  end)
+
   it("measures a function and a line range around its call in one run, nested", function()
     if not need_agent(pending) then return end
     local out = os.tmpname()
@@ -349,10 +373,6 @@ describe("the in-process catcher refuses up front, in one line naming --backend 
   it("a function whose entry a branch of its cold part jumps into (the relocation refuses it)", function()
     local line = one_line_built("cc -O2 -no-pie -g -o %s tests/fixtures/sitereloc.c", "er_hot")
     assert.truthy(line:find("lands inside the 6 bytes displaced", 1, true), line)
-  end)
-
-  it("several counter groups", function()
-    one_line(P .. " stat --backend inproc -g task-clock -g page-faults -r walk examples/recursive")
   end)
 
   it("sampling in time windows, with the code needs_uprobe", function()

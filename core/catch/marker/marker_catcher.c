@@ -58,7 +58,7 @@ struct ps_markcatch {
 /* The shared block: a memfd laid out as core/catch/marker/markshm.h says (markblock.h). */
 static int make_block(struct ps_markcatch *m, struct ps_error *err)
 {
-	return ps_mshm_make(m->env, &m->fd, &m->ctl, &m->bytes, err);
+	return ps_mshm_make(m->env, m->inproc, &m->fd, &m->ctl, &m->bytes, err);
 }
 
 static void unhold(struct ps_markcatch *m);
@@ -109,10 +109,8 @@ static int start(struct ps_catch **cp, struct ps_catch_env *env, char *const arg
 			     "use --backend uprobe"
 			   : "the marker catcher measures a program perfsh starts; for a running one, arm its "
 			     "markers with the uprobe catcher (-r marker:NAME --backend uprobe)");
-	if (env->ngroups > 1)
-		return ps_error_set(err, inproc ? PS_ENEEDS_UPROBE : PS_EUSAGE,
-				    "the %s catcher counts one group of events%s", inproc ? "inproc" : "marker",
-				    inproc ? "; use --backend uprobe" : "");
+	if (env->ngroups > 1 && !inproc)
+		return ps_error_set(err, PS_EUSAGE, "the marker catcher counts one group of events");
 	if (!(m = calloc(1, sizeof *m)))
 		return ps_error_set(err, ENOMEM, "out of memory");
 	m->base.ops = inproc ? &ps_catch_inproc_ops : &ps_catch_marker_ops;
@@ -242,6 +240,17 @@ static int ip_arm(struct ps_catch *c, const struct ps_catch_point *p, struct ps_
 	if (!ps_inproc_sites_named(m->ctl, site.name) && arm_name(m, site.name, p->region, err))
 		return -1; /* one name, one region of the library */
 	return ps_inproc_sites_add(m->ctl, &site, err) < 0 ? -1 : 0;
+}
+
+/* The session's events or groups changed before the first run: the block says them (the
+   agent reads them as the program starts). */
+static int ip_events(struct ps_catch *c, struct ps_error *err)
+{
+	struct ps_markcatch *m = of(c);
+
+	if (m->released)
+		return ps_error_set(err, PS_EUSAGE, "the events are set before the program runs");
+	return ps_mshm_events(m->env, m->ctl, err);
 }
 
 /* A region that failed to arm: its sites taken out of the list. */
@@ -547,16 +556,18 @@ static void mk_free(struct ps_catch *c)
 }
 
 /* The marker catcher's ops, but for the name, what it arms and how it starts. */
-#define MARKER_OPS(NAME, CAPS, START, ARM, DISARM)                                                                     \
+#define MARKER_OPS(NAME, CAPS, START, ARM, DISARM, EVENTS)                                                             \
 	{                                                                                                              \
 		.name = NAME, .caps = CAPS, .start = START, .run = mk_run, .hold = mk_hold, .interrupt = mk_interrupt, \
 		.detach = mk_detach, .free = mk_free, .status = mk_status, .lost = mk_lost, .arm = ARM,                \
 		.disarm = DISARM, .sample = mk_sample, .tracer = mk_tracer, .policy = mk_policy,                       \
-		.marker_status = mk_marker_status,                                                                     \
+		.marker_status = mk_marker_status, .events = EVENTS,                                                   \
 	}
 
-const struct ps_catcher_ops ps_catch_marker_ops = MARKER_OPS("marker", PS_CATCH_MARKERS, mk_start, mk_arm, mk_disarm);
+const struct ps_catcher_ops ps_catch_marker_ops =
+    MARKER_OPS("marker", PS_CATCH_MARKERS, mk_start, mk_arm, mk_disarm, NULL);
 
 /* --backend inproc: the same, with the agent preloaded and function entries and range points
    for it to patch. */
-const struct ps_catcher_ops ps_catch_inproc_ops = MARKER_OPS("inproc", PS_CATCH_CODE, ip_start, ip_arm, ip_disarm);
+const struct ps_catcher_ops ps_catch_inproc_ops =
+    MARKER_OPS("inproc", PS_CATCH_CODE | PS_CATCH_EVENTS_LATE, ip_start, ip_arm, ip_disarm, ip_events);
