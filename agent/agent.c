@@ -10,9 +10,11 @@
  * (checked: with another thread the sites are refused), so no thread runs the bytes being
  * replaced and no cross-modifying-code protocol is needed: each site's page is made writable,
  * the 5-byte jmp to its trampoline (x86tramp.h) written, and its protection put back. The
- * prologue instructions the jmp covers are moved by ps_x86_reloc() (perfsh has checked the
- * function's whole flow graph and its jump tables before the run: ps_site_reloc()). A site
- * that cannot be patched is left as it is, its reason in the block.
+ * instructions the jmp covers are moved by ps_x86_reloc_at() (perfsh has checked the
+ * function's whole flow graph and its jump tables before the run: ps_site_reloc()), every
+ * site's from the program's own bytes: the jmps are written once every trampoline is made
+ * (two sites may be in one function). A site that cannot be patched is left as it is, its
+ * reason in the block.
  *
  * perfsh starts the program with the agent in LD_PRELOAD; the agent takes it out again (and
  * puts back what was there, PERFSH_PRELOAD_WAS) so the program's children run without it. It

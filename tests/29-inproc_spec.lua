@@ -292,6 +292,16 @@ describe("the in-process catcher", function()
     assert.is_true(first > 0 and second > 0 and math.abs(second - first) < first / 10, first .. " " .. second)
   end)
 
+  it("samples a line range every Nth start with perfsh stat --every, every start counted", function()
+    if not need_agent(pending) then return end
+    local out, err, rc = support.sh(("%s stat --backend inproc --every 3 -r threads.c:33-34 examples/threads 300 50 3")
+      :format(P))
+    assert.are.equal(0, rc, err)
+    -- each of the 3 threads starts the range 300 times, and once more where thread_main returns
+    -- inside it: every 3rd of its 301 starts recorded
+    assert.truthy(out:find("region threads.c:33-34 (range, 300 hits, sampled from 903 calls)", 1, true), out)
+  end)
+
   it("measures a function and a line range around its call in one run, nested", function()
     if not need_agent(pending) then return end
     local out = os.tmpname()

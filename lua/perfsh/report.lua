@@ -52,7 +52,7 @@ local counted_by = {
   uprobe = "a uprobe (in the kernel)",
   int3 = "int3 stops: every call stops the target",
   marker = "the program's marker library (in the program, no stop)",
-  agent = "the in-process agent at the patched entry (no stop, no trap)",
+  agent = "the in-process agent at the patched entry or start (no stop, no trap)",
 }
 
 function report.print_table(out, title, events, st)

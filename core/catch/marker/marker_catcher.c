@@ -51,7 +51,7 @@ struct ps_markcatch {
 	int ended, exited, code, signo; /* how it ended, once released */
 	int let_go;			/* t:detach(): it runs on after the session */
 	struct ps_tracer *hold;		/* seized and stopped for a pause, or NULL */
-	int inproc;			/* --backend inproc: the agent patches function entries */
+	int inproc;			/* --backend inproc: the agent patches function entries and range points */
 	uint32_t told;			/* sites whose refusal by the agent was told */
 };
 

@@ -14,8 +14,11 @@
  * resolver), fixed for the run, as every catcher's are: every record has the same layout,
  * ps_snap_size(nvals, PS_MSHM_FIELDS), the size of the rings' records.
  *
- * The agent (agent/, --backend inproc) finds in @sites the function entries to patch; each
- * becomes a region of the library named as the site is, armed by perfsh like a marker.
+ * The agent (agent/, --backend inproc) finds in @sites the function entries and the points of
+ * line ranges to patch; each function or range becomes a region of the library named as the
+ * site is, armed by perfsh like a marker. With the agent, @events may hold several groups
+ * ("a,b;c"), and a record's values are every event's, then each later group's enabled and
+ * running times (nvals counts them).
  *
  * Slots: FREE -> USED (a thread's first hit, by compare-and-swap) -> GONE (the thread ended;
  * its last records are in the ring) -> FREE again once perfsh has drained it and added its
