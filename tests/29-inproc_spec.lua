@@ -231,6 +231,18 @@ describe("the in-process catcher", function()
     assert.is_true(ratio > 0.2 and ratio < 5, tostring(ratio))
   end)
 
+  it("measures an address range (sum.c's lines 41 to 43 by their first addresses) as the line range", function()
+    if not need_agent(pending) then return end
+    local a = support.first_addr("examples/sum", "sum.c", 41)
+    local b = support.first_addr("examples/sum", "sum.c", 43)
+    local range = ("0x%x-0x%x"):format(a, b)
+    local want = measure_range("ptrace", {"examples/sum"}, range)
+    local got, _, code = measure_range("inproc", {"examples/sum"}, range)
+    assert.are.equal(0, code)
+    assert.are.same({1, 1}, {want.hits, got.hits})
+    assert.is_true(math.abs(got["page-faults"].sum - want["page-faults"].sum) <= 10000000 * 4 // 4096 // 100)
+  end)
+
   it("measures a line range run from 4 threads with the ptrace catcher's hits and nested entries", function()
     if not need_agent(pending) then return end
     local argv = {"examples/threads", "500", "100", "4"}
