@@ -3,15 +3,18 @@
  * groups, rdpmc or read(2), the rings and the control block perfsh drains, the live policy)
  * with the function entries perfsh lists in the control block (markshm.h: sites) patched to
  * call it: each becomes one of the library's regions, named as the site is, and perfsh arms
- * it as it arms a marker.
+ * it as it arms a marker. A range region's points (where its hits start and end, inside a
+ * function) are patched the same way, to call the point hook (agent_points.c).
  *
  * Patching is done in the constructor, before main(), while the main thread is the only one
  * (checked: with another thread the sites are refused), so no thread runs the bytes being
  * replaced and no cross-modifying-code protocol is needed: each site's page is made writable,
  * the 5-byte jmp to its trampoline (x86tramp.h) written, and its protection put back. The
- * prologue instructions the jmp covers are moved by ps_x86_reloc() (perfsh has checked the
- * function's whole flow graph and its jump tables before the run: ps_site_reloc()). A site
- * that cannot be patched is left as it is, its reason in the block.
+ * instructions the jmp covers are moved by ps_x86_reloc_at() (perfsh has checked the
+ * function's whole flow graph and its jump tables before the run: ps_site_reloc()), every
+ * site's from the program's own bytes: the jmps are written once every trampoline is made
+ * (two sites may be in one function). A site that cannot be patched is left as it is, its
+ * reason in the block.
  *
  * Loaded into a running process by perfsh's attach (-p), the constructor finds no block and
  * does nothing; perfsh then calls perfsh_agent_attach() and perfsh_agent_patch()
@@ -36,6 +39,7 @@
 #include "agent_hooks.h"
 #include "agent_libs.h"
 #include "agent_near.h"
+#include "agent_points.h"
 #include "marker_init.h"
 #include "marker_live.h"
 #include "perfsh/marker.h"
@@ -64,30 +68,58 @@ static int write_code(uint64_t addr, const uint8_t *bytes, size_t n)
 	return 0;
 }
 
-/* Patch site @i: its trampoline made and written, then the jmp to it. */
-static void patch(struct ps_mshm_site *s, unsigned i)
+/* What site @s runs: the entry hook or, at a range's point, the point hook. */
+static int is_point(const struct ps_mshm_site *s)
 {
-	uint8_t code[PS_X86_TRAMP_MAX], jmp[5];
+	return (s->flags & (PS_MSHM_SITE_START | PS_MSHM_SITE_END)) != 0;
+}
+
+/* The jmp each site prepared gets, and where: written once every site is ready, so each is
+   decoded from the program's own bytes (two sites may be in one function). */
+static struct {
+	uint64_t at;
+	uint8_t jmp[5];
+} ready[PS_MSHM_SITES];
+
+/* Prepare site @i (an entry, or a range's point): its trampoline made and written, the jmp to
+   it kept in ready[@i] (at 0 when the site is refused). */
+static void prepare(struct ps_mshm_site *s, unsigned i)
+{
+	int point = is_point(s), id;
+	uint64_t fn = point ? s->fn : s->addr, head = point ? PS_X86_TRAMP_POINT_HEAD : PS_X86_TRAMP_HEAD, tramp;
+	uint8_t code[PS_X86_TRAMP_MAX];
 	struct ps_x86_reloc r;
 	struct ps_error err;
-	uint64_t tramp;
 	size_t len;
-	int id;
 
 	s->name[sizeof s->name - 1] = '\0';
 	if ((id = ps_marker_region(s->name)) < 0)
 		return refuse(s, "the marker library has no region left for it");
-	pa_hooks_site(i, id, !!(s->flags & PS_MSHM_SITE_EVERY_LEVEL));
+	if (point)
+		pa_points_site(i, id, s->flags);
+	else
+		pa_hooks_site(i, id, !!(s->flags & PS_MSHM_SITE_EVERY_LEVEL));
 	if (!(tramp = pa_near_alloc(s->addr, PS_X86_TRAMP_MAX)))
-		return refuse(s, "no memory for a trampoline within 2 GB of the entry");
-	if (ps_x86_reloc((const uint8_t *)s->addr, s->size, s->addr, 5, tramp + PS_X86_TRAMP_HEAD,
-			 PS_X86_RELOC_IND_CHECKED, s->name, &r, &err))
+		return refuse(s, "no memory for a trampoline within 2 GB of the site");
+	if (ps_x86_reloc_at((const uint8_t *)fn, s->size, fn, s->addr, 5, tramp + head,
+			    PS_X86_RELOC_IND_CHECKED | (point ? PS_X86_RELOC_POINT : 0), s->name, &r, &err))
 		return refuse(s, err.msg);
-	if (!(len = ps_x86_tramp(code, tramp, i, (uint64_t)pa_enter_stub, &r)) ||
-	    ps_x86_jmp32(jmp, r.site, tramp + PS_X86_TRAMP_ENTRY))
+	if (s->len && (r.site != s->patch || r.len != s->len))
+		return refuse(s, "its code is not what perfsh checked before the run");
+	len = point ? ps_x86_tramp_point(code, tramp, i, (uint64_t)pa_point_stub, &r)
+		    : ps_x86_tramp(code, tramp, i, (uint64_t)pa_enter_stub, &r);
+	if (!len || ps_x86_jmp32(ready[i].jmp, r.site, tramp + PS_X86_TRAMP_ENTRY))
 		return refuse(s, "the trampoline is out of reach of a jmp rel32");
 	memcpy((void *)tramp, code, len);
-	if (write_code(r.site, jmp, sizeof jmp))
+	ready[i].at = r.site;
+}
+
+/* Patch site @i, prepared: its jmp written. */
+static void patch(struct ps_mshm_site *s, unsigned i)
+{
+	if (!ready[i].at)
+		return;
+	if (write_code(ready[i].at, ready[i].jmp, sizeof ready[i].jmp))
 		return refuse(s, "its code cannot be made writable (mprotect)");
 	__atomic_store_n(&s->state, PS_MSHM_SITE_PATCHED, __ATOMIC_RELEASE);
 }
@@ -161,20 +193,27 @@ __attribute__((constructor)) static void agent_ctor(void)
 		else if ((why = pa_lib_site(&c->sites[i])))
 			refuse(&c->sites[i], why);
 		else
-			patch(&c->sites[i], i);
+			prepare(&c->sites[i], i);
 	}
+	for (unsigned i = 0; i < n && i < PS_MSHM_SITES; i++)
+		patch(&c->sites[i], i);
 	pa_near_seal();
 }
 
 void pa_patch_attach(struct ps_mshm_ctl *c)
 {
 	unsigned n = __atomic_load_n(&c->nsites, __ATOMIC_ACQUIRE);
+	const char *why;
 
 	for (unsigned i = 0; i < n && i < PS_MSHM_SITES; i++) {
 		if (xsave_setup())
 			refuse(&c->sites[i], "this CPU has no xsave to keep the registers with");
+		else if ((why = pa_lib_site(&c->sites[i])))
+			refuse(&c->sites[i], why);
 		else
-			patch(&c->sites[i], i);
+			prepare(&c->sites[i], i);
 	}
+	for (unsigned i = 0; i < n && i < PS_MSHM_SITES; i++)
+		patch(&c->sites[i], i);
 	pa_near_seal();
 }

@@ -19,6 +19,7 @@
 
 #include "agent_hooks.h"
 #include "agent_libs.h"
+#include "agent_regs.h"
 #include "marker_hit.h"
 #include "perfsh/marker.h"
 
@@ -206,31 +207,6 @@ void pa_hooks_unwind(uint64_t sp, int back)
 uint64_t pa_xsave_size __attribute__((visibility("hidden")));
 uint32_t pa_xsave_mask __attribute__((visibility("hidden")));
 uint8_t pa_xsavec __attribute__((visibility("hidden")));
-
-#define SAVE_GPRS                                                                                                      \
-	"	push %rax\n	push %rcx\n	push %rdx\n	push %rsi\n	push %rdi\n"                                                 \
-	"	push %r8\n	push %r9\n	push %r10\n	push %r11\n"
-#define SAVE_VECTORS                                                                                                   \
-	"	sub pa_xsave_size(%rip), %rsp\n"                                                                             \
-	"	and $-64, %rsp\n"                                                                                            \
-	"	xor %eax, %eax\n"                                                                                            \
-	"	mov %rax, 512(%rsp)\n	mov %rax, 520(%rsp)\n	mov %rax, 528(%rsp)\n	mov %rax, 536(%rsp)\n"                     \
-	"	mov %rax, 544(%rsp)\n	mov %rax, 552(%rsp)\n	mov %rax, 560(%rsp)\n	mov %rax, 568(%rsp)\n"                     \
-	"	mov pa_xsave_mask(%rip), %eax\n"                                                                             \
-	"	xor %edx, %edx\n"                                                                                            \
-	"	cmpb $0, pa_xsavec(%rip)\n"                                                                                  \
-	"	je 1f\n"                                                                                                     \
-	"	xsavec (%rsp)\n"                                                                                             \
-	"	jmp 2f\n"                                                                                                    \
-	"1:	xsave (%rsp)\n"                                                                                            \
-	"2:\n"
-#define RESTORE_ALL                                                                                                    \
-	"	mov pa_xsave_mask(%rip), %eax\n"                                                                             \
-	"	xor %edx, %edx\n"                                                                                            \
-	"	xrstor (%rsp)\n"                                                                                             \
-	"	lea -72(%rbp), %rsp\n"                                                                                       \
-	"	pop %r11\n	pop %r10\n	pop %r9\n	pop %r8\n"                                                                   \
-	"	pop %rdi\n	pop %rsi\n	pop %rdx\n	pop %rcx\n	pop %rax\n"
 
 __asm__(".text\n"
 	".globl pa_enter_stub\n"

@@ -45,11 +45,16 @@ static void thread_free(struct pm_thread *t)
 	free(t);
 }
 
+static int end_open_at_end; /* pm_end_open_at_thread_end() */
+
 /* A thread ends: its records to the file (or left in its slot for perfsh), its counts to the
    totals, its group closed. */
 static void thread_gone(void *p)
 {
 	struct pm_thread *t = p;
+
+	if (end_open_at_end && self == t)
+		pm_end_open();
 
 	if (!t->slot && pm_lock(0) == 0) {
 		pm_file_leave(t);
@@ -133,7 +138,7 @@ static struct pm_thread *thread_init(void)
 	t->stack = t->slot ? t->slot->stack : t->own_stack;
 	t->pub = t->slot ? &t->slot->depth : &t->own_depth;
 	t->rng = ((uint64_t)t->tid << 32 | 1u) ^ now_ns();
-	if (pm_counters_open(&t->c, pm_cfg.ev, pm_cfg.nev, pm_cfg.read.mode, &err)) {
+	if (pm_counters_open(&t->c, pm_cfg.ev, pm_cfg.gsize, pm_cfg.ngroups, pm_cfg.read.mode, &err)) {
 		pm_warn("%s; thread %u's markers are off", err.msg, t->tid);
 		goto fail;
 	}
@@ -282,7 +287,7 @@ static void record(struct pm_thread *t, struct ps_mshm_frame *f, uint32_t depth,
 				 .seq = t->seq++,
 				 .hit = f->hit,
 				 .depth = depth,
-				 .nvals = (uint8_t)pm_cfg.nev,
+				 .nvals = (uint8_t)pm_cfg.nvals,
 				 .nargs = PS_MARKER_FIELDS};
 	k.flags = flags;
 	if (__atomic_load_n(&pm_cfg.pol->sampled, __ATOMIC_RELAXED))
@@ -333,6 +338,19 @@ void ps_marker_end(int id)
 void pm_end_unwound(int id)
 {
 	end(id, PS_SNAP_UNWOUND);
+}
+
+void pm_end_open_at_thread_end(void)
+{
+	end_open_at_end = 1;
+}
+
+void pm_end_open(void)
+{
+	struct pm_thread *t = self;
+
+	while (t && !t->off && t->depth > 0)
+		end(t->stack[t->depth - 1].id, PS_SNAP_UNWOUND);
 }
 
 void ps_marker_field(unsigned slot, uint64_t value)

@@ -64,29 +64,43 @@ static int read_policy(void)
 
 int pm_config_events(const char *list, struct ps_error *err)
 {
-	char buf[1024], *save = NULL;
+	char buf[1024], *gsave = NULL;
 
 	if (strlen(list) >= sizeof buf)
 		return ps_error_set(err, PS_EUSAGE, "the event list is too long");
 	strcpy(buf, list);
-	pm_cfg.nev = 0;
-	for (char *e = strtok_r(buf, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
-		if (pm_cfg.nev == PS_MAX_EVENTS)
-			return ps_error_set(err, PS_EUSAGE, "at most %d events", PS_MAX_EVENTS);
-		if (ps_event_resolve(e, &pm_cfg.ev[pm_cfg.nev], err))
-			return -1;
-		pm_cfg.nev++;
+	pm_cfg.nev = pm_cfg.ngroups = 0;
+	for (char *g = strtok_r(buf, ";", &gsave); g; g = strtok_r(NULL, ";", &gsave)) {
+		char *save = NULL;
+		int first = pm_cfg.nev;
+
+		if (pm_cfg.ngroups == PM_GROUPS)
+			return ps_error_set(err, PS_EUSAGE, "at most %d groups", PM_GROUPS);
+		for (char *e = strtok_r(g, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
+			if (pm_cfg.nev == PS_MAX_EVENTS)
+				return ps_error_set(err, PS_EUSAGE, "at most %d events", PS_MAX_EVENTS);
+			if (ps_event_resolve(e, &pm_cfg.ev[pm_cfg.nev], err))
+				return -1;
+			pm_cfg.nev++;
+		}
+		if (pm_cfg.nev == first)
+			return ps_error_set(err, PS_EUSAGE, "a group with no event");
+		pm_cfg.gsize[pm_cfg.ngroups++] = pm_cfg.nev - first;
 	}
 	if (pm_cfg.nev == 0)
 		return ps_error_set(err, PS_EUSAGE, "no event named");
+	pm_cfg.nvals = pm_cfg.nev + 2 * (pm_cfg.ngroups - 1);
+	if (pm_cfg.nvals > PS_MAX_EVENTS)
+		return ps_error_set(err, PS_EUSAGE, "%d events in %d groups need %d counter words; at most %d",
+				    pm_cfg.nev, pm_cfg.ngroups, pm_cfg.nvals, PS_MAX_EVENTS);
 	return 0;
 }
 
 int pm_config_measure(struct ps_error *err)
 {
-	if (pm_choose_mode(pm_cfg.ev, pm_cfg.nev, &pm_cfg.read, err))
+	if (pm_choose_mode(pm_cfg.ev, pm_cfg.gsize[0], &pm_cfg.read, err))
 		return -1;
-	pm_cfg.recsize = ps_snap_size((unsigned)pm_cfg.nev, PS_MARKER_FIELDS);
+	pm_cfg.recsize = ps_snap_size((unsigned)pm_cfg.nvals, PS_MARKER_FIELDS);
 	return 0;
 }
 
@@ -101,6 +115,10 @@ int pm_config_from_env(void)
 		s = ps_pmu_present() ? "cycles,instructions" : "task-clock,page-faults";
 	if (pm_config_events(s, &err)) {
 		pm_warn("PERFSH_EVENTS: %s; markers are off", err.msg);
+		return -1;
+	}
+	if (pm_cfg.ngroups > 1) {
+		pm_warn("PERFSH_EVENTS: one group of events, comma-separated (no ';'); markers are off");
 		return -1;
 	}
 	if (pm_config_measure(&err)) {

@@ -21,7 +21,9 @@ struct pm_config {
 	uint8_t *armed, own_armed[PS_MARKER_REGIONS];
 	int nev;
 	struct ps_event ev[PS_MAX_EVENTS];
-	size_t recsize; /* of a record: ps_snap_size(nev, PS_MARKER_FIELDS) */
+	int ngroups, gsize[PM_GROUPS]; /* the events in groups of gsize[g] each, in order */
+	int nvals;	/* words of a record's values: nev, then (enabled, running) of each later group */
+	size_t recsize; /* of a record: ps_snap_size(nvals, PS_MARKER_FIELDS) */
 	struct pm_read_choice read;
 };
 
@@ -29,7 +31,8 @@ extern struct pm_config pm_cfg;
 
 /* The process's own policy (every hit, every marker armed) in force. */
 void pm_config_defaults(void);
-/* Resolve the comma-separated @list into the events; -1 with @err. */
+/* Resolve the comma-separated @list into the events, in groups split by ';' ("a,b;c": the
+   agent's several groups); -1 with @err. */
 int pm_config_events(const char *list, struct ps_error *err);
 /* Choose how the events are read (marker_read.h) and the record size; -1 with @err. */
 int pm_config_measure(struct ps_error *err);

@@ -12,6 +12,13 @@ void pm_begin_with(int id, const uint64_t args[PS_MARKER_FIELDS]);
 /* ps_marker_end(@id) for a hit an exception unwound: its record is flagged PS_SNAP_UNWOUND. */
 void pm_end_unwound(int id);
 
+/* Every hit this thread has open ends, innermost first, each flagged PS_SNAP_UNWOUND. */
+void pm_end_open(void);
+
+/* From now on a thread that ends with hits open ends them as pm_end_open() does (the agent: as
+   the catchers outside the program record them); markers left open are otherwise dropped. */
+void pm_end_open_at_thread_end(void);
+
 /*
  * Whether the hit of region @id that begins now can be left at its entry count, before anything
  * is saved or read (it touches no vector register): 1 when nothing is recorded (markers off,

@@ -19,6 +19,9 @@ void pm_counters_close(struct pm_counters *c)
 			munmap(c->page[i], (size_t)pg);
 			c->page[i] = NULL;
 		}
+	for (int k = 0; k < c->nmore; k++)
+		ps_group_close(&c->more[k]);
+	c->nmore = 0;
 	ps_group_close(&c->g);
 }
 
@@ -37,12 +40,20 @@ static int map_pages(struct pm_counters *c, struct ps_error *err)
 	return 0;
 }
 
-int pm_counters_open(struct pm_counters *c, const struct ps_event *ev, int n, enum pm_read_mode mode,
-		     struct ps_error *err)
+int pm_counters_open(struct pm_counters *c, const struct ps_event *ev, const int *gsize, int ngroups,
+		     enum pm_read_mode mode, struct ps_error *err)
 {
+	int first = gsize[0];
+
 	memset(c, 0, sizeof *c);
-	if (ps_group_open(&c->g, ev, n, 0, -1, PS_GROUP_ENABLED, err))
+	if (ps_group_open(&c->g, ev, gsize[0], 0, -1, PS_GROUP_ENABLED, err))
 		return -1;
+	for (int k = 1; k < ngroups && k < PM_GROUPS; first += gsize[k++], c->nmore++)
+		if (ps_group_open(&c->more[k - 1], ev + first, gsize[k], 0, -1, PS_GROUP_ENABLED, err)) {
+			pm_counters_close(c);
+			return -1;
+		}
+	c->nev = first;
 	if (mode == PM_READ_RDPMC && map_pages(c, err)) {
 		pm_counters_close(c);
 		return -1;
@@ -110,19 +121,14 @@ static uint64_t page_read(struct perf_event_mmap_page *pc, uint64_t *enabled, ui
 	return count;
 }
 
-void pm_counters_read(struct pm_counters *c, enum pm_read_mode mode, uint64_t *val, uint64_t *enabled,
-		      uint64_t *running)
+/* Group @g by read(2): its values into @val, its times into @enabled and @running. */
+static void group_read(const struct ps_group *g, uint64_t *val, uint64_t *enabled, uint64_t *running)
 {
 	/* nr, time_enabled, time_running, then {value, id} per member */
 	uint64_t buf[3 + 2 * PS_MAX_EVENTS];
-	int n = c->g.n;
+	int n = g->n;
 
-	if (mode == PM_READ_RDPMC) {
-		for (int i = 0; i < n; i++)
-			val[i] = page_read(c->page[i], i == 0 ? enabled : NULL, running);
-		return;
-	}
-	if (pm_sys_read(c->g.fds[0], buf, sizeof buf) < (long)((3 + 2 * (size_t)n) * sizeof(uint64_t))) {
+	if (pm_sys_read(g->fds[0], buf, sizeof buf) < (long)((3 + 2 * (size_t)n) * sizeof(uint64_t))) {
 		memset(val, 0, (size_t)n * sizeof *val);
 		*enabled = *running = 0;
 		return;
@@ -131,6 +137,19 @@ void pm_counters_read(struct pm_counters *c, enum pm_read_mode mode, uint64_t *v
 	*running = buf[2];
 	for (int i = 0; i < n; i++)
 		val[i] = buf[3 + 2 * i];
+}
+
+void pm_counters_read(struct pm_counters *c, enum pm_read_mode mode, uint64_t *val, uint64_t *enabled,
+		      uint64_t *running)
+{
+	if (mode == PM_READ_RDPMC) {
+		for (int i = 0; i < c->g.n; i++)
+			val[i] = page_read(c->page[i], i == 0 ? enabled : NULL, running);
+	} else {
+		group_read(&c->g, val, enabled, running);
+	}
+	for (int k = 0, first = c->g.n; k < c->nmore; first += c->more[k++].n)
+		group_read(&c->more[k], val + first, &val[c->nev + 2 * k], &val[c->nev + 2 * k + 1]);
 }
 
 static double now_s(void)
@@ -178,7 +197,7 @@ int pm_choose_mode(const struct ps_event *ev, int n, struct pm_read_choice *out,
 	struct pm_counters c;
 	const char *why;
 
-	if (pm_counters_open(&c, ev, n, PM_READ_RDPMC, err))
+	if (pm_counters_open(&c, ev, &n, 1, PM_READ_RDPMC, err))
 		return -1;
 	out->read_ns = time_reads(&c, PM_READ_SYSCALL);
 	out->rdpmc_ns = -1;

@@ -11,17 +11,7 @@ local function loops(marker) return line_of("examples/loops.c", "/* " .. marker 
 -- A stop per iteration would make these runs take hundreds of thousands of stops.
 local FEW_STOPS = 50
 
--- The lowest address readelf shows a row of FILE:LINE at in EXE, other than @other: the line
--- table's own account, read apart from libdw.
-local function first_addr(exe, file, line, other)
-  local out = support.sh("readelf -W --debug-dump=decodedline " .. exe)
-  local best
-  for name, ln, a in out:gmatch("\n(%S+)%s+(%d+)%s+0x(%x+)") do
-    a = tonumber(a, 16)
-    if name == file and tonumber(ln) == line and a ~= other and (not best or a < best) then best = a end
-  end
-  return best
-end
+local first_addr = support.first_addr
 
 -- Run examples/loops N CALLS with a line range; returns its hits, the stops and the output.
 local function run_loops(range, n, calls)

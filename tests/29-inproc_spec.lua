@@ -351,6 +351,132 @@ describe("the in-process catcher", function()
     assert.are.same(want, {hits, calls})
   end)
 
+  -- Line range @range of @argv under @backend: its stats (events task-clock, page-faults), the
+  -- program's stdout and exit code.
+  local function measure_range(backend, argv, range)
+    local out = os.tmpname()
+    local spec = {backend = backend, events = {"task-clock", "page-faults"}, stdout = out}
+    for i, a in ipairs(argv) do spec[i] = a end
+    local t <close> = perfsh.spawn(spec)
+    local r = t:region{range = range}
+    local code = t:run().code
+    return r:stats(), support.take(out), code
+  end
+
+  it("measures a line range of examples/sum with the ptrace catcher's hit and page faults", function()
+    if not need_agent(pending) then return end
+    local plain = support.sh("examples/sum")
+    local want = measure_range("ptrace", {"examples/sum"}, "sum.c:41-43")
+    local got, out, code = measure_range("inproc", {"examples/sum"}, "sum.c:41-43")
+    assert.are.equal(0, code)
+    assert.are.equal(plain, out)
+    assert.are.same({1, 1}, {want.hits, got.hits})
+    assert.are.equal(want.entries, got.entries)
+    -- the loop of lines 41-42 writes 10,000,000 numbers: 40 MB, one fault per 4 KiB page
+    local pages = 10000000 * 4 // 4096
+    for _, st in ipairs{want, got} do
+      local faults = st["page-faults"].sum
+      assert.is_true(faults >= pages * 0.99 and faults <= pages + 50, tostring(faults))
+    end
+    local ratio = got["task-clock"].sum / want["task-clock"].sum
+    assert.is_true(ratio > 0.2 and ratio < 5, tostring(ratio))
+  end)
+
+  it("measures an address range (sum.c's lines 41 to 43 by their first addresses) as the line range", function()
+    if not need_agent(pending) then return end
+    local a = support.first_addr("examples/sum", "sum.c", 41)
+    local b = support.first_addr("examples/sum", "sum.c", 43)
+    local range = ("0x%x-0x%x"):format(a, b)
+    local want = measure_range("ptrace", {"examples/sum"}, range)
+    local got, _, code = measure_range("inproc", {"examples/sum"}, range)
+    assert.are.equal(0, code)
+    assert.are.same({1, 1}, {want.hits, got.hits})
+    assert.is_true(math.abs(got["page-faults"].sum - want["page-faults"].sum) <= 10000000 * 4 // 4096 // 100)
+  end)
+
+  it("measures a line range run from 4 threads with the ptrace catcher's hits and nested entries", function()
+    if not need_agent(pending) then return end
+    local argv = {"examples/threads", "500", "100", "4"}
+    local want = measure_range("ptrace", argv, "threads.c:33-34")
+    local got, out, code = measure_range("inproc", argv, "threads.c:33-34")
+    assert.are.equal(0, code)
+    assert.are.equal("calls = 2000\n", out)
+    assert.are.equal(2000, got.hits)
+    assert.are.same({want.hits, want.entries}, {got.hits, got.entries})
+  end)
+
+  it("keeps the flags, the red zone and every register across a range's points in a leaf function", function()
+    if not need_agent(pending) then return end
+    local exe = build("cc -O2 -g -o %s tests/fixtures/flagsrange_main.c tests/fixtures/flagsrange.s")
+    local want = measure_range("ptrace", {exe, "1000"}, "flagsrange.s:11-13")
+    local got, out, code = measure_range("inproc", {exe, "1000"}, "flagsrange.s:11-13")
+    os.remove(exe)
+    assert.are.equal(0, code)
+    assert.are.equal("505500000\n", out)
+    assert.are.same({1000, 1000}, {want.hits, got.hits})
+  end)
+
+  it("ends the hits of a range open at a thread's end or the program's exit as incomplete, as under ptrace", function()
+    if not need_agent(pending) then return end
+    local argv = {"examples/threads", "300", "50", "3"}
+    local want = measure_range("ptrace", argv, "threads.c:22-26") -- from work's loop past its return
+    local got, out, code = measure_range("inproc", argv, "threads.c:22-26")
+    assert.are.equal(0, code)
+    assert.are.equal("calls = 900\n", out)
+    assert.are.same({0, 3}, {got.hits, got.incomplete}) -- one per thread, open when it ends
+    assert.are.same({want.hits, want.incomplete, want.entries}, {got.hits, got.incomplete, got.entries})
+    want = measure_range("ptrace", {"examples/recursive", "7", "12"}, "recursive.c:25-30")
+    got = measure_range("inproc", {"examples/recursive", "7", "12"}, "recursive.c:25-30")
+    assert.are.same({0, 1}, {got.hits, got.incomplete}) -- open when main returns
+    assert.are.same({want.hits, want.incomplete, want.entries}, {got.hits, got.incomplete, got.entries})
+  end)
+
+  it("counts several groups at each hit, with the ptrace catcher's values and each group's times", function()
+    if not need_agent(pending) then return end
+    local function run(backend)
+      local t <close> = perfsh.spawn{"examples/sum", backend = backend, stdout = "/dev/null",
+        groups = {{"task-clock"}, {"page-faults", "minor-faults"}}}
+      local r = t:region{range = "sum.c:41-43"}
+      assert.are.equal(0, t:run().code)
+      local h = r:hits()()
+      return r:stats(), h
+    end
+    local want = run("ptrace")
+    local got, h = run("inproc")
+    assert.are.same({1, 1}, {want.hits, got.hits})
+    local pages = 10000000 * 4 // 4096
+    for _, ev in ipairs{"page-faults", "minor-faults"} do
+      assert.is_true(got[ev].sum >= pages * 0.99 and got[ev].sum <= pages + 50, ev .. " " .. got[ev].sum)
+      assert.is_true(math.abs(got[ev].sum - want[ev].sum) <= pages // 100, ev)
+    end
+    -- 3 events, then the second group's (enabled, running) at the start and at the end
+    assert.are.equal(5, #h.start)
+    local first, second = h.enabled_end - h.enabled_start, h["end"][4] - h.start[4]
+    assert.is_true(first > 0 and second > 0 and math.abs(second - first) < first / 10, first .. " " .. second)
+  end)
+
+  it("samples a line range every Nth start with perfsh stat --every, every start counted", function()
+    if not need_agent(pending) then return end
+    local out, err, rc = support.sh(("%s stat --backend inproc --every 3 -r threads.c:33-34 examples/threads 300 50 3")
+      :format(P))
+    assert.are.equal(0, rc, err)
+    -- each of the 3 threads starts the range 300 times, and once more where thread_main returns
+    -- inside it: every 3rd of its 301 starts recorded
+    assert.truthy(out:find("region threads.c:33-34 (range, 300 hits, sampled from 903 calls)", 1, true), out)
+  end)
+
+  it("measures a function and a line range around its call in one run, nested", function()
+    if not need_agent(pending) then return end
+    local out = os.tmpname()
+    local t <close> = perfsh.spawn{"examples/sum", backend = "inproc", events = {"task-clock"}, stdout = out}
+    local sum = t:region{func = "sum"}
+    local around = t:region{range = "sum.c:43-44"}
+    assert.are.equal(0, t:run().code)
+    assert.are.equal(support.sh("examples/sum"), support.take(out))
+    assert.are.same({1, 1}, {sum:stats().hits, around:stats().hits})
+    assert.is_true(around:stats()["task-clock"].sum >= sum:stats()["task-clock"].sum)
+  end)
+
   it("leaves the program running to its normal end when perfsh is killed by SIGKILL", function()
     if not need_agent(pending) then return end
     local out = os.tmpname()
@@ -376,19 +502,42 @@ describe("the in-process catcher refuses up front, in one line naming --backend 
     return lines[1]
   end
 
-  it("a line range", function()
-    assert.truthy(one_line(P .. " stat --backend inproc -r examples/sum.c:20-22 examples/sum"):find("not yet", 1, true))
+  -- one_line of perfsh stat --backend inproc -r @region on a program built by @cmd.
+  local function one_line_built(cmd, region)
+    local exe = build(cmd)
+    local line = one_line(("%s stat --backend inproc -r %s %s"):format(P, region, exe))
+    os.remove(exe)
+    return line
+  end
+
+  -- Region @spec of program @exe, refused by t:try_region with the code needs_uprobe and a
+  -- message naming --backend uprobe: the message.
+  local function refused(exe, spec)
+    local t <close> = perfsh.spawn{exe, backend = "inproc", events = {"task-clock"}, stdout = "/dev/null"}
+    local r, why, code = t:try_region(spec)
+    assert.is_nil(r)
+    assert.are.equal(core.errors.needs_uprobe, code)
+    assert.truthy(why:find("--backend uprobe", 1, true), why)
+    return why
+  end
+
+  it("a line range whose start is where a branch lands inside the bytes a jmp would take", function()
+    local line = one_line_built("cc -O2 -fno-align-loops -g -o %s tests/fixtures/rangebranch.c", "rangebranch.c:12-17")
+    assert.truthy(line:find("region 'rangebranch.c:12-17': its start at spin+0x", 1, true), line)
+    assert.truthy(line:find("lands inside the 5 bytes displaced for the patch", 1, true), line)
+  end)
+
+  it("a line range with the code needs_uprobe in Lua", function()
+    if not need_agent(pending) then return end
+    local exe = build("cc -O2 -fno-align-loops -g -o %s tests/fixtures/rangebranch.c")
+    local why = refused(exe, {range = "rangebranch.c:12-17"})
+    os.remove(exe)
+    assert.truthy(why:find("its start at spin+0x", 1, true), why)
   end)
 
   it("a function whose entry a branch of its cold part jumps into (the relocation refuses it)", function()
-    local exe = build("cc -O2 -no-pie -g -o %s tests/fixtures/sitereloc.c")
-    local line = one_line(P .. " stat --backend inproc -r er_hot " .. exe)
-    os.remove(exe)
+    local line = one_line_built("cc -O2 -no-pie -g -o %s tests/fixtures/sitereloc.c", "er_hot")
     assert.truthy(line:find("lands inside the 6 bytes displaced", 1, true), line)
-  end)
-
-  it("several counter groups", function()
-    one_line(P .. " stat --backend inproc -g task-clock -g page-faults -r walk examples/recursive")
   end)
 
   it("sampling in time windows, with the code needs_uprobe", function()
@@ -422,11 +571,8 @@ describe("the in-process catcher refuses up front, in one line naming --backend 
       pending("no static C library to link with: " .. err)
       return
     end
-    local t <close> = perfsh.spawn{exe, backend = "inproc", events = {"task-clock"}, stdout = "/dev/null"}
-    local r, why, code = t:try_region{func = "walk"}
+    local why = refused(exe, {func = "walk"})
     os.remove(exe)
-    assert.is_nil(r)
-    assert.are.equal(core.errors.needs_uprobe, code)
     assert.truthy(why:find("static", 1, true), why)
   end)
 

@@ -153,6 +153,18 @@ function support.line_of(file, marker)
 end
 
 --- Run a shell command; returns its stdout, stderr and exit code.
+--- The lowest address readelf shows a row of FILE:LINE at in EXE, other than @other: the line
+-- table's own account, read apart from libdw.
+function support.first_addr(exe, file, line, other)
+  local out = support.sh("readelf -W --debug-dump=decodedline " .. exe)
+  local best
+  for name, ln, a in out:gmatch("\n(%S+)%s+(%d+)%s+0x(%x+)") do
+    a = tonumber(a, 16)
+    if name == file and tonumber(ln) == line and a ~= other and (not best or a < best) then best = a end
+  end
+  return best
+end
+
 function support.sh(cmd, input)
   local out, err = os.tmpname(), os.tmpname()
   local full = ("(%s) >%s 2>%s"):format(cmd, out, err)

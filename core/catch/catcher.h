@@ -13,8 +13,8 @@
  *   uprobe/  uprobes: the kernel samples the counters at each hit, the program never stops
  *   marker/  the marker library in the program measures its own markers into shared memory;
  *            with --backend inproc (ps_catch_inproc_ops) that library is the agent, preloaded
- *            (or loaded into a running process, -p), which patches function entries to measure
- *            them the same way
+ *            (or loaded into a running process, -p), which patches function entries and line
+ *            ranges' points to measure them the same way
  */
 #ifndef PS_CATCHER_H
 #define PS_CATCHER_H

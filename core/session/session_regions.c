@@ -351,7 +351,8 @@ static int flow_range(struct ps_session *s, struct ps_region_info *ri, struct ps
 		ps_catch_notice(
 		    s->env,
 		    "%s: control also reaches its end where no hit is open (a loop after the hit, say): the "
-		    "uprobe catcher takes a probe there each time (the ptrace catcher disarms it between hits)",
+		    "uprobe catcher takes a probe there each time, the inproc catcher a call of its hook (the "
+		    "ptrace catcher disarms it between hits)",
 		    ri->name);
 	snprintf(ri->reading, sizeof ri->reading, "%s", r.reading);
 	return 0;

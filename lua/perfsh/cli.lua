@@ -344,10 +344,10 @@ end
 cli.backend_option = {"--backend", "B", "how hits are caught: ptrace (the target stops at each hit), uprobe (the "
   .. "kernel samples the counters at each probe: the target never stops for a hit; root or CAP_PERFMON; sdt: "
   .. "regions take it), marker (the program's marker library measures its marker:NAME regions itself; the "
-  .. "default for them), inproc (an agent preloaded into the program patches its functions' entries and "
-  .. "measures them without a trap; with -p it is loaded into the running process, and the functions' bytes are "
-  .. "put back at the detach or when perfsh dies; function regions of the program's own file, not yet line "
-  .. "ranges, shared libraries or Rust programs) or auto (uprobe where it works and the regions "
+  .. "default for them), inproc (an agent preloaded into the program patches its functions' entries "
+  .. "and line ranges' points and measures them without a trap; with -p it is loaded into the running process, "
+  .. "and the bytes are put back at the detach or when perfsh dies; functions of the program and of the "
+  .. "libraries it links, line ranges of the program's own file) or auto (uprobe where it works and the regions "
   .. "allow it, else ptrace with a note saying why; never inproc yet); default: auto, or $PERFSH_BACKEND"}
 
 --- The catcher of hits a recipe asks perfsh.spawn/attach for: --backend @value, else the
@@ -387,9 +387,9 @@ function cli.regions_backend(name, value, regions, need, attaching, groups)
   if value == "inproc" then
     for _, r in ipairs(regions) do
       local kind = cli.region_spec(r, name) and select(2, cli.region_spec(r, name)).kind
-      if kind ~= "func" and kind ~= "libfunc" then
-        fail.raise(("perfsh %s: --backend inproc measures functions (the program's and its libraries'), not yet "
-          .. "'%s'; use --backend uprobe"):format(name, r))
+      if kind ~= "func" and kind ~= "libfunc" and kind ~= "line_range" and kind ~= "addr_range" then
+        fail.raise(("perfsh %s: --backend inproc measures functions (the program's and its libraries') and "
+          .. "the program's line ranges, not yet '%s'; use --backend uprobe"):format(name, r))
       end
     end
     if need then

@@ -52,7 +52,7 @@ local counted_by = {
   uprobe = "a uprobe (in the kernel)",
   int3 = "int3 stops: every call stops the target",
   marker = "the program's marker library (in the program, no stop)",
-  agent = "the in-process agent at the patched entry (no stop, no trap)",
+  agent = "the in-process agent at the patched entry or start (no stop, no trap)",
 }
 
 function report.print_table(out, title, events, st)
@@ -192,8 +192,8 @@ function report.regions(out, regions, opts)
   if not opts.csv and markers then
     out:write("time: on-CPU time of the thread between the two markers (counter time_enabled), read in the process.\n")
   elseif not opts.csv and opts.catcher == "inproc" then
-    out:write("time: on-CPU time of the thread between the entry and the return (counter time_enabled), read in the\n"
-      .. "process by the agent its patched entry calls.\n")
+    out:write("time: on-CPU time of the thread between the entry and the return, or a range's start and end\n"
+      .. "(counter time_enabled), read in the process by the agent its patched code calls.\n")
   elseif not opts.csv and opts.catcher == "uprobe" then
     out:write("time: on-CPU time of the thread between the entry and return probes (counter time_enabled);\n"
       .. "the kernel's handling of the two probes is in it.\n")

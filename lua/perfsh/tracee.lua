@@ -93,11 +93,12 @@ end
 -- root or CAP_PERFMON), "ptrace" (breakpoints: the target stops at each hit), or "marker"
 -- (the program's own marker library measures its markers, perfsh drains the records while it
 -- runs: t:marker regions only, see t:markers), or "inproc" (an agent preloaded into the program
--- patches the entries of its functions, armed before the first run, and measures them as the
--- marker library does: no trap; function regions of the program's own file only, not yet for
--- programs with an unwinder of their own (Rust); see t:markers). t.catcher is the one used. ring_pages = N (a
--- power of two, default 256): the uprobe catcher's ring per thread (ignored where auto takes
--- ptrace); records a full ring drops are counted in t:info().lost.
+-- patches the entries of its functions and the points of its line ranges, armed before the first
+-- run, and measures them as the marker library does: no trap; regions of the program's own file
+-- only, not yet functions of programs with an unwinder of their own (Rust); see t:markers).
+-- t.catcher is the one used. ring_pages = N (a power of two, default 256): the uprobe catcher's
+-- ring per thread (ignored where auto takes ptrace); records a full ring drops are counted in
+-- t:info().lost.
 function tracee.spawn(spec)
   if type(spec) ~= "table" or type(spec[1]) ~= "string" then
     fail("bad argument #1 to 'spawn' (table {command, args..., events = {...}} expected)", 2)

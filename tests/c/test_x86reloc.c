@@ -450,3 +450,19 @@ TEST(reloc_at_moves_the_instructions_at_a_boundary_inside_a_function)
 	CHECK(r.len == 6 && r.again == FN + 9);
 	CHECK(ps_x86_decode(r.code + r.to[2], r.size - r.to[2], t + r.to[2], &j) == 0 && j.target == t);
 }
+
+TEST(reloc_at_a_point_sends_a_jump_to_the_site_back_through_the_patch)
+{
+	/* xor %eax,%eax; add %edi,%eax; dec %edi; jne -6 (to +2); ret: a range's point at the loop's
+	   head, whose hook runs at each turn as a breakpoint there would stop */
+	static const uint8_t loop[] = {0x31, 0xc0, 0x01, 0xf8, 0xff, 0xcf, 0x75, 0xfa, 0xc3};
+	struct ps_x86_reloc r;
+	struct ps_error err = {0};
+	struct ps_x86_insn j;
+	uint64_t t = FN + 0x3000;
+
+	CHECK_EQ_INT(ps_x86_reloc_at(loop, sizeof loop, FN, FN + 2, 5, t, PS_X86_RELOC_POINT, "loop", &r, &err), 0);
+	CHECK(r.len == 6 && r.n == 3);
+	CHECK(ps_x86_decode(r.code + r.to[2], r.size - r.to[2], t + r.to[2], &j) == 0 && j.target == FN + 2);
+	CHECK(r.code[r.to[0]] == 0x01 && r.code[r.to[1]] == 0xff); /* add and dec as they were */
+}

@@ -298,7 +298,7 @@ static int branches_in(const uint8_t *code, size_t n, uint64_t addr, unsigned fl
 }
 
 /* The copies of the displaced instructions and the jmp back, at @tramp. 0, or -1 with @err. */
-static int write_copies(const uint8_t *code, size_t n, uint64_t addr, uint64_t tramp, const char *name,
+static int write_copies(const uint8_t *code, size_t n, uint64_t addr, uint64_t tramp, unsigned flags, const char *name,
 			struct ps_x86_reloc *out, struct ps_error *err)
 {
 	struct emit e = {.p = out->code, .cap = sizeof out->code, .at = tramp};
@@ -308,7 +308,7 @@ static int write_copies(const uint8_t *code, size_t n, uint64_t addr, uint64_t t
 	for (int i = 0; i < out->n; i++) {
 		size_t off = first + out->from[i];
 		ps_x86_decode(code + off, n - off, addr + off, &in); /* decoded once already */
-		if (loops_to_entry(&in, out))
+		if (!(flags & PS_X86_RELOC_POINT) && loops_to_entry(&in, out))
 			in.target = tramp; /* a loop to the entry goes on in the copies, not through the hook */
 		out->to[i] = (uint8_t)e.n;
 		if (move(&e, &in, code + off, addr + off, name, off, err))
@@ -348,7 +348,7 @@ int ps_x86_reloc_at(const uint8_t *code, size_t n, uint64_t addr, uint64_t at, u
 	if (!fits32((int64_t)(tramp - (out->site + 5))))
 		return refuse(err, name, out->site - addr, "the trampoline at 0x%llx is beyond +-2 GB of the patch",
 			      (unsigned long long)tramp);
-	return write_copies(code, n, addr, tramp, name, out, err);
+	return write_copies(code, n, addr, tramp, flags, name, out, err);
 }
 
 int ps_x86_reloc(const uint8_t *code, size_t n, uint64_t addr, unsigned patch, uint64_t tramp, unsigned flags,

@@ -12,7 +12,7 @@
  *     two jumps; a target beyond +-2 GB of the copy is reached with jmp *0(%rip) and the
  *     8-byte address after it; a jump to the patch site (or the entry before it) goes to
  *     the first copy, so a loop through the site does not run what precedes the copies at
- *     the trampoline (the hook) again;
+ *     the trampoline (the hook) again (but see PS_X86_RELOC_POINT);
  *   - a call (direct, or through a register or memory that is not addressed by rsp) becomes a
  *     push of its original return address and a jump to its target: the callee returns into
  *     the original code, where unwinders find the frame they expect. That needs the call to
@@ -57,6 +57,10 @@ enum {
 	   /proc/PID/status): a call displaced is refused, since its push and jump put no return
 	   address on the shadow stack and the callee's ret would fault. */
 	PS_X86_RELOC_SHADOW_STACK = 2,
+	/* The patch is a point inside the function (where a line range starts or ends), whose hook
+	   runs each time control reaches it, as a breakpoint there would fire: a jump displaced to
+	   the site goes back through the patch, not on in the copies. */
+	PS_X86_RELOC_POINT = 4,
 };
 
 /**

@@ -110,49 +110,81 @@ static int own_file(pid_t pid, const char *path, const char *name, struct ps_err
 	return 0;
 }
 
+/* Whether @p is a point of a range region (its start or end at an address of the program). */
+static int is_point(const struct ps_catch_point *p)
+{
+	return !p->path && p->bp_kind == PS_BP_ADDR && (p->role == PS_ROLE_START || p->role == PS_ROLE_END);
+}
+
+/* Where a site's entry or point is in its function @sym, checked: 0, or -1 with @err (one line). */
+static int site_checks(const struct ps_catch_env *env, const struct ps_catch_point *p, const char *name,
+		       const struct ps_symtab *st, const struct ps_sym *sym, uint64_t bias, int point,
+		       struct ps_error *err)
+{
+	const struct ps_sym *any;
+
+	if (!point && env->unwinds == 1 && ps_sym_lookup(st, "_Unwind_RaiseException", &any, NULL) == 0)
+		return NOT_YET(err, name,
+			       "the program has an unwinder of its own linked in (not libgcc_s's), which the in-process "
+			       "agent cannot interpose");
+	if (!point && (!sym || sym->addr != p->addr - bias || !sym->size))
+		return NOT_YET(err, name, "its entry has no function symbol with a size to patch from");
+	if (point && (!sym || !sym->size))
+		return NOT_YET(err, name, "no function symbol with a size holds its code");
+	return 0;
+}
+
 int ps_inproc_site(const struct ps_catch_env *env, pid_t pid, const struct ps_catch_point *p, struct ps_mshm_site *out,
 		   struct ps_error *err)
 {
 	const char *name = p->region >= 0 ? env->reg[p->region].spec : "";
+	int point = is_point(p), rc = -1;
 	struct ps_symtab *st = NULL;
-	const struct ps_sym *sym, *any;
+	const struct ps_sym *sym;
 	struct ps_x86_reloc r;
 	char path[PATH_MAX];
 	uint64_t off, bias;
-	int rc = -1;
 
 	if (p->region < 0)
 		return 1; /* the session's watch of the unwinder: a program that unwinds is refused below */
-	if (p->path && p->role == PS_ROLE_ENTRY)
+	if (!point && p->path && p->role == PS_ROLE_ENTRY)
 		return ps_inproc_lib_site(env, pid, p, out, err);
-	if (p->path || p->role != PS_ROLE_ENTRY || p->bp_kind != PS_BP_FUNC)
+	if (p->path || (!point && (p->role != PS_ROLE_ENTRY || p->bp_kind != PS_BP_FUNC)))
 		return NOT_YET(err, name,
-			       p->path
-				   ? "--backend inproc patches the program's own functions, not yet a shared library's"
-				   : "--backend inproc measures functions only, not yet line ranges or addresses");
+			       p->path ? "--backend inproc measures a shared library's functions, not yet its line ranges"
+				       : "--backend inproc measures functions and line ranges, not yet single addresses");
 	if (ps_maps_file_offset(pid, p->addr, path, sizeof path, &off, err) || own_file(pid, path, name, err))
 		return -1;
 	if (ps_maps_bias(pid, path, &bias, err) || ps_sym_open(&st, path, err))
 		return -1;
 	sym = ps_sym_by_addr(st, p->addr - bias);
-	if (env->unwinds == 1 && ps_sym_lookup(st, "_Unwind_RaiseException", &any, NULL) == 0)
-		NOT_YET(err, name,
-			"the program has an unwinder of its own linked in (not libgcc_s's), which the in-process "
-			"agent cannot interpose");
-	else if (!sym || sym->addr != p->addr - bias || !sym->size)
-		NOT_YET(err, name, "its entry has no function symbol with a size to patch from");
-	else if (ps_site_reloc(path, p->addr - bias, bias, 5, p->addr + (1u << 20), 0, &r, err)) {
-		char why[sizeof err->msg];
+	if (site_checks(env, p, name, st, sym, bias, point, err) == 0) {
+		if (ps_site_reloc(path, p->addr - bias, bias, 5, p->addr + (1u << 20), point ? PS_X86_RELOC_POINT : 0,
+				  &r, err)) {
+			char why[sizeof err->msg + 64];
 
-		snprintf(why, sizeof why, "%s", err->msg);
-		NOT_YET(err, name, why);
-	} else
-		rc = 0;
+			if (point)
+				snprintf(why, sizeof why, "its %s at %s+0x%llx: %s",
+					 p->role == PS_ROLE_START ? "start" : "end", sym->name,
+					 (unsigned long long)(p->addr - bias - sym->addr), err->msg);
+			else
+				snprintf(why, sizeof why, "%s", err->msg);
+			NOT_YET(err, name, why);
+		} else {
+			rc = 0;
+		}
+	}
 	if (rc == 0) {
 		memset(out, 0, sizeof *out);
 		out->addr = p->addr;
 		out->size = sym->size;
-		out->flags = env->reg[p->region].flags & PS_REGION_EVERY_LEVEL ? PS_MSHM_SITE_EVERY_LEVEL : 0;
+		out->fn = point ? sym->addr + bias : 0;
+		out->patch = r.site;
+		out->len = r.len;
+		if (point)
+			out->flags = p->role == PS_ROLE_START ? PS_MSHM_SITE_START : PS_MSHM_SITE_END;
+		else
+			out->flags = env->reg[p->region].flags & PS_REGION_EVERY_LEVEL ? PS_MSHM_SITE_EVERY_LEVEL : 0;
 		snprintf(out->name, sizeof out->name, "%.127s", name);
 	}
 	ps_sym_close(st);

@@ -58,7 +58,7 @@ struct ps_markcatch {
 	int ended, exited, code, signo; /* how it ended, once released */
 	int let_go;			/* t:detach(): it runs on after the session */
 	struct ps_tracer *hold;		/* seized and stopped for a pause, or NULL */
-	int inproc;			/* --backend inproc: the agent patches function entries */
+	int inproc;			/* --backend inproc: the agent patches function entries and range points */
 	uint32_t told;			/* sites whose refusal by the agent was told */
 	int attached;			/* -p: the agent is loaded into it at the first run; never killed */
 	int injected;			/* the agent took the block: the detach asks it to unpatch */
@@ -68,7 +68,7 @@ struct ps_markcatch {
 /* The shared block: a memfd laid out as core/catch/marker/markshm.h says (markblock.h). */
 static int make_block(struct ps_markcatch *m, struct ps_error *err)
 {
-	return ps_mshm_make(m->env, &m->fd, &m->ctl, &m->bytes, err);
+	return ps_mshm_make(m->env, m->inproc, &m->fd, &m->ctl, &m->bytes, err);
 }
 
 static void unhold(struct ps_markcatch *m);
@@ -133,10 +133,8 @@ static int start(struct ps_catch **cp, struct ps_catch_env *env, char *const arg
 		return ps_error_set(err, PS_EUSAGE,
 				    "the marker catcher measures a program perfsh starts; for a running one, arm its "
 				    "markers with the uprobe catcher (-r marker:NAME --backend uprobe)");
-	if (env->ngroups > 1)
-		return ps_error_set(err, inproc ? PS_ENEEDS_UPROBE : PS_EUSAGE,
-				    "the %s catcher counts one group of events%s", inproc ? "inproc" : "marker",
-				    inproc ? "; use --backend uprobe" : "");
+	if (env->ngroups > 1 && !inproc)
+		return ps_error_set(err, PS_EUSAGE, "the marker catcher counts one group of events");
 	if (!(m = calloc(1, sizeof *m)))
 		return ps_error_set(err, ENOMEM, "out of memory");
 	m->base.ops = inproc ? &ps_catch_inproc_ops : &ps_catch_marker_ops;
@@ -179,15 +177,18 @@ static int ip_start(struct ps_catch **cp, struct ps_catch_env *env, char *const 
 	return start(cp, env, argv, pid, 1, err);
 }
 
-/* The session region of marker @name (with the agent: of function @name), or -1. */
+/* The session region of marker @name (with the agent: of function or range @name), or -1. */
 static int region_of(const struct ps_markcatch *m, const char *name)
 {
 	const struct ps_catch_env *env = m->env;
-	enum ps_region_kind kind = m->inproc ? PS_REGION_FUNC : PS_REGION_MARKER;
 
-	for (int i = 0; i < env->nreg; i++)
-		if (env->reg[i].kind == kind && !strcmp(env->reg[i].spec, name))
+	for (int i = 0; i < env->nreg; i++) {
+		enum ps_region_kind k = env->reg[i].kind;
+
+		if ((m->inproc ? k == PS_REGION_FUNC || k == PS_REGION_RANGE : k == PS_REGION_MARKER) &&
+		    !strcmp(env->reg[i].spec, name))
 			return i;
+	}
 	return -1;
 }
 
@@ -245,12 +246,12 @@ static int mk_arm(struct ps_catch *c, const struct ps_catch_point *p, struct ps_
 	return arm_name(m, p->name, p->region, err);
 }
 
-/* A function entry for the agent to patch before main(): checked, listed in the block, armed. */
+/* A function entry or a range's point for the agent to patch before main(): checked, listed
+   in the block, armed. */
 static int ip_arm(struct ps_catch *c, const struct ps_catch_point *p, struct ps_error *err)
 {
 	struct ps_markcatch *m = of(c);
 	struct ps_mshm_site site;
-	uint32_t n = m->ctl->nsites;
 	int rc;
 
 	if (m->released)
@@ -260,16 +261,29 @@ static int ip_arm(struct ps_catch *c, const struct ps_catch_point *p, struct ps_
 				    p->region >= 0 ? m->env->reg[p->region].name : "");
 	if ((rc = ps_inproc_site(m->env, m->pid, p, &site, err)) != 0)
 		return rc > 0 ? 0 : -1;
-	for (uint32_t i = 0; i < n; i++)
-		if (m->ctl->sites[i].addr == site.addr && m->ctl->sites[i].ino == site.ino)
-			return 0; /* one site, one region of the library */
-	if (n == PS_MSHM_SITES)
-		return ps_error_set(err, PS_EUSAGE, "--backend inproc patches at most %d functions", PS_MSHM_SITES);
-	if (arm_name(m, site.name, p->region, err))
-		return -1;
-	m->ctl->sites[n] = site;
-	__atomic_store_n(&m->ctl->nsites, n + 1, __ATOMIC_RELEASE);
-	return 0;
+	if (!ps_inproc_sites_named(m->ctl, site.name) && arm_name(m, site.name, p->region, err))
+		return -1; /* one name, one region of the library */
+	return ps_inproc_sites_add(m->ctl, &site, err) < 0 ? -1 : 0;
+}
+
+/* The session's events or groups changed before the first run: the block says them (the
+   agent reads them as the program starts). */
+static int ip_events(struct ps_catch *c, struct ps_error *err)
+{
+	struct ps_markcatch *m = of(c);
+
+	if (m->released)
+		return ps_error_set(err, PS_EUSAGE, "the events are set before the program runs");
+	return ps_mshm_events(m->env, m->ctl, err);
+}
+
+/* A region that failed to arm: its sites taken out of the list. */
+static void ip_disarm(struct ps_catch *c, int region)
+{
+	struct ps_markcatch *m = of(c);
+
+	if (region >= 0 && region < PS_MAX_REGIONS && !m->released)
+		ps_inproc_sites_drop(m->ctl, m->env->reg[region].spec);
 }
 
 /* A library's function the agent has looked at is no longer pending: patched at the address it
@@ -635,15 +649,18 @@ static void mk_free(struct ps_catch *c)
 }
 
 /* The marker catcher's ops, but for the name, what it arms and how it starts. */
-#define MARKER_OPS(NAME, CAPS, START, ARM)                                                                             \
+#define MARKER_OPS(NAME, CAPS, START, ARM, DISARM, EVENTS)                                                             \
 	{                                                                                                              \
 		.name = NAME, .caps = CAPS, .start = START, .run = mk_run, .hold = mk_hold, .interrupt = mk_interrupt, \
 		.detach = mk_detach, .free = mk_free, .status = mk_status, .lost = mk_lost, .arm = ARM,                \
-		.disarm = mk_disarm, .sample = mk_sample, .tracer = mk_tracer, .policy = mk_policy,                    \
-		.marker_status = mk_marker_status,                                                                     \
+		.disarm = DISARM, .sample = mk_sample, .tracer = mk_tracer, .policy = mk_policy,                       \
+		.marker_status = mk_marker_status, .events = EVENTS,                                                   \
 	}
 
-const struct ps_catcher_ops ps_catch_marker_ops = MARKER_OPS("marker", PS_CATCH_MARKERS, mk_start, mk_arm);
+const struct ps_catcher_ops ps_catch_marker_ops =
+    MARKER_OPS("marker", PS_CATCH_MARKERS, mk_start, mk_arm, mk_disarm, NULL);
 
-/* --backend inproc: the same, with the agent preloaded and function entries for it to patch. */
-const struct ps_catcher_ops ps_catch_inproc_ops = MARKER_OPS("inproc", PS_CATCH_CODE, ip_start, ip_arm);
+/* --backend inproc: the same, with the agent preloaded and function entries and range points
+   for it to patch. */
+const struct ps_catcher_ops ps_catch_inproc_ops =
+    MARKER_OPS("inproc", PS_CATCH_CODE | PS_CATCH_EVENTS_LATE, ip_start, ip_arm, ip_disarm, ip_events);

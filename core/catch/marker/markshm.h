@@ -14,8 +14,11 @@
  * resolver), fixed for the run, as every catcher's are: every record has the same layout,
  * ps_snap_size(nvals, PS_MSHM_FIELDS), the size of the rings' records.
  *
- * The agent (agent/, --backend inproc) finds in @sites the function entries to patch; each
- * becomes a region of the library named as the site is, armed by perfsh like a marker.
+ * The agent (agent/, --backend inproc) finds in @sites the function entries and the points of
+ * line ranges to patch; each function or range becomes a region of the library named as the
+ * site is, armed by perfsh like a marker. With the agent, @events may hold several groups
+ * ("a,b;c"), and a record's values are every event's, then each later group's enabled and
+ * running times (nvals counts them).
  *
  * Slots: FREE -> USED (a thread's first hit, by compare-and-swap) -> GONE (the thread ended;
  * its last records are in the ring) -> FREE again once perfsh has drained it and added its
@@ -42,24 +45,37 @@
 
 enum { PS_MSHM_FREE = 0, PS_MSHM_USED = 1, PS_MSHM_GONE = 2 };
 
-/* The agent (agent/, --backend inproc) patches up to this many function entries. */
+/* The agent (agent/, --backend inproc) patches up to this many function entries and points. */
 #define PS_MSHM_SITES 64
 
 /* A site's state, as the agent leaves it. */
 enum { PS_MSHM_SITE_WAITING = 0, PS_MSHM_SITE_PATCHED = 1, PS_MSHM_SITE_REFUSED = 2 };
-enum { PS_MSHM_SITE_EVERY_LEVEL = 1, PS_MSHM_SITE_LIB = 2 };
+/* A site's flags: EVERY_LEVEL for an entry; START and END (one or both) make it a point of a
+   range region, where a hit of it starts or ends: where both are, in the order they were
+   armed, the end first unless START_FIRST. LIB: a function of a shared library, given by its
+   link-time address in the file of device @dev and inode @ino, which the agent finds mapped
+   and turns into the run-time one. */
+enum {
+	PS_MSHM_SITE_EVERY_LEVEL = 1,
+	PS_MSHM_SITE_START = 2,
+	PS_MSHM_SITE_END = 4,
+	PS_MSHM_SITE_START_FIRST = 8,
+	PS_MSHM_SITE_LIB = 16
+};
 
-/* A function entry the agent patches: perfsh writes it before the program runs (@addr, @size,
-   @name: the region's marker name), the agent @state and, when refused, @why. A function of a
-   shared library (flag PS_MSHM_SITE_LIB) is given by its link-time address in the file of
-   device @dev and inode @ino, which the agent finds mapped and turns into the run-time one. */
+/* A function entry or a range's point the agent patches: perfsh writes it before the program
+   runs (@addr, @size, @fn, @name: the region's marker name, @patch and @len), the agent @state
+   and, when refused, @why. */
 struct ps_mshm_site {
-	uint64_t addr, size; /* run-time address of the entry (link-time: see above); bytes of the function */
+	uint64_t addr, size; /* run-time address of the entry or point (a library's: link-time); bytes of the function */
 	uint64_t dev, ino;   /* a library's file (PS_MSHM_SITE_LIB), else 0 */
 	uint32_t state;
-	uint32_t flags; /* PS_MSHM_SITE_EVERY_LEVEL: a nested call is a hit too */
+	uint32_t flags; /* PS_MSHM_SITE_* */
 	char name[PS_MSHM_NAME];
 	char why[256];
+	uint64_t fn;	/* a point: the run-time address of the function that holds it; 0: @addr is its entry */
+	uint64_t patch; /* the bytes the jmp displaces, as perfsh checked them: [@patch, @patch + @len) */
+	uint32_t len;
 };
 
 /* An attach (-p): perfsh and the agent it injected (agent/agent_attach.c) meet here. perfsh
