@@ -124,9 +124,10 @@ static int site_checks(const struct ps_catch_env *env, const struct ps_catch_poi
 	const struct ps_sym *any;
 
 	if (!point && env->unwinds == 1 && ps_sym_lookup(st, "_Unwind_RaiseException", &any, NULL) == 0)
-		return NOT_YET(err, name,
-			       "the program has an unwinder of its own linked in (not libgcc_s's), which the in-process "
-			       "agent cannot interpose");
+		return NOT_YET(
+		    err, name,
+		    "the program has an unwinder of its own linked in (not libgcc_s's), which the in-process "
+		    "agent cannot interpose");
 	if (!point && (!sym || sym->addr != p->addr - bias || !sym->size))
 		return NOT_YET(err, name, "its entry has no function symbol with a size to patch from");
 	if (point && (!sym || !sym->size))
@@ -151,8 +152,9 @@ int ps_inproc_site(const struct ps_catch_env *env, pid_t pid, const struct ps_ca
 		return ps_inproc_lib_site(env, pid, p, out, err);
 	if (p->path || (!point && (p->role != PS_ROLE_ENTRY || p->bp_kind != PS_BP_FUNC)))
 		return NOT_YET(err, name,
-			       p->path ? "--backend inproc measures a shared library's functions, not yet its line ranges"
-				       : "--backend inproc measures functions and line ranges, not yet single addresses");
+			       p->path
+				   ? "--backend inproc measures a shared library's functions, not yet its line ranges"
+				   : "--backend inproc measures functions and line ranges, not yet single addresses");
 	if (ps_maps_file_offset(pid, p->addr, path, sizeof path, &off, err) || own_file(pid, path, name, err))
 		return -1;
 	if (ps_maps_bias(pid, path, &bias, err) || ps_sym_open(&st, path, err))

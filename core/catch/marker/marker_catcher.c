@@ -4,7 +4,8 @@
  * The catcher drains those rings while the program runs and hands each record, paired in the
  * program, to the hit path as it is (ps_hitpath_pair(): its hit and depth those the library
  * gave it, as in the library's own files), so marker regions have the records, counts and
- * analyses of every other region.
+ * analyses of every other region. The draining is markdrain.c's; the state both share,
+ * markcatch_priv.h.
  *
  * The program is started under the tracer (core/proc/tracer.h) with no breakpoint, held at its
  * first instruction until the first run, and let go then: it runs untraced (no stop at all, not
@@ -32,6 +33,7 @@
 #include "inproc_attach.h"
 #include "inproc_site.h"
 #include "markblock.h"
+#include "markcatch_priv.h"
 #include "marker_status.h"
 #include "markshm.h"
 #include "run.h"
@@ -39,31 +41,6 @@
 
 #define DRAIN_NS (2u * 1000 * 1000)	      /* how often the rings are drained while the program runs */
 #define DETACH_NS (5ull * 1000 * 1000 * 1000) /* the agent's answer to a detach, at most */
-
-struct ps_markcatch {
-	struct ps_catch base;
-	struct ps_catch_env *env;
-	struct ps_tracer *t; /* from the start to the first run */
-	int fd;
-	struct ps_mshm_ctl *ctl;
-	size_t bytes;
-	uint32_t seen;			/* names of the library looked at so far */
-	int map[PS_MSHM_REGIONS];	/* library region id -> session region, -1 */
-	uint64_t gone[PS_MSHM_REGIONS]; /* begins counted by slots since freed */
-	uint64_t lost, unmatched, fast; /* of slots since freed */
-	uint64_t unarmed;		/* records of markers no region asked for */
-	pid_t pid;
-	int released;			/* let go of ptrace at the first run */
-	int pidfd;			/* then its end is seen here */
-	int ended, exited, code, signo; /* how it ended, once released */
-	int let_go;			/* t:detach(): it runs on after the session */
-	struct ps_tracer *hold;		/* seized and stopped for a pause, or NULL */
-	int inproc;			/* --backend inproc: the agent patches function entries and range points */
-	uint32_t told;			/* sites whose refusal by the agent was told */
-	int attached;			/* -p: the agent is loaded into it at the first run; never killed */
-	int injected;			/* the agent took the block: the detach asks it to unpatch */
-	char agent[PATH_MAX];		/* -p: the agent's path */
-};
 
 /* The shared block: a memfd laid out as core/catch/marker/markshm.h says (markblock.h). */
 static int make_block(struct ps_markcatch *m, struct ps_error *err)
@@ -177,35 +154,6 @@ static int ip_start(struct ps_catch **cp, struct ps_catch_env *env, char *const 
 	return start(cp, env, argv, pid, 1, err);
 }
 
-/* The session region of marker @name (with the agent: of function or range @name), or -1. */
-static int region_of(const struct ps_markcatch *m, const char *name)
-{
-	const struct ps_catch_env *env = m->env;
-
-	for (int i = 0; i < env->nreg; i++) {
-		enum ps_region_kind k = env->reg[i].kind;
-
-		if ((m->inproc ? k == PS_REGION_FUNC || k == PS_REGION_RANGE : k == PS_REGION_MARKER) &&
-		    !strcmp(env->reg[i].spec, name))
-			return i;
-	}
-	return -1;
-}
-
-/* Map the names the library published since the last look. */
-static void look_at_names(struct ps_markcatch *m)
-{
-	uint32_t n = __atomic_load_n(&m->ctl->nregions, __ATOMIC_SEQ_CST);
-
-	for (; m->seen < n && m->seen < PS_MSHM_REGIONS; m->seen++) {
-		char name[PS_MSHM_NAME];
-
-		memcpy(name, m->ctl->names[m->seen], sizeof name);
-		name[sizeof name - 1] = '\0';
-		m->map[m->seen] = region_of(m, name);
-	}
-}
-
 /* Arm the library's region @name for session region @region. */
 static int arm_name(struct ps_markcatch *m, const char *name, int region, struct ps_error *err)
 {
@@ -226,7 +174,7 @@ static int arm_name(struct ps_markcatch *m, const char *name, int region, struct
 			m->map[i] = region;
 			__atomic_store_n(&m->ctl->armed[i], 1, __ATOMIC_RELAXED);
 		}
-	look_at_names(m);
+	ps__mk_look_at_names(m);
 	for (uint32_t i = 0; i < m->seen; i++)
 		if (m->map[i] == region)
 			__atomic_store_n(&m->ctl->armed[i], 1, __ATOMIC_RELAXED);
@@ -286,139 +234,6 @@ static void ip_disarm(struct ps_catch *c, int region)
 		ps_inproc_sites_drop(m->ctl, m->env->reg[region].spec);
 }
 
-/* A library's function the agent has looked at is no longer pending: patched at the address it
-   found, or dropped with why. */
-static void lib_site_seen(struct ps_markcatch *m, const struct ps_mshm_site *s)
-{
-	int id = region_of(m, s->name);
-	struct ps_region_info *ri;
-
-	if (!(s->flags & PS_MSHM_SITE_LIB) || id < 0)
-		return;
-	ri = &m->env->reg[id];
-	ri->pending = 0;
-	if (s->state == PS_MSHM_SITE_PATCHED) {
-		ri->addr = s->addr;
-	} else if (!ri->dropped) {
-		ri->dropped = 1;
-		snprintf(ri->why, sizeof ri->why, "%.200s; use --backend uprobe", s->why);
-	}
-}
-
-/* The sites the agent refused since the last look, told once each. */
-static void told_refusals(struct ps_markcatch *m)
-{
-	for (; m->inproc && m->told < m->ctl->nsites; m->told++) {
-		struct ps_mshm_site *s = &m->ctl->sites[m->told];
-
-		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == PS_MSHM_SITE_WAITING)
-			return;
-		lib_site_seen(m, s);
-		if (s->state == PS_MSHM_SITE_REFUSED)
-			ps_catch_notice(m->env,
-					"region '%s' is not measured: the agent refused it (%.200s); use "
-					"--backend uprobe",
-					s->name, s->why);
-	}
-}
-
-/* One record of the library, paired there already: to the hit path as it is. */
-static void feed(struct ps_markcatch *m, const struct ps_snap *rec)
-{
-	int id = rec->region < PS_MSHM_REGIONS ? m->map[rec->region] : -1;
-
-	if (id < 0 || rec->nvals != m->ctl->nvals || rec->nargs != PS_MSHM_FIELDS) {
-		m->unarmed++;
-		return;
-	}
-	ps_hitpath_pair(m->env->hp, id, rec);
-}
-
-/* The hits @sl's thread had open when it ended (with the program, killed or by exit() inside a
-   region, or alone) end as exited records, as the other catchers end what a thread left open:
-   at their start, since no end was read. A hit whose record the thread wrote before it died
-   between that and closing its frame (@last: the slot's last record, NULL if none) is not
-   ended twice. */
-static void left_open(struct ps_markcatch *m, struct ps_mshm_slot *sl, const struct ps_snap_key *last)
-{
-	uint32_t d = __atomic_load_n(&sl->depth, __ATOMIC_ACQUIRE);
-	struct ps_snap *rec;
-
-	if (!d || !(rec = calloc(1, m->ctl->recsize)))
-		return;
-	for (uint32_t j = 0; j < d && j < PS_MSHM_DEPTH; j++) {
-		const struct ps_mshm_frame *f = &sl->stack[j];
-		const struct ps_snap_key k = {.region = (uint32_t)f->id,
-					      .tid = sl->tid,
-					      .hit = f->hit,
-					      .depth = j,
-					      .flags = PS_SNAP_EXITED,
-					      .nvals = (uint8_t)m->ctl->nvals,
-					      .nargs = PS_MSHM_FIELDS};
-		const struct ps_snap_point at = {f->t_start, f->enabled, f->running, f->cpu, f->start};
-
-		if (last && j == d - 1 && last->region == (uint32_t)f->id && last->hit == f->hit && last->depth == j)
-			continue;
-		if (f->sampled && f->id >= 0) {
-			ps_snap_fill(rec, &k, f->args, &at, &at);
-			feed(m, rec);
-		}
-	}
-	free(rec);
-	sl->depth = 0;
-}
-
-/* A slot whose thread ended and whose ring is empty: its counts to the totals, free again. */
-static void free_slot(struct ps_markcatch *m, struct ps_mshm_slot *sl, struct ps_ring *r)
-{
-	for (uint32_t i = 0; i < m->seen; i++)
-		m->gone[i] += sl->entries[i];
-	m->lost += ps_ring_dropped(r);
-	m->unmatched += sl->cnt.unmatched;
-	m->fast += sl->cnt.fast;
-	memset(&sl->cnt, 0, sizeof sl->cnt);
-	memset(sl->entries, 0, sizeof sl->entries);
-	sl->depth = 0;
-	sl->tid = 0;
-	ps_ring_init_at(sl->ring, ps_mshm_ring_bytes(m->ctl), m->ctl->recsize, PS_MSHM_RING_RECORDS, NULL);
-	__atomic_store_n(&sl->state, PS_MSHM_FREE, __ATOMIC_RELEASE);
-}
-
-/* Every record waiting in the slots to the hit path; the regions' entries brought up to date. */
-static void drain(struct ps_markcatch *m)
-{
-	uint64_t entries[PS_MSHM_REGIONS] = {0};
-
-	look_at_names(m);
-	told_refusals(m);
-	for (unsigned i = 0; i < m->ctl->nslots; i++) {
-		struct ps_mshm_slot *sl = ps_mshm_slot(m->ctl, i);
-		uint32_t state = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
-		struct ps_ring *r = (struct ps_ring *)sl->ring;
-		const struct ps_snap *rec;
-		struct ps_snap_key last = {.region = UINT32_MAX};
-
-		if (state == PS_MSHM_FREE)
-			continue;
-		while ((rec = ps_ring_peek(r))) {
-			last = (struct ps_snap_key){.region = rec->region, .hit = rec->hit, .depth = rec->depth};
-			feed(m, rec);
-			ps_ring_pop(r);
-		}
-		if (state == PS_MSHM_GONE || m->ended)
-			left_open(m, sl, last.region == UINT32_MAX ? NULL : &last);
-		if (state == PS_MSHM_GONE) {
-			free_slot(m, sl, r);
-			continue;
-		}
-		for (uint32_t k = 0; k < m->seen; k++)
-			entries[k] += __atomic_load_n(&sl->entries[k], __ATOMIC_RELAXED);
-	}
-	for (uint32_t k = 0; k < m->seen; k++)
-		if (m->map[k] >= 0)
-			m->env->reg[m->map[k]].entries = m->gone[k] + entries[k];
-}
-
 /* The program has ended (its pidfd is readable): reap it and keep how it ended. */
 static void reap(struct ps_markcatch *m)
 {
@@ -464,7 +279,7 @@ static int mk_hold(struct ps_catch *c, struct ps_error *err)
 			ps_catch_notice(m->env, "the program runs on through the pause: %s", e2.msg);
 		return 0;
 	}
-	drain(m); /* every record the stopped threads wrote */
+	ps__mk_drain(m); /* every record the stopped threads wrote */
 	return 0;
 }
 
@@ -525,7 +340,7 @@ static int mk_run(struct ps_catch *c, struct ps_error *err)
 		ts.tv_nsec = (long)((until - now) % 1000000000u);
 		if (!m->ended && ppoll(&p, 1, &ts, NULL) > 0)
 			reap(m);
-		drain(m); /* after the reap: an ended program's last records are in the rings */
+		ps__mk_drain(m); /* after the reap: an ended program's last records are in the rings */
 		if (m->ended)
 			return 1;
 		now = ps_now_ns();
@@ -562,7 +377,7 @@ static int mk_detach(struct ps_catch *c, struct ps_error *err)
 		return -1;
 	if (m->injected && !m->ended)
 		rc = ps_inproc_detach(m->pid, m->ctl, DETACH_NS, err);
-	drain(m);
+	ps__mk_drain(m);
 	m->let_go = !m->ended;
 	return rc;
 }

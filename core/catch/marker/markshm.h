@@ -67,8 +67,9 @@ enum {
    runs (@addr, @size, @fn, @name: the region's marker name, @patch and @len), the agent @state
    and, when refused, @why. */
 struct ps_mshm_site {
-	uint64_t addr, size; /* run-time address of the entry or point (a library's: link-time); bytes of the function */
-	uint64_t dev, ino;   /* a library's file (PS_MSHM_SITE_LIB), else 0 */
+	uint64_t addr,
+	    size;	   /* run-time address of the entry or point (a library's: link-time); bytes of the function */
+	uint64_t dev, ino; /* a library's file (PS_MSHM_SITE_LIB), else 0 */
 	uint32_t state;
 	uint32_t flags; /* PS_MSHM_SITE_* */
 	char name[PS_MSHM_NAME];
