@@ -145,7 +145,11 @@ int ps_group_open(struct ps_group *g, const struct ps_event *ev, int n, pid_t pi
 				   PERF_FORMAT_TOTAL_TIME_RUNNING;
 		attr.inherit = !!(flags & PS_GROUP_INHERIT);
 		if (i == 0) {
-			attr.disabled = !(flags & PS_GROUP_ENABLED);
+			/* always opened disabled: a member added to an enabled group of a running task
+			   (a thread's group of itself) is not counting until the task is next
+			   scheduled in, and loses what it counts until then (measured: 3,610 of a loop's
+			   9,765 page faults, or none); the group is enabled whole below */
+			attr.disabled = 1;
 			attr.enable_on_exec = !!(flags & PS_GROUP_ENABLE_ON_EXEC);
 		}
 		if ((fd = open_member(g, ev, i, &attr, &e, &e2)) < 0) {
@@ -167,6 +171,13 @@ int ps_group_open(struct ps_group *g, const struct ps_event *ev, int n, pid_t pi
 		if (ioctl(fd, PERF_EVENT_IOC_ID, &g->ids[i]) < 0)
 			g->ids[i] = 0;
 		g->n = i + 1;
+	}
+	if ((flags & PS_GROUP_ENABLED) && ioctl(g->fds[0], PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP) < 0) {
+		int e = errno;
+
+		ps_group_close(g);
+		g->pid = pid;
+		return ps_error_set(err, e, "enabling the group of %s: %s", ev[0].name, strerror(e));
 	}
 	return 0;
 }

@@ -39,8 +39,10 @@ struct ps_reading {
 
 /**
  * ps_group_open() - open @n resolved events as one group on @pid (0 = self; a tid for one
- * thread) and @cpu (-1 = any). The leader is opened disabled unless PS_GROUP_ENABLED or
- * PS_GROUP_ENABLE_ON_EXEC is given. On failure nothing stays open and @err says why: the PMU's
+ * thread) and @cpu (-1 = any). Every member is opened with the leader disabled; with
+ * PS_GROUP_ENABLED the group is then enabled whole (a member added to an enabled group of a
+ * running task counts nothing until that task is next scheduled in), with
+ * PS_GROUP_ENABLE_ON_EXEC it starts at the task's exec. On failure nothing stays open and @err says why: the PMU's
  * counter count when the group does not fit, perf_event_paranoid when permission is denied,
  * the absence of a hardware PMU for a hardware event.
  */

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <pwd.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,6 +56,37 @@ TEST(group_software_counts)
 	ps_group_close(&g); /* twice is harmless */
 	CHECK(ps_group_read(&g, &r0, &err) == -1);
 	CHECK_STR(err.msg, "read: the group is closed");
+}
+
+/* A group a thread opens on itself, enabled at once: each member counts from the start. A member
+   added to an enabled group of a running task counted nothing until the task was next scheduled
+   in, so page-faults under a task-clock leader lost a varying share (all of them, at times). */
+TEST(group_enabled_on_self_counts_every_page_fault)
+{
+	const char *names[] = {"task-clock", "page-faults"};
+	const size_t pages = 2048, pg = (size_t)sysconf(_SC_PAGESIZE);
+	struct ps_event ev[2];
+	struct ps_reading r0, r1;
+	struct ps_error err;
+
+	CHECK(resolve_all(names, 2, ev) == 0);
+	for (int round = 0; round < 5; round++) {
+		volatile char *mem = mmap(NULL, pages * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		struct ps_group g;
+
+		CHECK(mem != MAP_FAILED);
+		if (mem == MAP_FAILED)
+			return;
+		CHECK(ps_group_open(&g, ev, 2, 0, -1, PS_GROUP_ENABLED, &err) == 0);
+		CHECK(ps_group_read(&g, &r0, &err) == 0);
+		for (size_t p = 0; p < pages; p++)
+			mem[p * pg] = 1; /* one fault per page of a fresh mapping */
+		CHECK(ps_group_read(&g, &r1, &err) == 0);
+		CHECK_EQ_INT(r1.val[1] - r0.val[1], pages);
+		CHECK(r1.val[0] > r0.val[0]);
+		ps_group_close(&g);
+		munmap((void *)mem, pages * pg);
+	}
 }
 
 TEST(group_instructions_of_known_loop)
