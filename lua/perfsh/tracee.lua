@@ -99,7 +99,9 @@ end
 -- back from it; the file is written beside it under a temporary name and renamed when the
 -- spill is complete (the program's end, or t:finish_spill()): t:close() before drops it.
 -- Forked children are released (their breakpoints removed) unless follow_fork is set.
--- backend = "auto" (default: uprobe where it can work, else ptrace; t.note says why), "uprobe"
+-- backend = "auto" (default: inproc where the agent is built and the events are one group read
+-- in user space, a region it refuses before the first run starting the program again under
+-- the next; else uprobe where it can work, else ptrace; t.note says why), "uprobe"
 -- (the kernel samples the counters at each entry and return: the target never stops for a hit;
 -- root or CAP_PERFMON), "ptrace" (breakpoints: the target stops at each hit), or "marker"
 -- (the program's own marker library measures its markers, perfsh drains the records while it
@@ -156,7 +158,8 @@ end
 
 --- perfsh.attach(pid, {events = {...}, groups = ..., backend = ...}): trace a running process
 -- (every thread); without events or groups, the events perfsh stat counts. backend as for
--- perfsh.spawn; with "uprobe", detaching is closing the probes.
+-- perfsh.spawn, but auto never takes inproc here (uprobe, else ptrace); with "uprobe",
+-- detaching is closing the probes.
 function tracee.attach(pid, opts)
   if math.type(pid) ~= "integer" then fail("bad argument #1 to 'attach' (process id expected)", 2) end
   local events, sizes = flatten(opts or {})
