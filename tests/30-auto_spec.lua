@@ -158,6 +158,18 @@ describe("auto", function()
     assert.is_true(ok, why) -- PERFSH_AGENT was the child's only
   end)
 
+  it("takes uprobe with --follow-fork (the agent does not follow forked children), which --backend inproc refuses",
+    function()
+    if not need_inproc(pending) or not support.need_uprobes(pending) then return end
+    local out, err, rc = support.sh(D .. " stat --follow-fork -r step -e task-clock examples/forks 5")
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("caught by uprobe", 1, true), out)
+    assert.are.equal(6, hits(out, "step"), out)
+    local _, err2, rc2 = support.sh(P .. " stat --backend inproc --follow-fork -r step -e task-clock examples/forks 5")
+    assert.are.equal(2, rc2, err2)
+    assert.truthy(err2:find("inproc does not follow forked children yet; use backend uprobe", 1, true), err2)
+  end)
+
   it("takes uprobe for several counter groups (the in-process catcher counts one)", function()
     if not need_inproc(pending) or not support.need_uprobes(pending) then return end
     local out, err, rc = support.sh(D .. " stat -r sum -e task-clock -g page-faults ./examples/sum")

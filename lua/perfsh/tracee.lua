@@ -149,7 +149,11 @@ function tracee.spawn(spec)
     local ok, why = core.resolve(tostring(name))
     if not ok then fail(("bad argument #1 to 'spawn' (event #%d: %s)"):format(i, why), 2) end
   end
-  local how, note, auto = catcher(spec.backend, "spawn", events, sizes, true)
+  -- the agent does not follow forked children: auto takes it only without follow_fork
+  local how, note, auto = catcher(spec.backend, "spawn", events, sizes, not spec.follow_fork)
+  if how == "inproc" and spec.follow_fork then
+    fail("bad argument #1 to 'spawn' (backend inproc does not follow forked children yet; use backend uprobe)", 2)
+  end
   local t = start(nil, spec, argv, events, sizes, how, auto)
   t.catcher, t.note = how, note
   if auto and how == "inproc" then t.auto = {spec = spec, events = events, sizes = sizes, armed = {}} end
