@@ -14,8 +14,11 @@
  * looks like the same stack (within STACK_SPAN) is taken as left by longjmp: its hit ends as
  * unwound, and its slot gets its real return address back wherever it still holds the exit
  * trampoline and is not memory the agent itself is using, so a frame that was in fact only
- * suspended on another stack (a coroutine's) returns to its caller, its hit already ended. A
- * slot is read and written through process_vm_readv/writev, so a freed stack is no fault. An
+ * suspended on another stack (a coroutine's) returns to its caller, its hit already ended.
+ * Such a slot, and at an exception one not on the stack being unwound, is read and written
+ * through process_vm_readv/writev, so a freed stack is no fault (a seccomp filter that kills
+ * on those calls would kill the program there: only a frame left by longjmp or on another
+ * stack takes that path; live frames of the current stack are read directly). An
  * unwinder meeting a swapped return address would find no unwind information there: the
  * unwinder's entry points put the real ones back first, and the catch swaps the live frames'
  * again (agent_unwind.c). A coroutine resumed on another thread inside a measured call has no
@@ -198,12 +201,19 @@ void pa_hooks_unwind(uint64_t sp, int back)
 	}
 	depth = d;
 	for (unsigned i = 0; i < d; i++) {
-		uint64_t v, to = back ? (uint64_t)pa_exit_stub : shadow[i].ret;
+		uint64_t *slot = (uint64_t *)shadow[i].sp, v, to = back ? (uint64_t)pa_exit_stub : shadow[i].ret;
+		int here = shadow[i].sp >= sp && shadow[i].sp - sp < STACK_SPAN;
 
-		/* a slot that holds neither is no longer the frame's: left alone */
-		if (slot_io(shadow[i].sp, &v, 0))
+		/* a live frame of this stack is read directly (no system call on an exception's
+		   path); another stack's, a coroutine's, may be gone: through slot_io(). A slot that
+		   holds neither is no longer the frame's: left alone */
+		if (here ? (v = *slot, 0) : slot_io(shadow[i].sp, &v, 0))
 			continue;
-		if (v == (back ? shadow[i].ret : (uint64_t)pa_exit_stub))
+		if (v != (back ? shadow[i].ret : (uint64_t)pa_exit_stub))
+			continue;
+		if (here)
+			*slot = to;
+		else
 			slot_io(shadow[i].sp, &to, 1);
 	}
 	errno = errno_was;

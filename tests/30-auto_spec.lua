@@ -95,11 +95,12 @@ describe("auto", function()
     if r then return end -- the in-process catcher measures line ranges now: nothing to fall back from
     assert.are.same({"inproc", core.errors.needs_uprobe}, {t.catcher, code})
     assert.truthy(why:find("use --backend uprobe", 1, true), why)
-    local t2 <close> = perfsh.spawn{"examples/loop", "1", "200", events = {"task-clock"}, backend = "auto",
+    -- 200 calls of spin(2,000,000): over a second of work, paused after 50 ms
+    local t2 <close> = perfsh.spawn{"examples/loop", "2000000", "200", events = {"task-clock"}, backend = "auto",
       stdout = "/dev/null"}
     local spin = t2:region{func = "spin"}
     local pid = t2:info().pid
-    assert.are.same({nil, "paused"}, {t2:run{hits = 1}})
+    assert.are.same({nil, "paused"}, {t2:run{seconds = 0.05}})
     local _, _, code2 = t2:try_region{func = "main"}
     assert.are.same({"inproc", core.errors.needs_uprobe, pid}, {t2.catcher, code2, t2:info().pid})
     assert.are.equal(0, t2:run().code)
