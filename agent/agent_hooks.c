@@ -7,15 +7,30 @@
  * the return values (rax, rdx, xmm0, xmm1, st0) at the exit, and every other one too (see the
  * stubs below); the flags carry nothing at either.
  *
- * The shadow stack is a stack: recursion pushes one frame per call. A frame whose function
- * was left by longjmp is dropped when a frame above it on the machine stack returns. An
+ * The shadow stack holds, per thread, each swapped slot and its real return address. An exit
+ * finds its own entry by the slot it returned from, not by order, so a coroutine or green
+ * thread that switches stacks inside a measured call (swapcontext, an assembly switch) returns
+ * to its own caller: entries of the other stack stay. A frame below the current one on what
+ * looks like the same stack (within STACK_SPAN) is taken as left by longjmp: its hit ends as
+ * unwound, and its slot gets its real return address back wherever it still holds the exit
+ * trampoline and is not memory the agent itself is using, so a frame that was in fact only
+ * suspended on another stack (a coroutine's) returns to its caller, its hit already ended.
+ * Such a slot, and at an exception one not on the stack being unwound, is read and written
+ * through process_vm_readv/writev, so a freed stack is no fault (a seccomp filter that kills
+ * on those calls would kill the program there: only a frame left by longjmp or on another
+ * stack takes that path; live frames of the current stack are read directly). An
  * unwinder meeting a swapped return address would find no unwind information there: the
  * unwinder's entry points put the real ones back first, and the catch swaps the live frames'
- * again (agent_unwind.c).
+ * again (agent_unwind.c). A coroutine resumed on another thread inside a measured call has no
+ * entry there: the agent cannot tell where it returns, and ends the program with a message.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "agent_hooks.h"
 #include "agent_libs.h"
@@ -95,9 +110,47 @@ void pa_hooks_site(unsigned idx, int id, int every_level)
    STACK_SPAN of it; a frame on another stack, a signal's or a coroutine's, is not). */
 #define STACK_SPAN (64ull << 20)
 #define BELOW(f, at) ((f)->sp <= (at) && (at) - (f)->sp < STACK_SPAN)
+/* Below the agent's own frame, what the agent itself may still use while it runs. */
+#define OWN_SPAN 4096
+
+/* Copy 8 bytes between @here and the slot at @addr of this process (@write: to it): 0, or -1
+   where that memory is not mapped (EFAULT: its stack is gone); where the calls are refused
+   (seccomp), the slot is read or written directly. */
+static int slot_io(uint64_t addr, uint64_t *here, int write)
+{
+	struct iovec mine = {here, sizeof *here}, theirs = {(void *)addr, sizeof *here};
+	ssize_t n = write ? process_vm_writev(getpid(), &mine, 1, &theirs, 1, 0)
+			  : process_vm_readv(getpid(), &mine, 1, &theirs, 1, 0);
+
+	if (n == (ssize_t)sizeof *here)
+		return 0;
+	if (n < 0 && errno == EFAULT)
+		return -1;
+	if (write)
+		*(volatile uint64_t *)addr = *here;
+	else
+		*here = *(volatile uint64_t *)addr;
+	return 0;
+}
+
+/* Shadow frame @f is dropped: where its slot still holds the exit trampoline, the real return
+   address goes back, unless the slot lies in what the agent is using below @top (then it is no
+   program frame's any more). */
+static void restore(const pa_frame *f, uint64_t top)
+{
+	uint64_t here = (uint64_t)__builtin_frame_address(0), v, ret = f->ret;
+	int errno_was = errno;
+
+	if (f->sp >= here - OWN_SPAN && f->sp < top)
+		return;
+	if (slot_io(f->sp, &v, 0) == 0 && v == (uint64_t)pa_exit_stub)
+		slot_io(f->sp, &ret, 1);
+	errno = errno_was;
+}
 
 /* The hits of this thread's frames at or below stack pointer @sp end as unwound: a function
-   called at @sp (or above) is not inside them, so longjmp has left them. */
+   called at @sp (or above) is not inside them, so longjmp has left them (or a coroutine is
+   suspended in them: their slots get their return addresses back). */
 static void left(uint64_t sp)
 {
 	unsigned d = depth;
@@ -106,6 +159,7 @@ static void left(uint64_t sp)
 		d--;
 		open[shadow[d].idx]--;
 		pm_end_unwound(site_id[shadow[d].idx]);
+		restore(&shadow[d], sp);
 	}
 	depth = d;
 }
@@ -148,26 +202,50 @@ __attribute__((visibility("hidden"))) void pa_enter(uint64_t idx, uint64_t *sp, 
 	*sp = (uint64_t)pa_exit_stub;
 }
 
+/* No entry for the slot an exit came from: a coroutine resumed on another thread inside a
+   measured call. Where it would return is known to the thread it began on only. */
+static void no_entry(void)
+{
+	static const char msg[] = "libperfsh-agent: a measured call returned on another thread than it "
+				  "began on (a coroutine moved between threads), and its return address is "
+				  "that thread's: measure this program with --backend uprobe\n";
+	ssize_t n = write(2, msg, sizeof msg - 1);
+
+	(void)n;
+	abort();
+}
+
 /* The function whose return address was at @sp - 8 has returned: its hit ends (and those of
-   the frames below it that longjmp left); the real return address. */
+   the frames below it that longjmp left); the real return address. Its entry is found by that
+   slot: the entries above it belong to other stacks (coroutines) and stay. */
 __attribute__((visibility("hidden"))) uint64_t pa_exit(uint64_t sp)
 {
-	unsigned d;
+	uint64_t slot = sp - 8, ret;
+	unsigned d, i;
 
+	if (!tls)
+		no_entry(); /* no hit began on this thread */
 	left(sp - 16);
-	if (!depth)
-		abort(); /* no real return address to go to: a stack switched inside a measured call */
-	d = --depth;
-	open[shadow[d].idx]--;
+	for (d = depth; d > 0 && shadow[d - 1].sp != slot; d--)
+		;
+	if (!d)
+		no_entry();
+	d--;
+	ret = shadow[d].ret;
+	i = shadow[d].idx;
+	memmove(&shadow[d], &shadow[d + 1], (depth - d - 1) * sizeof shadow[0]);
+	depth--;
+	open[i]--;
 	busy = 1;
-	ps_marker_end(site_id[shadow[d].idx]);
+	ps_marker_end(site_id[i]);
 	busy = 0;
-	return shadow[d].ret;
+	return ret;
 }
 
 void pa_hooks_unwind(uint64_t sp, int back)
 {
 	unsigned d;
+	int errno_was = errno;
 
 	if (!tls)
 		return; /* no hit on this thread yet */
@@ -177,17 +255,27 @@ void pa_hooks_unwind(uint64_t sp, int back)
 		d--;
 		open[shadow[d].idx]--;
 		pm_end_unwound(site_id[shadow[d].idx]);
+		if (!back)
+			restore(&shadow[d], sp); /* a coroutine's, suspended below this stack */
 	}
 	depth = d;
 	for (unsigned i = 0; i < d; i++) {
-		uint64_t *slot = (uint64_t *)shadow[i].sp;
+		uint64_t *slot = (uint64_t *)shadow[i].sp, v, to = back ? (uint64_t)pa_exit_stub : shadow[i].ret;
+		int here = shadow[i].sp >= sp && shadow[i].sp - sp < STACK_SPAN;
 
-		/* a slot that holds neither is no longer the frame's: left alone */
-		if (back && *slot == shadow[i].ret)
-			*slot = (uint64_t)pa_exit_stub;
-		else if (!back && *slot == (uint64_t)pa_exit_stub)
-			*slot = shadow[i].ret;
+		/* a live frame of this stack is read directly (no system call on an exception's
+		   path); another stack's, a coroutine's, may be gone: through slot_io(). A slot that
+		   holds neither is no longer the frame's: left alone */
+		if (here ? (v = *slot, 0) : slot_io(shadow[i].sp, &v, 0))
+			continue;
+		if (v != (back ? shadow[i].ret : (uint64_t)pa_exit_stub))
+			continue;
+		if (here)
+			*slot = to;
+		else
+			slot_io(shadow[i].sp, &to, 1);
 	}
+	errno = errno_was;
 }
 
 /*

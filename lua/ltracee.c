@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "inproc_site.h"
 #include "lhelp.h"
 #include "session.h"
 #include "uprobe.h"
@@ -494,8 +495,23 @@ static int l_uprobe_available(lua_State *L)
 	return 2;
 }
 
-static const luaL_Reg funcs[] = {
-    {"spawn", l_spawn}, {"attach", l_attach}, {"uprobe_available", l_uprobe_available}, {NULL, NULL}};
+/* core.inproc_available() -> true | false, why: the in-process agent can be preloaded */
+static int l_inproc_available(lua_State *L)
+{
+	char why[PATH_MAX + 64];
+
+	lua_pushboolean(L, ps_inproc_available(why, sizeof why));
+	if (lua_toboolean(L, -1))
+		return 1;
+	lua_pushstring(L, why);
+	return 2;
+}
+
+static const luaL_Reg funcs[] = {{"spawn", l_spawn},
+				 {"attach", l_attach},
+				 {"uprobe_available", l_uprobe_available},
+				 {"inproc_available", l_inproc_available},
+				 {NULL, NULL}};
 
 void ps_l_open_tracee(lua_State *L)
 {

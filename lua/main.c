@@ -69,9 +69,11 @@ static const char usage[] =
     "                   (default: a hardware breakpoint where one fires, else a uprobe, else\n"
     "                   an int3 stop per call)\n"
     "  PERFSH_BACKEND   auto (default), uprobe or ptrace: how recipes and perfsh.spawn/attach\n"
-    "                   catch region hits when --backend or backend = does not say; auto takes\n"
-    "                   uprobe where it works (the program never stops for a hit), else ptrace\n"
-    "                   with a note saying why (marker:NAME regions of a started program\n"
+    "                   catch region hits when --backend or backend = does not say; auto takes,\n"
+    "                   for a program perfsh starts, inproc where it measures every region (no\n"
+    "                   trap), else uprobe where it works (the program never stops for a hit),\n"
+    "                   else ptrace with a note saying why; for -p, uprobe, else ptrace\n"
+    "                   (marker:NAME regions of a started program\n"
     "                   take the marker catcher: the program's marker library measures them\n"
     "                   and perfsh drains its records)\n";
 

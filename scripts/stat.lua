@@ -134,13 +134,14 @@ local function main(opts, cmd)
   end
 
   -- Arm every region before the program runs; a bad name ends here, with nothing lost. With
-  -- auto, a region only the ptrace catcher can arm starts the program again under it.
+  -- auto, a region only the ptrace catcher can arm starts the program again under it (one the
+  -- in-process catcher refuses moves it to the uprobe catcher already: perfsh.spawn).
   local t = start(backend)
   for _, r in ipairs(opts.regions) do
     local spec = region_spec(r)
     local why, code, _
-    if backend == "auto" and t.catcher == "uprobe" then
-      _, why, code = cli.try_arm(t, spec)
+    if backend == "auto" and t.catcher ~= "ptrace" then
+      _, why, code = cli.try_arm(t, spec, "stat")
     else
       cli.arm("stat", t, r, spec)
     end

@@ -115,11 +115,13 @@ local rows = {
     "^perfsh stat: cannot run '.*text': it is not an ELF program; give a compiled program$"},
   {"-p with no number", "stat -r region -p abc", 2, "^perfsh stat: %-p needs a process id, not 'abc'$"},
   {"-p of no process", "stat -r region -p 999999999", 2, "^perfsh stat: attach 999999999: no such process"},
-  -- an unprivileged user (perf_event_paranoid 2): its own program is measured, and the default
-  -- catcher (auto) says in one line why it takes ptrace
-  {"an unprivileged user", "stat --backend auto -r region -e task-clock %T", 0,
+  -- an unprivileged user (perf_event_paranoid 2): its own program is measured by the default
+  -- catcher (auto) in-process, or, with no agent to preload, by ptrace with one line saying why
+  {"an unprivileged user", "stat --backend auto -r region -e task-clock %T", 0, nil,
+    "caught by inproc.*\nregion region %(func, 1 hit%)", nobody = true},
+  {"an unprivileged user, no agent built", "stat --backend auto -r region -e task-clock %T", 0,
     "^perfsh stat: note: backend auto: ptrace, as the uprobe catcher cannot work here %(.+%)$",
-    "caught by ptrace.*\nregion region %(func, 1 hit%)", nobody = true},
+    "caught by ptrace.*\nregion region %(func, 1 hit%)", nobody = true, env = "PERFSH_AGENT=/nonexistent"},
   -- crashes, kills and execs inside a region: the report is kept, the status passed on
   {"a crash inside a region", "stat -r region -e task-clock %T crash", 139,
     "^perfsh stat: .*badinput crash killed by SIGSEGV in region region$",
@@ -157,7 +159,8 @@ describe("bad input", function()
       local p, pid
       if row.attach then p, pid = support.background(T, row.attach) end
       local full = cmd:gsub("%%T", T):gsub("%%D", dir):gsub("%%P", tostring(pid))
-      local out, err, rc = support.sh((row.nobody and NOBODY or "") .. P .. " " .. full .. " </dev/null")
+      local env = row.env and "env " .. row.env .. " " or ""
+      local out, err, rc = support.sh((row.nobody and NOBODY or "") .. env .. P .. " " .. full .. " </dev/null")
       local msg = ("perfsh %s\nexit %s\nstderr: %s\nstdout: %s"):format(full, rc, err, out)
       assert.are.equal(want_rc, rc, msg)
       if want_err then

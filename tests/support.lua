@@ -21,6 +21,14 @@ function support.need_uprobes(pending)
   return ok
 end
 
+--- The catcher perfsh's default (auto) takes for function regions of a program it starts, with
+-- events read user-only in one group: inproc where the agent is built, else uprobe where it
+-- works, else ptrace.
+function support.auto_catcher()
+  if core.inproc_available() then return "inproc" end
+  return core.uprobe_available() and "uprobe" or "ptrace"
+end
+
 --- Asserts that hit @h of examples/attribute's touch_pages(a, b, c) (a region armed with
 -- args = {"a", "b", "c"}) took its a + 3b + 7c page faults; the first call (h.hit 0) up to 4
 -- more, as it also faults in the code and data it runs for the first time.

@@ -259,6 +259,23 @@ static void watch_unwinder(struct ps_session *s)
 		    s->env, "no dynamic loader and no main to wait for: exceptions through regions are not watched");
 }
 
+/* A catcher that arms no inlined copies (the in-process one) measures a function that has some
+   only where the caller leaves them out (PS_REGION_NO_INLINE): else one line, PS_ENEEDS_UPROBE,
+   rather than hits silently missing. */
+static int copies_unarmed(struct ps_session *s, const char *name, struct ps_error *err)
+{
+	struct ps_lines *l = ps__lines(s, NULL);
+	struct ps_inline inl[1];
+	struct ps_error e;
+
+	if (!l || ps_lines_inlined(l, name, inl, 1, &e) <= 0)
+		return 0;
+	return ps_error_set(err, PS_ENEEDS_UPROBE,
+			    "region '%s': the %s catcher does not measure a function's inlined copies yet; use "
+			    "--backend uprobe",
+			    name, s->cat->ops->name);
+}
+
 int ps_session_region_func(struct ps_session *s, const char *name, unsigned flags, struct ps_error *err)
 {
 	char lib[256], fn[256];
@@ -271,8 +288,11 @@ int ps_session_region_func(struct ps_session *s, const char *name, unsigned flag
 		return -1;
 	if (islib < 0)
 		return ps_error_set(err, PS_EUSAGE, "bad function name '%s'", name);
-	if (!(ps__caps(s) & PS_CATCH_INLINED))
+	if (!(ps__caps(s) & PS_CATCH_INLINED)) {
+		if (!islib && !(flags & PS_REGION_NO_INLINE) && copies_unarmed(s, name, err))
+			return -1;
 		flags |= PS_REGION_NO_INLINE; /* an inlined copy has no entry to probe */
+	}
 	for (int i = 0; i < s->env->nreg; i++)
 		if (s->env->reg[i].kind == PS_REGION_FUNC && !strcmp(s->env->reg[i].spec, name) &&
 		    !s->env->reg[i].dropped && s->env->reg[i].flags == flags)

@@ -39,11 +39,11 @@ int ps_session_region_sdt(struct ps_session *s, const char *spec, const char *la
 		return -1;
 	if (ps__arms_code(s, spec, err))
 		return -1;
-	if (!(ps__caps(s) & PS_CATCH_FILES))
-		return ps_error_set(err, PS_EUSAGE,
+	if (!(ps__caps(s) & PS_CATCH_FILES)) /* the in-process catcher's refusal is one auto moves past */
+		return ps_error_set(err, ps__caps(s) & PS_CATCH_STOPS ? PS_EUSAGE : PS_ENEEDS_UPROBE,
 				    "region '%s': SDT probes are armed by the uprobe catcher only (--backend uprobe or "
-				    "auto), not by ptrace",
-				    label ? label : spec);
+				    "auto), not by %s",
+				    label ? label : spec, s->cat->ops->name);
 	if (ps__exe_path(s, err) || ps_sdt_read(s->exe, &set, err))
 		return -1;
 	ri = ps__new_region(s, sp.npoints == 1 ? PS_REGION_POINT : PS_REGION_SDT, spec, spec, flags, err);

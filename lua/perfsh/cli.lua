@@ -347,8 +347,9 @@ cli.backend_option = {"--backend", "B", "how hits are caught: ptrace (the target
   .. "default for them), inproc (an agent preloaded into the program patches its functions' entries "
   .. "and line ranges' points and measures them without a trap; with -p it is loaded into the running process, "
   .. "and the bytes are put back at the detach or when perfsh dies; functions of the program and of the "
-  .. "libraries it links, line ranges of the program's own file) or auto (uprobe where it works and the regions "
-  .. "allow it, else ptrace with a note saying why; never inproc yet); default: auto, or $PERFSH_BACKEND"}
+  .. "libraries it links, line ranges of the program's own file) or auto (for a program perfsh starts, inproc "
+  .. "where it measures every region, else uprobe where it works and the regions allow it, else ptrace, with a "
+  .. "note saying why; for -p, uprobe, else ptrace); default: auto, or $PERFSH_BACKEND"}
 
 --- The catcher of hits a recipe asks perfsh.spawn/attach for: --backend @value, else the
 -- default (perfsh.defaults.backend(): $PERFSH_BACKEND or auto). auto where @need (what needs the ptrace catcher, e.g.
@@ -374,9 +375,9 @@ end
 -- regions that are all markers of a program perfsh starts (@attaching false) take the marker
 -- catcher (the program measures them itself) unless --backend says otherwise or @groups (several
 -- counter groups, which the marker catcher does not count); and that SDT and marker regions,
--- which otherwise only the uprobe catcher arms, make auto of ptrace when no --backend was given:
--- one line when the uprobe catcher cannot work here, or @need (what needs the ptrace catcher)
--- asks for the other.
+-- which otherwise only the uprobe catcher arms, take it under auto or a ptrace that no --backend
+-- gave: one line when the uprobe catcher cannot work here, or @need (what needs the ptrace
+-- catcher) asks for the other.
 function cli.regions_backend(name, value, regions, need, attaching, groups)
   local sdt, markers = nil, #regions > 0
   for _, r in ipairs(regions) do
@@ -421,7 +422,7 @@ function cli.regions_backend(name, value, regions, need, attaching, groups)
         and "and " .. need .. " the ptrace catcher; measure them in separate runs"
         or "which cannot work here (" .. why .. ")"))
     end
-    asked = "auto"
+    return "uprobe" -- not the in-process catcher, which auto would try first
   end
   return cli.backend(name, asked, need)
 end
@@ -531,9 +532,15 @@ end
 
 --- Arm region @spec (labelled @label on the command line) on tracee @t: the region, or nil, why
 -- (without the "region 'SPEC': " the session may put first: the recipe names it by @label), code
--- (core.errors, e.g. needs_ptrace; nil for a spec t:region refuses).
-function cli.try_arm(t, spec)
+-- (core.errors, e.g. needs_ptrace; nil for a spec t:region refuses). Where auto's in-process
+-- catcher refused it and the program was started again under another (t.fell_back), recipe
+-- @name says so in one note.
+function cli.try_arm(t, spec, name)
   local ok, r, why, code = pcall(t.try_region, t, spec)
+  if t.fell_back then
+    io.stderr:write(("perfsh %s: note: %s\n"):format(name or "stat", t.fell_back))
+    t.fell_back = nil
+  end
   if not ok then why = cli.reason(r) end
   if ok and r then return r end
   return nil, (why:gsub("^region '[^']*': ", "")), code
@@ -541,7 +548,7 @@ end
 
 --- Arm a region on tracee t; a bad name ends the recipe with one line, nothing started.
 function cli.arm(name, t, label, spec)
-  local r, why = cli.try_arm(t, spec)
+  local r, why = cli.try_arm(t, spec, name)
   if not r then
     t:close()
     fail.raise(("perfsh %s: region '%s': %s"):format(name, label, why))

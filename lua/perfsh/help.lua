@@ -16,8 +16,8 @@ help.topics = {
     't = perfsh.spawn{"examples/sum", events = {"task-clock"}}'},
   {"perfsh.check", "the regression gate of perfsh check: a results table, pass or fail",
     'r = perfsh.check{"examples/sum", regions = {"sum"}, engine = "callgrind", baseline = "sum.json"}'},
-  {"perfsh.attach", "trace a running process (every thread); backend = \"inproc\" loads the in-process agent into it",
-    't = perfsh.attach(1234, {backend = "inproc"})'},
+  {"perfsh.attach", "trace a running process (every thread); backend auto takes uprobe, else ptrace; backend = "
+    .. "\"inproc\" loads the in-process agent into it", 't = perfsh.attach(1234, {backend = "inproc"})'},
   {"perfsh.load", "read a .psnap file back: f.regions, r:hits(), r:stats(), f:hits() (streamed), f.info",
     'f = perfsh.load("run.psnap")'},
   {"perfsh.sdt", "the SDT probes of a file", 'perfsh.sdt("/usr/bin/python3")'},
@@ -34,7 +34,8 @@ help.topics = {
   {"perfsh.now", "a monotonic clock in ns", "perfsh.now()"},
   {"t:region", "a region to measure: a function, lines or addresses",
     't:region{func = "sum"}; t:region{range = "sum.c:19-24"}'},
-  {"t:try_region", "t:region, or nil, why, code where it cannot be armed (code: core.errors.needs_ptrace, ...)",
+  {"t:try_region", "t:region, or nil, why, code where it cannot be armed (code: core.errors.needs_ptrace, "
+    .. "needs_uprobe, ...; under auto, a region inproc refuses before the first run moves the program to uprobe)",
     'local r, why, code = t:try_region{func = "sum"}'},
   {"t:sdt_region", "a region between SDT probes", 't:sdt_region("provider:start,provider:end")'},
   {"t:marker", "a marker of perfsh/marker.h: measured by the program (backend marker) or from outside (uprobe)",

@@ -43,12 +43,16 @@ local function wrap(ud, argv)
     Tracee)
 end
 
--- The catcher that backend names (nil: defaults.backend(), $PERFSH_BACKEND or "auto"): "auto"
--- takes "uprobe" where the uprobe PMU opens and every one of @events, in groups of @sizes (nil:
+-- The catcher that backend names (nil: defaults.backend(), $PERFSH_BACKEND or "auto"), and
+-- whether auto chose it: "auto" for a program perfsh starts (@spawning) takes "inproc" where the
+-- agent can be preloaded (core.inproc_available), @sizes is nil (one group) and each of @events
+-- can be counted as the agent counts it, silently (a region it refuses before the first run
+-- moves the program to the next catcher: fall_back);
+-- else "uprobe" where the uprobe PMU opens and every one of @events, in groups of @sizes (nil:
 -- one group), can be read at a probe (core.uprobe_check, before the program starts), else
 -- "ptrace" with a one-line note saying why; "uprobe" with an event it cannot read is refused in
 -- one line.
-local function catcher(backend, fname, events, sizes)
+local function catcher(backend, fname, events, sizes, spawning)
   if backend == nil then
     local ok, b = pcall(defaults.backend)
     if not ok then fail(("bad argument #1 to '%s' (%s)"):format(fname, b), 3) end
@@ -63,11 +67,18 @@ local function catcher(backend, fname, events, sizes)
     fail(("bad argument #1 to '%s' (backend '%s'; give auto, uprobe, ptrace, marker or inproc)"):format(fname,
       tostring(backend)), 3)
   end
+  -- the agent reads one group, user-only, as a probe would: what the uprobe catcher cannot read
+  -- (e.g. an msr event), it does not take either
+  if spawning and not sizes and core.inproc_available() and core.uprobe_check(events) then
+    return "inproc", nil, true
+  end
   local ok, why = core.uprobe_available()
-  if not ok then return "ptrace", ("backend auto: ptrace, as the uprobe catcher cannot work here (%s)"):format(why) end
+  if not ok then
+    return "ptrace", ("backend auto: ptrace, as the uprobe catcher cannot work here (%s)"):format(why), true
+  end
   ok, why = core.uprobe_check(events, sizes)
-  if ok then return "uprobe" end
-  return "ptrace", ("backend auto: ptrace, as %s"):format(why)
+  if ok then return "uprobe", nil, true end
+  return "ptrace", ("backend auto: ptrace, as %s"):format(why), true
 end
 
 -- Set the uprobe catcher's ring size on session ud (nil: the default); a bad one ends ud.
@@ -80,6 +91,33 @@ local function ring(ud, pages)
   end
 end
 
+-- Start @argv (spec's) under catcher @how on tracee @t (a new one where nil): its session
+-- t.ud, with spec's follow_fork, ring_pages (where the uprobe catcher takes them: @auto only
+-- for it) and spill (the file reserved once, at the first start).
+local function start(t, spec, argv, events, sizes, how, auto)
+  local ud, msg = core.spawn(argv, events, {stdin = spec.stdin, stdout = spec.stdout, stderr = spec.stderr,
+    group_sizes = sizes, backend = how})
+  if not ud then fail(msg, 3) end
+  if spec.follow_fork then ud:follow_fork(true) end
+  if not auto or how == "uprobe" then ring(ud, spec.ring_pages) end
+  t = t or wrap(ud, argv)
+  t.ud = ud
+  if spec.spill then
+    -- written to a temporary file beside it, renamed once complete (perfsh.outfile)
+    local out, why = t.spill_out, nil
+    if not out then out, why = outfile.reserve(spec.spill) end
+    local ok = out ~= nil
+    if ok then ok, why = ud:spill(out.tmp or out.path) end
+    if not ok then
+      if out then out:abort() end
+      ud:close()
+      fail(why, 3)
+    end
+    t.spill, t.spill_out, t.spill_read = spec.spill, out, out.tmp or out.path
+  end
+  return t
+end
+
 --- perfsh.spawn{"cmd", args..., events = {...}, groups = {{...}, ...}, stdout = FILE,
 -- stderr = FILE, stdin = FILE, follow_fork = true, spill = "run.psnap"}: start a program
 -- traced, stopped before it runs any code of its own. events form one group; each list in
@@ -88,14 +126,16 @@ end
 -- back from it; the file is written beside it under a temporary name and renamed when the
 -- spill is complete (the program's end, or t:finish_spill()): t:close() before drops it.
 -- Forked children are released (their breakpoints removed) unless follow_fork is set.
--- backend = "auto" (default: uprobe where it can work, else ptrace; t.note says why), "uprobe"
+-- backend = "auto" (default: inproc where the agent is built and the events are one group read
+-- in user space, a region it refuses before the first run starting the program again under
+-- the next; else uprobe where it can work, else ptrace; t.note says why), "uprobe"
 -- (the kernel samples the counters at each entry and return: the target never stops for a hit;
 -- root or CAP_PERFMON), "ptrace" (breakpoints: the target stops at each hit), or "marker"
 -- (the program's own marker library measures its markers, perfsh drains the records while it
 -- runs: t:marker regions only, see t:markers), or "inproc" (an agent preloaded into the program
 -- patches the entries of its functions and the points of its line ranges, armed before the first
--- run, and measures them as the marker library does: no trap; regions of the program's own file
--- only, not yet functions of programs with an unwinder of their own (Rust); see t:markers).
+-- run, and measures them as the marker library does: no trap; functions of the program and the
+-- libraries it links, line ranges of its own file; see t:markers).
 -- t.catcher is the one used. ring_pages = N (a power of two, default 256): the uprobe catcher's
 -- ring per thread (ignored where auto takes ptrace); records a full ring drops are counted in
 -- t:info().lost.
@@ -110,42 +150,31 @@ function tracee.spawn(spec)
     local ok, why = core.resolve(tostring(name))
     if not ok then fail(("bad argument #1 to 'spawn' (event #%d: %s)"):format(i, why), 2) end
   end
-  local how, note = catcher(spec.backend, "spawn", events, sizes)
-  local ud, msg = core.spawn(argv, events, {stdin = spec.stdin, stdout = spec.stdout, stderr = spec.stderr,
-    group_sizes = sizes, backend = how})
-  if not ud then fail(msg, 2) end
-  if spec.follow_fork then ud:follow_fork(true) end
-  if spec.backend ~= "auto" or how == "uprobe" then ring(ud, spec.ring_pages) end
-  local t = wrap(ud, argv)
-  t.catcher, t.note = how, note
-  if spec.spill then
-    -- written to a temporary file beside it, renamed once complete (perfsh.outfile)
-    local out, why = outfile.reserve(spec.spill)
-    local ok = out ~= nil
-    if ok then ok, why = ud:spill(out.tmp or out.path) end
-    if not ok then
-      if out then out:abort() end
-      ud:close()
-      fail(why, 2)
-    end
-    t.spill, t.spill_out, t.spill_read = spec.spill, out, out.tmp or out.path
+  -- the agent does not follow forked children: auto takes it only without follow_fork
+  local how, note, auto = catcher(spec.backend, "spawn", events, sizes, not spec.follow_fork)
+  if how == "inproc" and spec.follow_fork then
+    fail("bad argument #1 to 'spawn' (backend inproc does not follow forked children yet; use backend uprobe)", 2)
   end
+  local t = start(nil, spec, argv, events, sizes, how, auto)
+  t.catcher, t.note = how, note
+  if auto and how == "inproc" then t.auto = {spec = spec, events = events, sizes = sizes, armed = {}} end
   return t
 end
 
 --- perfsh.attach(pid, {events = {...}, groups = ..., backend = ...}): trace a running process
 -- (every thread); without events or groups, the events perfsh stat counts. backend as for
--- perfsh.spawn; with "uprobe", detaching is closing the probes; with "inproc", the agent is loaded
--- into the process at the first run (its function regions armed before), and it puts the functions'
--- original bytes back at t:detach() (or t:close()) or when perfsh dies.
+-- perfsh.spawn, but auto never takes inproc here (uprobe, else ptrace); with "uprobe", detaching is
+-- closing the probes; with "inproc", the agent is loaded into the process at the first run (its
+-- regions armed before), and it puts the original bytes back at t:detach() (or t:close()) or when
+-- perfsh dies.
 function tracee.attach(pid, opts)
   if math.type(pid) ~= "integer" then fail("bad argument #1 to 'attach' (process id expected)", 2) end
   local events, sizes = flatten(opts or {})
-  local how, note = catcher(opts and opts.backend, "attach", events, sizes)
+  local how, note, auto = catcher(opts and opts.backend, "attach", events, sizes, false)
   local ud, msg = core.attach(pid, events, {group_sizes = sizes, backend = how})
   if not ud then fail(msg, 2) end
   if opts and opts.follow_fork then ud:follow_fork(true) end
-  if opts and (opts.backend ~= "auto" or how == "uprobe") then ring(ud, opts.ring_pages) end
+  if opts and (not auto or how == "uprobe") then ring(ud, opts.ring_pages) end
   local t = wrap(ud, {tostring(pid)})
   t.catcher, t.note = how, note
   t.attached = true
@@ -160,9 +189,11 @@ local function new_region(t, id)
   return r
 end
 
+local policy
+
 -- Arm region @spec (t:region's) on @self: the region, or nil, message, code (core.errors) where
 -- the session cannot arm it; a bad @spec raises (level 3: the caller of t:region).
-local function arm(self, spec)
+local function arm_on(self, spec)
   if type(spec) ~= "table" then fail("bad argument #1 to 'region' (table expected)", 3) end
   local ud = self.ud
   if spec.events then
@@ -177,7 +208,7 @@ local function arm(self, spec)
         .. "windows; use --backend uprobe"):format(tostring(spec.func or spec.range or spec.addr or "?")),
         core.errors.needs_uprobe
     end
-    self:markers{sample = smp.p, every = smp.every}
+    policy(self, {sample = smp.p, every = smp.every}, 4)
   end
   local every = spec.every_level and true or false
   local id, count, msg, code
@@ -192,7 +223,7 @@ local function arm(self, spec)
         fail("bad argument #1 to 'region' (with the marker catcher, sample = {p = P} or {every = N}: the "
           .. "program draws for every marker alike)", 3)
       end
-      self:markers{sample = smp.p, every = smp.every}
+      policy(self, {sample = smp.p, every = smp.every}, 4)
     end
     if id then self.args_by_id[id] = spec.fields end
   elseif spec.marker then
@@ -245,6 +276,52 @@ local function arm(self, spec)
   return first
 end
 
+-- What a region @spec names, for a note.
+local function region_label(spec)
+  if spec.marker then return "marker:" .. tostring(spec.marker) end
+  local v = spec.func or spec.range or spec.sdt or (spec.from and spec.to and ("%s-%s"):format(spec.from, spec.to))
+  if v then return tostring(v) end
+  if math.type(spec.addr) == "integer" then return ("0x%x"):format(spec.addr) end
+  return "?"
+end
+
+-- Auto took the in-process catcher and it refuses region @spec (core.errors.needs_uprobe)
+-- before the program has run a single instruction of its own: the program is started again,
+-- held the same way, under the catcher auto takes after it (uprobe, else ptrace), the regions
+-- armed so far armed again (the same ids: the session numbers them, not the catcher), then
+-- @spec. t.catcher and t.note say so; t.fell_back is the note for a recipe to print once.
+local function fall_back(self, spec)
+  local a = self.auto
+  self.auto = nil
+  local how, note = catcher("auto", "region", a.events, a.sizes, false)
+  self.ud:close()
+  start(self, a.spec, self.argv, a.events, a.sizes, how, true)
+  local why = ("the in-process catcher cannot measure region '%s' yet"):format(region_label(spec))
+  self.catcher = how
+  self.note = note and ("%s; %s"):format(note, why) or ("backend auto: %s, as %s"):format(how, why)
+  self.fell_back = self.note
+  for _, old in ipairs(a.armed) do
+    local r, msg, code = arm_on(self, old.spec)
+    if not r then return nil, msg, code end
+    if r ~= old.region then
+      local what = region_label(old.spec)
+      return nil, ("region '%s': armed again under the %s catcher as another region"):format(what, how),
+        core.errors.usage
+    end
+  end
+  return arm_on(self, spec)
+end
+
+-- arm_on, and where auto took the in-process catcher: the regions it armed kept (for a fall
+-- back), and one it refuses before the first run (core.errors.needs_uprobe) armed elsewhere.
+local function arm(self, spec)
+  local r, msg, code = arm_on(self, spec)
+  local a = self.auto
+  if r and a then a.armed[#a.armed + 1] = {spec = spec, region = r} end
+  if r or not a or code ~= core.errors.needs_uprobe or self.ran then return r, msg, code end
+  return fall_back(self, spec)
+end
+
 --- t:region{func = "sum"} | {from = "bench.c:19", to = "bench.c:24"} | {range = "bench.c:19-24"}
 -- | {addr = 0x401136} | {addr = 0x401136, to = 0x401150} | {sdt = "sdt:PROVIDER:NAME"} (the
 -- uprobe catcher only: see Tracee:sdt_region) | {marker = "NAME"} (a marker of perfsh/marker.h, the
@@ -282,32 +359,39 @@ function Tracee:marker(name, opts)
   return r
 end
 
+-- The body of t:markers, its errors raised at @level.
+policy = function(self, opts, level)
+  if self.catcher ~= "marker" and self.catcher ~= "inproc" then
+    fail("t:markers is for a program started with backend = \"marker\" or \"inproc\"", level)
+  end
+  if opts == nil then return self.ud:marker_status() end
+  if type(opts) ~= "table" then fail("bad argument #1 to 'markers' (table expected)", level) end
+  if opts.sample ~= nil and opts.every ~= nil then
+    fail("bad argument #1 to 'markers' (give sample or every, not both)", level)
+  end
+  local pol = {on = opts.on, p = opts.sample, every = opts.every}
+  if opts.slow_us ~= nil then
+    if type(opts.slow_us) ~= "number" or opts.slow_us < 0 then
+      fail("bad argument #1 to 'markers' (slow_us is microseconds >= 0)", level)
+    end
+    pol.slow_ns = math.floor(opts.slow_us * 1000)
+  end
+  local ok, why, code = self.ud:marker_policy(pol)
+  if not ok and code == core.errors.usage then fail(("bad argument #1 to 'markers' (%s)"):format(why), level) end
+  if not ok then fail(why, level) end
+  return self.ud:marker_status()
+end
+
 --- t:markers() -> what the program's marker library says: state ("waiting" until it has
 -- started, "running", or "off" with why), read ("read" or "rdpmc") and read_ns, threads, lost
 -- (records its full rings dropped), unmatched, fast, and the policy: on, p, every, slow_ns.
 -- t:markers{on = false | true, sample = P, every = N, slow_us = X}: change the policy, which
 -- the program reads at its next hit (between runs, or from on_slow or until callbacks while it
 -- runs). sample and every exclude each other; slow_us = 0 keeps every hit. Marker catcher only.
+-- Under auto, a policy set here keeps the in-process catcher (no fall back after it).
 function Tracee:markers(opts)
-  if self.catcher ~= "marker" and self.catcher ~= "inproc" then
-    fail("t:markers is for a program started with backend = \"marker\" or \"inproc\"", 2)
-  end
-  if opts == nil then return self.ud:marker_status() end
-  if type(opts) ~= "table" then fail("bad argument #1 to 'markers' (table expected)", 2) end
-  if opts.sample ~= nil and opts.every ~= nil then
-    fail("bad argument #1 to 'markers' (give sample or every, not both)", 2)
-  end
-  local pol = {on = opts.on, p = opts.sample, every = opts.every}
-  if opts.slow_us ~= nil then
-    if type(opts.slow_us) ~= "number" or opts.slow_us < 0 then
-      fail("bad argument #1 to 'markers' (slow_us is microseconds >= 0)", 2)
-    end
-    pol.slow_ns = math.floor(opts.slow_us * 1000)
-  end
-  local ok, why, code = self.ud:marker_policy(pol)
-  if not ok and code == core.errors.usage then fail(("bad argument #1 to 'markers' (%s)"):format(why), 2) end
-  if not ok then fail(why, 2) end
-  return self.ud:marker_status()
+  if opts ~= nil then self.auto = nil end
+  return policy(self, opts, 3)
 end
 
 -- The marker names of an executable: each NAME of a pair perfsh:NAME_begin, perfsh:NAME_end.
@@ -403,6 +487,7 @@ end
 
 function Tracee:run(opts)
   opts = opts or {}
+  self.ran, self.auto = true, nil
   local deadline = opts.seconds and core.now() + math.floor(opts.seconds * 1e9) or 0
   local how, msg
   if logging(self) and not opts["until"] then

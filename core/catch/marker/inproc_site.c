@@ -50,6 +50,16 @@ int ps_inproc_agent(char *out, size_t n, struct ps_error *err)
 	return 0;
 }
 
+int ps_inproc_available(char *why, size_t n)
+{
+	char agent[PATH_MAX];
+
+	if (find_agent(agent, sizeof agent) == 0)
+		return 1;
+	snprintf(why, n, "%s not found beside perfsh", AGENT);
+	return 0;
+}
+
 int ps_inproc_env_set(struct ps_inproc_env *save, struct ps_error *err)
 {
 	const char *was = getenv("LD_PRELOAD");

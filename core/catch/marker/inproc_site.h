@@ -18,6 +18,15 @@ struct ps_inproc_env {
 int ps_inproc_agent(char *out, size_t n, struct ps_error *err);
 
 /**
+ * ps_inproc_available() - whether the agent can be preloaded: found beside perfsh, or named by
+ * PERFSH_AGENT (a build without it cannot use --backend inproc).
+ * @why: what is missing, where it returns 0
+ *
+ * Return: 1 if it can, 0 if not.
+ */
+int ps_inproc_available(char *why, size_t n);
+
+/**
  * ps_inproc_env_set() - LD_PRELOAD with the agent first (found beside perfsh, or named by
  * PERFSH_AGENT), and PERFSH_PRELOAD_WAS, for the program about to be started.
  *
