@@ -99,7 +99,7 @@ describe("--backend", function()
     assert.are.same({2, "", "perfsh stat: PERFSH_BACKEND=bpf; give auto, uprobe or ptrace\n"}, {rc, out, err})
   end)
 
-  it("auto takes inproc for a line range of a program perfsh starts, else uprobe where it works, else ptrace", function()
+  it("auto takes inproc for a line range of a program perfsh starts, else uprobe, else ptrace", function()
     local out, err, rc = support.sh(P .. " stat --backend auto -r sum.c:40-sum.c:43 -e task-clock examples/sum")
     assert.are.equal(0, rc, err)
     assert.truthy(out:find("region sum.c:40-sum.c:43 (range, 1 hit)", 1, true), out)
