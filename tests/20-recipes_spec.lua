@@ -276,8 +276,8 @@ describe("--backend", function()
     end
   end)
 
-  it("tail: auto takes the uprobe catcher for a line range (the in-process catcher refuses it, in one note), and "
-    .. "says which caught the hits", function()
+  it("tail: auto takes the default catcher for a line range (in-process where the agent is built), and says which "
+    .. "caught the hits", function()
     local r = "sum.c:40-sum.c:43"
     local _, err, rc = support.sh(P .. " tail --backend ptrace -r " .. r .. " -e task-clock examples/sum >/dev/null")
     assert.are.equal(0, rc, err)
@@ -285,9 +285,8 @@ describe("--backend", function()
     if not support.need_uprobes(pending) then return end
     _, err, rc = support.sh(P .. " tail --backend auto -r " .. r .. " -e task-clock examples/sum >/dev/null")
     assert.are.equal(0, rc, err)
-    assert.are.equal((require("perfsh.core").inproc_available() and "perfsh tail: note: backend auto: uprobe, as "
-      .. "the in-process catcher cannot measure region '" .. r .. "' yet\n" or "") .. "perfsh tail: " .. r
-      .. ": 1 hits, 0 logged as slow; caught by uprobe\n", err)
+    assert.are.equal("perfsh tail: " .. r .. ": 1 hits, 0 logged as slow; caught by " .. support.auto_catcher() .. "\n",
+      err)
   end)
 
   it("tail and attribute with the uprobe catcher: the same hits", function()

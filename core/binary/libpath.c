@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -181,4 +182,34 @@ int ps_lib_resolve(pid_t pid, const char *want, char *path, size_t n, struct ps_
 		return ps_error_set(err, ENAMETOOLONG, "%s: path too long", best);
 	snprintf(path, n, "%s", best);
 	return 0;
+}
+
+int ps_lib_linked(pid_t pid, const char *path, struct ps_error *err)
+{
+	char loader[PATH_MAX], exe[PATH_MAX], *list, *save = NULL;
+	struct stat want, sb;
+	int found = 0;
+
+	if (stat(path, &want) < 0)
+		return ps_error_set(err, errno, "%s: %s", path, strerror(errno));
+	if (ps_maps_find(pid, "ld-linux-x86-64.so.2", PS_MAPS_EXACT, loader, sizeof loader, err) ||
+	    ps_maps_find(pid, NULL, PS_MAPS_EXACT, exe, sizeof exe, err))
+		return 0; /* no dynamic loader: nothing is linked */
+	if (!(list = malloc(LIST_MAX)))
+		return ps_error_set(err, ENOMEM, "out of memory");
+	if (loader_list(pid, loader, exe, NULL, list, LIST_MAX, err)) {
+		free(list);
+		return -1;
+	}
+	for (char *line = strtok_r(list, "\n", &save); line && !found; line = strtok_r(NULL, "\n", &save)) {
+		char *arrow = strstr(line, " => "), *end;
+
+		if (!arrow || arrow[4] != '/')
+			continue;
+		if ((end = strstr(arrow + 4, " (")))
+			*end = '\0';
+		found = stat(arrow + 4, &sb) == 0 && sb.st_dev == want.st_dev && sb.st_ino == want.st_ino;
+	}
+	free(list);
+	return found;
 }

@@ -69,6 +69,16 @@ int ps_lib_name_match(const char *path, const char *want, int how);
 int ps_lib_resolve(pid_t pid, const char *want, char *path, size_t n, struct ps_error *err);
 
 /**
+ * ps_lib_linked() - whether the library file at @path is one the dynamic loader of process @pid
+ * (held before its program's first instruction) maps before the program's main(): one the
+ * program links, or one its environment preloads (`LOADER --list`, run as @pid would), rather
+ * than one dlopen loads later.
+ *
+ * Return: 1 linked, 0 not (or no dynamic loader), -1 with @err set.
+ */
+int ps_lib_linked(pid_t pid, const char *path, struct ps_error *err);
+
+/**
  * ps_elf_load_base() - where the lowest PT_LOAD segment of ELF file @path lies.
  * @vaddr: its p_vaddr rounded down to a page
  * @off:   its p_offset rounded down to a page (the file offset its mapping starts at)

@@ -61,6 +61,12 @@ int ps_inproc_lib_site(const struct ps_catch_env *env, pid_t pid, const struct p
 
 	if ((why = refused(env, pid, p->path)))
 		return REFUSE(err, name, why);
+	if ((rc = ps_lib_linked(pid, p->path, err)) <= 0)
+		return rc < 0 ? -1
+			      : REFUSE(err, name,
+				       "the program does not link its library: one dlopen loads later is not mapped "
+				       "when the in-process agent patches");
+	rc = -1;
 	if (stat(p->path, &sb) < 0) {
 		int e = errno;
 		return ps_error_set(err, e, "%s: %s", p->path, strerror(e));
