@@ -157,6 +157,35 @@ static int call_stop(struct ps_tracer *t, struct ps_tr_thread *th, int st, struc
 	return 0;
 }
 
+/* Threads the call started (a library's constructor's) whose birth stop has not been seen yet:
+   waited for, and held as the others are, so that every thread of the process is held (and
+   told to a later call's @held) when the call has returned. A thread that ended meanwhile is
+   forgotten. 0, or -1 with @err set. */
+static int hold_births(struct ps_tracer *t, struct ps_error *err)
+{
+	for (unsigned i = 0; i < t->thcap; i++) {
+		struct ps_tr_thread *th = t->th[i];
+		pid_t w;
+		int st;
+
+		if (!th || th->state != TH_AWAIT)
+			continue;
+		while ((w = waitpid(th->tid, &st, __WALL)) < 0 && errno == EINTR)
+			;
+		if (w < 0)
+			return ps_error_set(err, errno, "waitpid(%d): %s", (int)th->tid, strerror(errno));
+		t->stops++;
+		if (WIFEXITED(st) || WIFSIGNALED(st)) {
+			ps__tr_thread_gone(t, th, st);
+			continue;
+		}
+		t->settling = 1;
+		ps__tr_born(t, th, WSTOPSIG(st), st >> 16);
+		t->settling = 0;
+	}
+	return 0;
+}
+
 /* Run @th with registers @r until its call returns to 0; *r gets the registers then. */
 static int run_call(struct ps_tracer *t, struct ps_tr_thread *th, struct user_regs_struct *r, struct ps_error *err)
 {
@@ -183,6 +212,8 @@ static int run_call(struct ps_tracer *t, struct ps_tr_thread *th, struct user_re
 		}
 	}
 	if (freed && others(t, th, 0) && rc > 0)
+		rc = -1;
+	if (rc > 0 && hold_births(t, err))
 		rc = -1;
 	return rc > 0 ? 0 : -1;
 }
