@@ -171,25 +171,18 @@ static void forget_preload(void)
 	unsetenv("PERFSH_PRELOAD_WAS");
 }
 
-__attribute__((constructor)) static void agent_ctor(void)
+/* Every site of @c prepared, then every prepared one patched (each refused with @refusal instead
+   where it is not NULL), the trampoline memory sealed. */
+static void patch_all(struct ps_mshm_ctl *c, const char *refusal)
 {
-	struct ps_mshm_ctl *c;
+	unsigned n = __atomic_load_n(&c->nsites, __ATOMIC_ACQUIRE);
 	const char *why;
-	unsigned n;
-	int one;
 
-	pm_init();
-	if (!(c = pm_live_ctl()))
-		return; /* not started by perfsh, or its block refused (said on stderr) */
-	forget_preload();
-	prctl(PR_SET_PDEATHSIG, 0);
-	n = __atomic_load_n(&c->nsites, __ATOMIC_ACQUIRE);
-	one = threads() == 1;
 	for (unsigned i = 0; i < n && i < PS_MSHM_SITES; i++) {
 		if (xsave_setup())
 			refuse(&c->sites[i], "this CPU has no xsave to keep the registers with");
-		else if (!one)
-			refuse(&c->sites[i], "other threads run already before main(): nothing is patched");
+		else if (refusal)
+			refuse(&c->sites[i], refusal);
 		else if ((why = pa_lib_site(&c->sites[i])))
 			refuse(&c->sites[i], why);
 		else
@@ -200,20 +193,19 @@ __attribute__((constructor)) static void agent_ctor(void)
 	pa_near_seal();
 }
 
+__attribute__((constructor)) static void agent_ctor(void)
+{
+	struct ps_mshm_ctl *c;
+
+	pm_init();
+	if (!(c = pm_live_ctl()))
+		return; /* not started by perfsh, or its block refused (said on stderr) */
+	forget_preload();
+	prctl(PR_SET_PDEATHSIG, 0);
+	patch_all(c, threads() == 1 ? NULL : "other threads run already before main(): nothing is patched");
+}
+
 void pa_patch_attach(struct ps_mshm_ctl *c)
 {
-	unsigned n = __atomic_load_n(&c->nsites, __ATOMIC_ACQUIRE);
-	const char *why;
-
-	for (unsigned i = 0; i < n && i < PS_MSHM_SITES; i++) {
-		if (xsave_setup())
-			refuse(&c->sites[i], "this CPU has no xsave to keep the registers with");
-		else if ((why = pa_lib_site(&c->sites[i])))
-			refuse(&c->sites[i], why);
-		else
-			prepare(&c->sites[i], i);
-	}
-	for (unsigned i = 0; i < n && i < PS_MSHM_SITES; i++)
-		patch(&c->sites[i], i);
-	pa_near_seal();
+	patch_all(c, NULL);
 }
